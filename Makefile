@@ -1,0 +1,116 @@
+# wrapbake -- straight-line runtime wrappers for compiled graphs.
+#
+#   make            the library and the tools
+#   make test       installs missing Debian packages, builds, runs the suite
+#   make test-asan  the same suite under AddressSanitizer + UBSan
+#   make bench      the microbenchmark
+#   make install    PREFIX=/usr/local DESTDIR=
+
+# ---- settings -------------------------------------------------------------
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+LIBDIR    ?= $(PREFIX)/lib
+INCDIR    ?= $(PREFIX)/include
+BINDIR    ?= $(PREFIX)/bin
+PCDIR     ?= $(LIBDIR)/pkgconfig
+CC        ?= cc
+OPT       ?= -O2 -g
+SANITIZE  ?=
+BUILD     ?= build
+WARN      := -std=c11 -Wall -Wextra -Wpedantic -Werror
+DEFS      := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+LIBS      := -ltcc -ldl -lpthread -lm
+TEST_LIBS := -lcriterion
+VERSION   := 0.1.0
+# ---------------------------------------------------------------------------
+
+ifneq ($(SANITIZE),)
+OPT += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+ALL_CFLAGS  = $(WARN) $(DEFS) $(OPT) -Iinclude $(CFLAGS)
+ALL_LDFLAGS = $(OPT) $(LDFLAGS)
+
+LIB_SRC   := $(wildcard src/spec/*.c src/wrappers/*.c src/runtime/*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC  := $(wildcard tests/*.c)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+
+LIB       := $(BUILD)/lib/libwrapbake.a
+TESTS     := $(BUILD)/bin/wrapbake-tests
+BENCH     := $(BUILD)/bin/wrapbake-bench
+EXAMPLE   := $(BUILD)/bin/readme-example
+DEPS      := $(BUILD)/.deps-ok
+
+.PHONY: all test test-asan bench install uninstall clean deps golden example
+
+all: $(LIB) $(BENCH) $(BUILD)/wrapbake.pc
+
+# Installs what the build needs when it is missing (once per build tree).
+$(DEPS): scripts/install-deps.sh
+	@mkdir -p $(@D)
+	sh scripts/install-deps.sh
+	@touch $@
+deps: $(DEPS)
+
+$(BUILD)/obj/%.o: %.c $(DEPS) $(wildcard include/*.h src/*/*.h tests/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(TESTS): $(TEST_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(TEST_LIBS) $(LIBS)
+
+$(BENCH): $(BENCH_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIB) $(LIBS)
+
+# The embedding example in README.md, extracted, compiled and run as is.
+$(BUILD)/example/example.c: README.md
+	@mkdir -p $(@D)
+	sed -n '/^<!-- example -->/,/^```$$/p' README.md | sed '1,2d;$$d' > $@
+$(EXAMPLE): $(BUILD)/example/example.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+example: $(EXAMPLE)
+	$(EXAMPLE)
+
+test: $(TESTS) $(EXAMPLE)
+	$(EXAMPLE)
+	$(TESTS) --jobs 2
+
+test-asan:
+	$(MAKE) test BUILD=build/asan SANITIZE=address,undefined
+
+bench: $(BENCH)
+	$(BENCH)
+
+# Rewrites the golden files from the current emitter; review the diff.
+golden: $(TESTS)
+	WB_UPDATE_GOLDEN=1 $(TESTS) --filter 'golden/*'
+
+$(BUILD)/wrapbake.pc: wrapbake.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: $(LIB) $(BENCH) $(BUILD)/wrapbake.pc
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(PCDIR)
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libwrapbake.a
+	install -m 644 include/wrapbake.h $(DESTDIR)$(INCDIR)/wrapbake.h
+	install -m 755 $(BENCH) $(DESTDIR)$(BINDIR)/wrapbake-bench
+	install -m 644 $(BUILD)/wrapbake.pc $(DESTDIR)$(PCDIR)/wrapbake.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libwrapbake.a $(DESTDIR)$(INCDIR)/wrapbake.h \
+	    $(DESTDIR)$(BINDIR)/wrapbake-bench $(DESTDIR)$(PCDIR)/wrapbake.pc
+
+clean:
+	rm -rf build

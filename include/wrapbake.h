@@ -1,0 +1,366 @@
+/*
+ * wrapbake.h -- the public interface of wrapbake.
+ *
+ * wrapbake turns the description of a compiled, functionalized graph (which
+ * inputs it mutates and how, which outputs alias what, how many values it
+ * returns) into one straight-line C function with every branch decided ahead
+ * of time, compiles it in-process with libtcc, and returns a wrapper whose
+ * per-call cost is a few nanoseconds above a bare call of the graph.
+ *
+ * This header is the specification.  Conventions:
+ *   - Every call that can fail returns a wb_status; WB_OK is 0.  On failure
+ *     wb_last_error() returns a message naming the spec item, the argument
+ *     and what was expected.  The message belongs to the calling thread and
+ *     stays valid until that thread's next failing call.
+ *   - Objects come in _new/_free (or _retain/_release) pairs; freeing or
+ *     releasing NULL does nothing.  Each function says who owns what it
+ *     returns.  Output parameters are written only on success.
+ *   - The library never prints, never exits and keeps no mutable global state
+ *     beyond the one lock around libtcc and a per-thread cache of tensor
+ *     headers (see wb_thread_cache_flush).
+ */
+#ifndef WRAPBAKE_H
+#define WRAPBAKE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WB_VERSION_MAJOR 0
+#define WB_VERSION_MINOR 1
+#define WB_VERSION_PATCH 0
+#define WB_VERSION "0.1.0"
+/* Bumped whenever the layout of a public struct or a callback type changes. */
+#define WB_ABI_VERSION 1
+
+/* Documented limits; exceeding one is an error that names the limit. */
+#define WB_MAX_DIMS 16        /* dimensions of a tensor */
+#define WB_MAX_INPUTS 1024    /* inputs of a spec */
+#define WB_MAX_OUTPUTS 1024   /* user-visible outputs of a spec */
+#define WB_MAX_BASES 1024     /* intermediate bases of a spec */
+#define WB_MAX_GUARDS 16      /* guards of a spec */
+#define WB_MAX_NAME 256       /* bytes of any name in a spec */
+
+/* The version of the library actually linked (may differ from the header). */
+const char *wb_version(void);
+int wb_abi_version(void);
+
+/* ---------------------------------------------------------------------- */
+/* Status codes and errors                                                 */
+/* ---------------------------------------------------------------------- */
+
+typedef enum wb_status {
+    WB_OK = 0,
+    WB_ERR_INVALID,     /* a bad argument to an API function */
+    WB_ERR_SPEC,        /* the spec is malformed or cannot be wrapped */
+    WB_ERR_NOMEM,       /* an allocation failed; nothing was changed */
+    WB_ERR_ARITY,       /* wrong number of arguments, outputs or values */
+    WB_ERR_TYPE,        /* NULL where a tensor is required, dtype mismatch */
+    WB_ERR_SHAPE,       /* sizes, strides or bounds do not fit */
+    WB_ERR_DEVICE,      /* device mismatch or unsupported device */
+    WB_ERR_GRAPH,       /* the graph function reported an error */
+    WB_ERR_HOOK,        /* a hook or guard reported an error */
+    WB_ERR_COMPILE,     /* the JIT could not compile the generated code */
+    WB_ERR_UNSUPPORTED  /* valid request this build cannot do */
+} wb_status;
+
+/* A short constant name for a status ("WB_ERR_SPEC"); never NULL. */
+const char *wb_status_str(wb_status status);
+
+/* The detailed message of the calling thread's last failure ("" if none). */
+const char *wb_last_error(void);
+
+/* ---------------------------------------------------------------------- */
+/* Storages and tensors                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A storage owns a block of memory on one device, with a reference count and
+ * a version counter.  Every in-place data write through a wrapper (a data
+ * mutation, an in-graph mutation) bumps the version of the storage written,
+ * so all views of one storage share one version counter.
+ *
+ * A tensor is a view of a storage: dtype, ndim, sizes, strides and an offset,
+ * all in elements, plus flags and a dynamic-dims mask.  Tensors are reference
+ * counted; functions returning a new tensor hand the caller one reference.
+ * Strides are never negative; a view always lies inside its storage.
+ */
+typedef struct wb_storage wb_storage;
+typedef struct wb_tensor wb_tensor;
+
+/* Tensor flags. */
+#define WB_TENSOR_REQUIRES_GRAD 0x1u
+
+/* Frees the data of a wrapped storage; ctx is what was given to the wrap. */
+typedef void (*wb_deleter)(void *ctx, void *data);
+
+/* A new zero-filled storage of nbytes on device (only kDLCPU in this build). */
+wb_status wb_storage_new(DLDevice device, size_t nbytes, wb_storage **out);
+/* A storage over memory the caller owns; deleter (may be NULL) runs at the
+   last release.  On failure the deleter is not called. */
+wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
+                          wb_deleter deleter, void *deleter_ctx,
+                          wb_storage **out);
+wb_storage *wb_storage_retain(wb_storage *s);
+void wb_storage_release(wb_storage *s);
+void *wb_storage_data(const wb_storage *s);
+size_t wb_storage_nbytes(const wb_storage *s);
+DLDevice wb_storage_device(const wb_storage *s);
+uint64_t wb_storage_version(const wb_storage *s);
+/* The current reference count, for tests and leak checks. */
+long wb_storage_refcount(const wb_storage *s);
+
+/* Element size in bytes of dtype, or 0 if dtype is not byte-addressable. */
+size_t wb_dtype_size(DLDataType dtype);
+
+/* A new contiguous zero-filled tensor with a storage of its own. */
+wb_status wb_tensor_new(DLDataType dtype, DLDevice device, int ndim,
+                        const int64_t *sizes, wb_tensor **out);
+/* A new view of storage; strides NULL means contiguous.  Retains storage. */
+wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
+                                 int ndim, const int64_t *sizes,
+                                 const int64_t *strides, int64_t offset,
+                                 wb_tensor **out);
+/* A new view of base's storage with base's dtype (torch.as_strided). */
+wb_status wb_tensor_as_strided(const wb_tensor *base, int ndim,
+                               const int64_t *sizes, const int64_t *strides,
+                               int64_t offset, wb_tensor **out);
+/* A new tensor object sharing t's storage and view, requires-grad cleared. */
+wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out);
+
+/* Re-strides t in place (torch.Tensor.as_strided_); no data moves. */
+wb_status wb_tensor_as_strided_(wb_tensor *t, int ndim, const int64_t *sizes,
+                                const int64_t *strides, int64_t offset);
+/* Copies src's elements into dst (same dtype and sizes, any strides on
+   either side, overlap refused); bumps dst's storage version. */
+wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
+/* Resizes t in place to contiguous sizes, keeping its offset and growing its
+   storage when it is too small (torch.Tensor.resize_). */
+wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes);
+/* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);
+   bumps the version of the storage t ends up with. */
+wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src);
+
+wb_tensor *wb_tensor_retain(wb_tensor *t);
+void wb_tensor_release(wb_tensor *t);
+long wb_tensor_refcount(const wb_tensor *t);
+
+int wb_tensor_ndim(const wb_tensor *t);
+const int64_t *wb_tensor_sizes(const wb_tensor *t);
+const int64_t *wb_tensor_strides(const wb_tensor *t);
+int64_t wb_tensor_offset(const wb_tensor *t);
+int64_t wb_tensor_numel(const wb_tensor *t);
+DLDataType wb_tensor_dtype(const wb_tensor *t);
+DLDevice wb_tensor_device(const wb_tensor *t);
+/* The storage t views (borrowed: retain it to keep it). */
+wb_storage *wb_tensor_storage(const wb_tensor *t);
+/* The address of element 0 (storage data + offset * element size). */
+void *wb_tensor_data(const wb_tensor *t);
+bool wb_tensor_is_contiguous(const wb_tensor *t);
+uint32_t wb_tensor_flags(const wb_tensor *t);
+bool wb_tensor_requires_grad(const wb_tensor *t);
+void wb_tensor_set_requires_grad(wb_tensor *t, bool on);
+/* Dimensions marked dynamic (bit d set: dim d), as recorded by wrappers. */
+uint64_t wb_tensor_dynamic_dims(const wb_tensor *t);
+void wb_tensor_set_dynamic_dims(wb_tensor *t, uint64_t mask);
+/* The version counter of t's storage. */
+uint64_t wb_tensor_version(const wb_tensor *t);
+
+/* Takes ownership of mt on success (its deleter runs when the storage goes);
+   on failure mt is untouched and still the caller's. */
+wb_status wb_tensor_from_dlpack(DLManagedTensor *mt, wb_tensor **out);
+/* A DLManagedTensor holding a reference to t's storage with a snapshot of
+   t's view; the consumer calls its deleter exactly once. */
+wb_status wb_tensor_to_dlpack(const wb_tensor *t, DLManagedTensor **out);
+
+/* Frees the calling thread's cache of unused tensor headers (kept so that
+   calls allocate nothing in steady state); threads free theirs at exit. */
+void wb_thread_cache_flush(void);
+
+/* ---------------------------------------------------------------------- */
+/* Grad mode                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* The per-thread grad mode (on by default), as torch.is_grad_enabled(). */
+bool wb_grad_enabled(void);
+void wb_set_grad_enabled(bool on);
+
+/* ---------------------------------------------------------------------- */
+/* Specs                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* How the wrapper writes an input back after the graph ran. */
+typedef enum wb_mutation {
+    WB_MUT_NONE = 0,       /* not mutated */
+    WB_MUT_DATA,           /* copy the updated value in, bump the version */
+    WB_MUT_METADATA,       /* as_strided_ to the updated value's view */
+    WB_MUT_DATA_METADATA,  /* as_strided_, then copy */
+    WB_MUT_STORAGE,        /* set_: take the updated value's storage and view */
+    WB_MUT_RESIZE,         /* resize_ when sizes differ, then copy */
+    WB_MUT_IN_GRAPH        /* the graph mutated it; bump its version first */
+} wb_mutation;
+
+/* Input flags. */
+#define WB_INPUT_DETACH 0x1u          /* training: pass a detached alias */
+#define WB_INPUT_HIDDEN 0x2u          /* in-graph mutation hidden from
+                                         autograd: no version bump */
+#define WB_INPUT_OUT 0x4u             /* keyword-only `out` argument */
+
+typedef enum wb_scalar_type {
+    WB_SCALAR_INT = 1,   /* int, SymInt -> int64_t */
+    WB_SCALAR_FLOAT,     /* float -> double */
+    WB_SCALAR_BOOL       /* bool -> bool */
+} wb_scalar_type;
+
+/* What a user-visible output is, relative to the inputs and the graph. */
+typedef enum wb_alias {
+    WB_OUT_NON_ALIAS = 0,       /* the graph's value as it is */
+    WB_OUT_UNSAFE_VIEW_ALIAS,   /* treated as non-alias */
+    WB_OUT_CUSTOM_FUNCTION_VIEW,/* treated as non-alias */
+    WB_OUT_IS_INPUT,            /* input `base` itself (same object) */
+    WB_OUT_ALIAS_OF_INPUT,      /* a new view of input `base` */
+    WB_OUT_ALIAS_OF_INTERMEDIATE,             /* view of intermediate base */
+    WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT,
+    WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT /* view of output base */
+} wb_alias;
+
+/* Argument directions, for signatures and tools. */
+typedef enum wb_direction {
+    WB_DIR_IN = 1, WB_DIR_INOUT, WB_DIR_OUT, WB_DIR_SCALAR
+} wb_direction;
+
+/* Hooks and guards receive the user data given with them.  A non-zero
+   return aborts the call with WB_ERR_HOOK before anything is mutated. */
+typedef int (*wb_hook_fn)(void *ud);
+typedef void (*wb_leave_fn)(void *ud);
+
+typedef struct wb_spec wb_spec;
+
+/* A new empty spec named name (copied; NULL means "graph"). */
+wb_status wb_spec_new(const char *name, wb_spec **out);
+void wb_spec_free(wb_spec *spec);
+/* A deep copy (hooks included); the copy needs validating again. */
+wb_status wb_spec_clone(const wb_spec *spec, wb_spec **out);
+
+/* Inputs, in argument order.  index_out (may be NULL) receives the index. */
+wb_status wb_spec_add_tensor(wb_spec *spec, const char *name,
+                             wb_mutation mutation, unsigned flags,
+                             int *index_out);
+wb_status wb_spec_add_scalar(wb_spec *spec, const char *name,
+                             wb_scalar_type type, int *index_out);
+/* Declares what input `index` must be: dtype (bits 0 for any), ndim (-1 for
+   any).  Declared facts are checked at call time and let the emitter pick
+   helpers specialized for them. */
+wb_status wb_spec_declare_input(wb_spec *spec, int index, DLDataType dtype,
+                                int ndim);
+
+/* User-visible outputs, in return order.  base is the input, intermediate
+   base or output index the alias kind refers to, -1 for non-aliases.
+   requires_grad is set or cleared on every output except is-input ones;
+   dynamic_dims is or-ed into the returned tensor's mask. */
+wb_status wb_spec_add_output(wb_spec *spec, const char *name, wb_alias kind,
+                             int base, bool requires_grad,
+                             uint64_t dynamic_dims, int *index_out);
+
+/* Graph-level settings. */
+wb_status wb_spec_set_intermediate_bases(wb_spec *spec, int count);
+wb_status wb_spec_set_training(wb_spec *spec, bool training);
+wb_status wb_spec_set_keep_input_mutations(wb_spec *spec, bool keep);
+/* -1: leave the grad mode as it is after the call; 0 or 1: set it. */
+wb_status wb_spec_set_grad_mode_at_end(wb_spec *spec, int mode);
+wb_status wb_spec_set_before_call(wb_spec *spec, wb_hook_fn fn, void *ud);
+wb_status wb_spec_set_first_call(wb_spec *spec, wb_hook_fn fn, void *ud);
+/* Guards are entered in order around the graph call and left in reverse. */
+wb_status wb_spec_add_guard(wb_spec *spec, wb_hook_fn enter,
+                            wb_leave_fn leave, void *ud);
+
+/* Checks the spec and derives its facts; WB_ERR_SPEC says what is wrong.
+   A spec changed after validation must be validated again. */
+wb_status wb_spec_validate(wb_spec *spec);
+
+/* Facts; the derived ones need a validated spec (else -1, NULL, 0). */
+const char *wb_spec_name(const wb_spec *spec);
+int wb_spec_num_inputs(const wb_spec *spec);
+int wb_spec_num_outputs(const wb_spec *spec);
+int wb_spec_num_values(const wb_spec *spec);   /* N = M + outputs + bases */
+int wb_spec_num_updated(const wb_spec *spec);  /* M */
+wb_direction wb_spec_direction(const wb_spec *spec, int input);
+/* The C type of an input: "wb_tensor *", "int64_t", "double" or "bool". */
+const char *wb_spec_c_type(const wb_spec *spec, int input);
+/* The tensor-only signature, scalars left out, e.g.
+   "(INOUT cache, IN x, IN w)"; owned by the spec. */
+const char *wb_spec_signature(const wb_spec *spec);
+
+/* ---------------------------------------------------------------------- */
+/* Wrappers                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* One argument of a call; the spec says which member is live. */
+typedef union wb_arg {
+    wb_tensor *t;
+    int64_t i;
+    double f;
+    bool b;
+} wb_arg;
+
+/*
+ * The compiled graph.  It reads args (borrowed) and writes up to nvalues new
+ * tensor references into values: the M updated inputs, then the outputs,
+ * then the intermediate bases.  It returns how many values it produced, or a
+ * negative number on failure.  Whatever non-NULL references it leaves in
+ * values, on success or failure, belong to the wrapper from then on.
+ */
+typedef int (*wb_graph_fn)(void *ctx, const wb_arg *args, int nargs,
+                           wb_tensor **values, int nvalues);
+
+typedef enum wb_tier {
+    WB_TIER_DEFAULT = 0,  /* tcc */
+    WB_TIER_INTERP,       /* the reference interpreter */
+    WB_TIER_TCC           /* straight-line C compiled by libtcc */
+} wb_tier;
+
+/* Wrapper options; a zeroed struct (or NULL) gives the defaults. */
+typedef struct wb_options {
+    wb_tier tier;
+} wb_options;
+
+typedef struct wb_wrapper wb_wrapper;
+
+/* A wrapper for graph over a private copy of spec (validated here if it was
+   not); spec stays the caller's.  The wrapper is immutable and may be called
+   from many threads at once. */
+wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
+                         void *graph_ctx, const wb_options *options,
+                         wb_wrapper **out);
+void wb_wrapper_free(wb_wrapper *w);
+
+/*
+ * One call.  args are borrowed; on WB_OK outs[0..outputs) receive one new
+ * reference each.  nouts must be at least the number of outputs.  On any
+ * failure no input is mutated, no output is written and no reference leaks.
+ */
+wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
+                  wb_tensor **outs, int nouts);
+
+wb_tier wb_wrapper_tier(const wb_wrapper *w);
+const char *wb_tier_name(wb_tier tier);
+/* The generated C the wrapper runs (NULL for the interpreter); owned by w. */
+const char *wb_wrapper_source(const wb_wrapper *w);
+/* The wrapper's own copy of its spec. */
+const wb_spec *wb_wrapper_spec(const wb_wrapper *w);
+
+/* The generated C for a validated spec, without compiling it.  *out is
+   malloc'ed and the caller's to free(). */
+wb_status wb_emit_c(const wb_spec *spec, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WRAPBAKE_H */

@@ -1,0 +1,511 @@
+/*
+ * call.c -- the per-call primitives shared by the interpreter and the
+ * generated code, and the table of them the JIT links against.
+ *
+ * Every message says which spec, which item and what was expected; both
+ * tiers reach the same message through the same primitive, so their errors
+ * agree to the byte.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+#include "../spec/spec.h"
+
+/* The grad mode is per thread, as in PyTorch. */
+static _Thread_local bool wb_rt_grad_off;
+
+bool wb_grad_enabled(void) { return !wb_rt_grad_off; }
+void wb_set_grad_enabled(bool on) { wb_rt_grad_off = !on; }
+
+int wb_rt_grad_swap(int on)
+{
+    int prev = !wb_rt_grad_off;
+    wb_rt_grad_off = !on;
+    return prev;
+}
+
+void wb_rt_grad_set(int on)
+{
+    wb_rt_grad_off = !on;
+}
+
+/* ---- messages ---- */
+
+static wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt,
+                             ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt,
+                             ...)
+{
+    char name[300], msg[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wb_spec_safe_name(e->spec->name, name, sizeof name);
+    return wb_rt_fail(st, "spec '%s': %s", name, msg);
+}
+
+/* "input 2 'x'" into buf. */
+static const char *wb_rt_input_label(const wb_env *e, int i, char *buf,
+                                     size_t n)
+{
+    char nm[300];
+    wb_spec_safe_name(e->spec->inputs[i].name, nm, sizeof nm);
+    snprintf(buf, n, "input %d '%s'", i, nm);
+    return buf;
+}
+
+static const char *wb_rt_output_label(const wb_env *e, int k, char *buf,
+                                      size_t n)
+{
+    char nm[300];
+    const wb_output *o = &e->spec->outputs[k];
+    wb_spec_safe_name(o->name, nm, sizeof nm);
+    snprintf(buf, n, "output %d '%s' (%s)", k, nm, wb_alias_name(o->kind));
+    return buf;
+}
+
+wb_status wb_rt_err_arity(const wb_env *e, int nargs, int nouts)
+{
+    const wb_spec *s = e->spec;
+    if (nargs != s->ninputs)
+        return wb_rt_callf(e, WB_ERR_ARITY, "called with %d arguments; "
+                           "expected %d", nargs, s->ninputs);
+    return wb_rt_callf(e, WB_ERR_ARITY, "called with room for %d outputs; "
+                       "expected at least %d", nouts, s->noutputs);
+}
+
+wb_status wb_rt_err_null_input(const wb_env *e, int input)
+{
+    char lb[400];
+    return wb_rt_callf(e, WB_ERR_TYPE, "%s: got NULL; expected a tensor",
+                       wb_rt_input_label(e, input, lb, sizeof lb));
+}
+
+wb_status wb_rt_err_count(const wb_env *e, int n)
+{
+    const wb_spec *s = e->spec;
+    if (n < 0)
+        return wb_rt_callf(e, WB_ERR_GRAPH, "the graph failed with code %d",
+                           n);
+    return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
+                       "expected %d (%d updated inputs, %d outputs, %d "
+                       "intermediate bases)", n, s->nvalues, s->nupdated,
+                       s->noutputs, s->nbases);
+}
+
+wb_status wb_rt_err_null_value(const wb_env *e, int value)
+{
+    return wb_rt_callf(e, WB_ERR_GRAPH, "the graph returned NULL as value "
+                       "%d; expected a tensor", value);
+}
+
+wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t)
+{
+    const wb_input *in = &e->spec->inputs[input];
+    char lb[400], a[32], b[32];
+    if (in->dtype.bits && !wb_rt_dtype_eq(in->dtype, t->dtype))
+        return wb_rt_callf(e, WB_ERR_TYPE, "%s: dtype %s; expected %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_rt_dtype_str(t->dtype, a, sizeof a),
+                           wb_rt_dtype_str(in->dtype, b, sizeof b));
+    if (in->ndim >= 0 && t->ndim != in->ndim)
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: %d dimensions; expected %d",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           t->ndim, in->ndim);
+    return WB_OK;
+}
+
+/* ---- hooks, guards, grad mode ---- */
+
+wb_status wb_rt_first_call(const wb_env *e)
+{
+    const wb_spec *s = e->spec;
+    atomic_int *done = (atomic_int *)&e->first_call_done;
+    if (atomic_load_explicit(done, memory_order_acquire) ||
+        atomic_exchange(done, 1))
+        return WB_OK;
+    int rc = s->first_call(s->first_call_ud);
+    if (rc)
+        return wb_rt_callf(e, WB_ERR_HOOK, "the first-call hook failed with "
+                           "code %d", rc);
+    return WB_OK;
+}
+
+wb_status wb_rt_before_call(const wb_env *e)
+{
+    const wb_spec *s = e->spec;
+    int rc = s->before_call(s->before_call_ud);
+    if (rc)
+        return wb_rt_callf(e, WB_ERR_HOOK, "the before-call hook failed "
+                           "with code %d", rc);
+    return WB_OK;
+}
+
+wb_status wb_rt_guard_enter(const wb_env *e, int guard)
+{
+    const wb_guard *g = &e->spec->guards[guard];
+    int rc = g->enter(g->ud);
+    if (rc)
+        return wb_rt_callf(e, WB_ERR_HOOK, "guard %d failed to enter with "
+                           "code %d", guard, rc);
+    return WB_OK;
+}
+
+void wb_rt_guard_leave(const wb_env *e, int guard)
+{
+    const wb_guard *g = &e->spec->guards[guard];
+    g->leave(g->ud);
+}
+
+wb_status wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
+                       wb_arg *slot)
+{
+    char lb[400];
+    if (wb_tensor_detach(t, &slot->t) != WB_OK)
+        return wb_rt_callf(e, WB_ERR_NOMEM, "%s: out of memory detaching it",
+                           wb_rt_input_label(e, input, lb, sizeof lb));
+    return WB_OK;
+}
+
+void wb_rt_bump(wb_tensor *t)
+{
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+
+void wb_rt_unbump(wb_tensor *t)
+{
+    atomic_fetch_sub_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+
+/* ---- check phase ---- */
+
+/* dtype and device of updated value v against input t. */
+static wb_status wb_rt_prep_like(const wb_env *e, int input,
+                                 const wb_tensor *t, const wb_tensor *v)
+{
+    char lb[400], a[32], b[32];
+    if (!wb_rt_dtype_eq(t->dtype, v->dtype))
+        return wb_rt_callf(e, WB_ERR_TYPE, "%s: the updated value has dtype "
+                           "%s; expected %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_rt_dtype_str(v->dtype, a, sizeof a),
+                           wb_rt_dtype_str(t->dtype, b, sizeof b));
+    if (!wb_rt_device_eq(t->storage->device, v->storage->device))
+        return wb_rt_callf(e, WB_ERR_DEVICE, "%s: the updated value is on "
+                           "device %d:%d; expected %d:%d",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           (int)v->storage->device.device_type,
+                           v->storage->device.device_id,
+                           (int)t->storage->device.device_type,
+                           t->storage->device.device_id);
+    return WB_OK;
+}
+
+/* The copy into `after` (t as it will be when the copy runs) from v. */
+static wb_status wb_rt_prep_copy(const wb_env *e, int input,
+                                 const wb_tensor *after, const wb_tensor *v)
+{
+    char lb[400];
+    if (after->ndim != v->ndim ||
+        memcmp(after->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim))
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value's sizes "
+                           "differ from the input's",
+                           wb_rt_input_label(e, input, lb, sizeof lb));
+    if (!wb_rt_same_view(after, v) && wb_rt_may_overlap(after, v))
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value overlaps "
+                           "the input in one storage",
+                           wb_rt_input_label(e, input, lb, sizeof lb));
+    return WB_OK;
+}
+
+wb_status wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
+                          const wb_tensor *v)
+{
+    wb_status st = wb_rt_prep_like(e, input, t, v);
+    return st != WB_OK ? st : wb_rt_prep_copy(e, input, t, v);
+}
+
+/* v's view must fit the storage of t. */
+static wb_status wb_rt_prep_restride(const wb_env *e, int input,
+                                     const wb_tensor *t, const wb_tensor *v)
+{
+    char lb[400];
+    wb_status st = wb_rt_prep_like(e, input, t, v);
+    if (st != WB_OK)
+        return st;
+    st = wb_rt_check_view(v->dtype, v->ndim, v->sizes, v->strides, v->offset,
+                          t->storage->nbytes);
+    if (st != WB_OK)
+        return wb_rt_callf(e, st, "%s: the updated view does not fit the "
+                           "input's storage: %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_last_error());
+    return WB_OK;
+}
+
+wb_status wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
+                          const wb_tensor *v)
+{
+    return wb_rt_prep_restride(e, input, t, v);
+}
+
+wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
+                               const wb_tensor *v)
+{
+    wb_status st = wb_rt_prep_restride(e, input, t, v);
+    if (st != WB_OK)
+        return st;
+    wb_tensor after = *t;
+    after.ndim = v->ndim;
+    after.offset = v->offset;
+    memcpy(after.sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
+    memcpy(after.strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
+    return wb_rt_prep_copy(e, input, &after, v);
+}
+
+wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
+                             const wb_tensor *v)
+{
+    return wb_rt_prep_like(e, input, t, v);
+}
+
+static bool wb_rt_same_sizes(const wb_tensor *a, const wb_tensor *b)
+{
+    return a->ndim == b->ndim &&
+           !memcmp(a->sizes, b->sizes, sizeof *a->sizes * (size_t)a->ndim);
+}
+
+wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
+                            const wb_tensor *v, wb_rt_grow *g)
+{
+    char lb[400];
+    wb_status st = wb_rt_prep_like(e, input, t, v);
+    g->data = NULL;
+    g->nbytes = 0;
+    if (st != WB_OK)
+        return st;
+    if (wb_rt_same_sizes(t, v))
+        return wb_rt_prep_copy(e, input, t, v);
+    if ((st = wb_rt_plan_grow(t, v->ndim, v->sizes, g)) != WB_OK)
+        return wb_rt_callf(e, st, "%s: %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_last_error());
+    /* The copy runs into t resized: contiguous at t's offset. */
+    wb_tensor after = *t;
+    wb_rt_grow none = {NULL, 0};
+    wb_rt_apply_resize(&after, v->ndim, v->sizes, &none);
+    if ((st = wb_rt_prep_copy(e, input, &after, v)) != WB_OK)
+        wb_rt_grow_free(g);
+    return st;
+}
+
+wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
+                          const wb_rt_grow *grown, const wb_tensor *v,
+                          wb_tensor **view)
+{
+    char lb[400];
+    const wb_storage *s = holder->storage;
+    size_t nbytes = s->nbytes;
+    wb_status st;
+    if (grown && grown->nbytes > nbytes)
+        nbytes = grown->nbytes;
+    if (!wb_rt_device_eq(s->device, v->storage->device))
+        return wb_rt_callf(e, WB_ERR_DEVICE, "%s: the graph's value is on "
+                           "device %d:%d, its base on %d:%d",
+                           wb_rt_output_label(e, output, lb, sizeof lb),
+                           (int)v->storage->device.device_type,
+                           v->storage->device.device_id,
+                           (int)s->device.device_type, s->device.device_id);
+    st = wb_rt_check_view(v->dtype, v->ndim, v->sizes, v->strides, v->offset,
+                          nbytes);
+    if (st != WB_OK)
+        return wb_rt_callf(e, st, "%s: the graph's view does not fit its "
+                           "base's storage: %s",
+                           wb_rt_output_label(e, output, lb, sizeof lb),
+                           wb_last_error());
+    if (!(*view = wb_rt_tensor_alloc()))
+        return wb_rt_callf(e, WB_ERR_NOMEM, "%s: out of memory for the view",
+                           wb_rt_output_label(e, output, lb, sizeof lb));
+    return WB_OK;
+}
+
+/* ---- commit phase ---- */
+
+static void wb_rt_restride(wb_tensor *t, const wb_tensor *v)
+{
+    t->ndim = v->ndim;
+    t->offset = v->offset;
+    memcpy(t->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
+    memcpy(t->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
+}
+
+static void wb_rt_copy_bump(wb_tensor *t, const wb_tensor *v)
+{
+    wb_rt_copy_elems(t, v);
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+
+void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
+{
+    wb_rt_copy_bump(t, v);
+    wb_tensor_release(v);
+}
+
+void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v)
+{
+    wb_rt_restride(t, v);
+    wb_tensor_release(v);
+}
+
+void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v)
+{
+    wb_rt_restride(t, v);
+    wb_rt_copy_bump(t, v);
+    wb_tensor_release(v);
+}
+
+void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v)
+{
+    wb_tensor_set_(t, v);
+    wb_tensor_release(v);
+}
+
+void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
+{
+    if (!wb_rt_same_sizes(t, v))
+        wb_rt_apply_resize(t, v->ndim, v->sizes, g);
+    wb_rt_copy_bump(t, v);
+    wb_tensor_release(v);
+}
+
+wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
+                             wb_tensor *v, int requires_grad, uint64_t dyn)
+{
+    view->storage = wb_storage_retain(base->storage);
+    view->dtype = v->dtype;
+    view->ndim = v->ndim;
+    view->offset = v->offset;
+    memcpy(view->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
+    memcpy(view->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
+    view->flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
+    view->dyn_dims = dyn;
+    wb_tensor_release(v);
+    return view;
+}
+
+wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)
+{
+    if (requires_grad > 0)
+        t->flags |= WB_TENSOR_REQUIRES_GRAD;
+    else if (requires_grad == 0)
+        t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
+    t->dyn_dims |= dyn;
+    return t;
+}
+
+wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn)
+{
+    t->dyn_dims |= dyn;
+    return wb_tensor_retain(t);
+}
+
+void wb_rt_release_all(wb_tensor **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        wb_tensor_release(v[i]);
+}
+
+void wb_rt_grow_free(wb_rt_grow *g)
+{
+    free(g->data);
+    g->data = NULL;
+    g->nbytes = 0;
+}
+
+/* ---- the symbol table for generated code ---- */
+
+#define WB_RT_SYM(fn, proto) {#fn, (wb_rt_fnptr)(fn), proto}
+
+const wb_rt_symbol wb_rt_symbols[] = {
+    WB_RT_SYM(wb_rt_err_arity,
+              "int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);"),
+    WB_RT_SYM(wb_rt_err_null_input,
+              "int wb_rt_err_null_input(const wb_env *e, int input);"),
+    WB_RT_SYM(wb_rt_err_count, "int wb_rt_err_count(const wb_env *e, int n);"),
+    WB_RT_SYM(wb_rt_err_null_value,
+              "int wb_rt_err_null_value(const wb_env *e, int value);"),
+    WB_RT_SYM(wb_rt_check_input,
+              "int wb_rt_check_input(const wb_env *e, int input, "
+              "const wb_tensor *t);"),
+    WB_RT_SYM(wb_rt_first_call, "int wb_rt_first_call(const wb_env *e);"),
+    WB_RT_SYM(wb_rt_before_call, "int wb_rt_before_call(const wb_env *e);"),
+    WB_RT_SYM(wb_rt_guard_enter,
+              "int wb_rt_guard_enter(const wb_env *e, int guard);"),
+    WB_RT_SYM(wb_rt_guard_leave,
+              "void wb_rt_guard_leave(const wb_env *e, int guard);"),
+    WB_RT_SYM(wb_rt_grad_swap, "int wb_rt_grad_swap(int on);"),
+    WB_RT_SYM(wb_rt_grad_set, "void wb_rt_grad_set(int on);"),
+    WB_RT_SYM(wb_rt_detach,
+              "int wb_rt_detach(const wb_env *e, int input, "
+              "const wb_tensor *t, wb_arg *slot);"),
+    WB_RT_SYM(wb_rt_bump, "void wb_rt_bump(wb_tensor *t);"),
+    WB_RT_SYM(wb_rt_unbump, "void wb_rt_unbump(wb_tensor *t);"),
+    WB_RT_SYM(wb_rt_prep_data,
+              "int wb_rt_prep_data(const wb_env *e, int input, "
+              "const wb_tensor *t, const wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_prep_meta,
+              "int wb_rt_prep_meta(const wb_env *e, int input, "
+              "const wb_tensor *t, const wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_prep_data_meta,
+              "int wb_rt_prep_data_meta(const wb_env *e, int input, "
+              "const wb_tensor *t, const wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_prep_storage,
+              "int wb_rt_prep_storage(const wb_env *e, int input, "
+              "const wb_tensor *t, const wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_prep_resize,
+              "int wb_rt_prep_resize(const wb_env *e, int input, "
+              "const wb_tensor *t, const wb_tensor *v, wb_rt_grow *g);"),
+    WB_RT_SYM(wb_rt_prep_view,
+              "int wb_rt_prep_view(const wb_env *e, int output, "
+              "const wb_tensor *holder, const wb_rt_grow *grown, "
+              "const wb_tensor *v, wb_tensor **view);"),
+    WB_RT_SYM(wb_rt_commit_data,
+              "void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_commit_meta,
+              "void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_commit_data_meta,
+              "void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_commit_storage,
+              "void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);"),
+    WB_RT_SYM(wb_rt_commit_resize,
+              "void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, "
+              "wb_rt_grow *g);"),
+    WB_RT_SYM(wb_rt_commit_view,
+              "wb_tensor *wb_rt_commit_view(wb_tensor *view, "
+              "const wb_tensor *base, wb_tensor *v, int requires_grad, "
+              "unsigned long long dyn);"),
+    WB_RT_SYM(wb_rt_out_flags,
+              "wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, "
+              "unsigned long long dyn);"),
+    WB_RT_SYM(wb_rt_out_input,
+              "wb_tensor *wb_rt_out_input(wb_tensor *t, "
+              "unsigned long long dyn);"),
+    WB_RT_SYM(wb_rt_release_all,
+              "void wb_rt_release_all(wb_tensor **v, int n);"),
+    WB_RT_SYM(wb_rt_grow_free, "void wb_rt_grow_free(wb_rt_grow *g);"),
+    WB_RT_SYM(wb_tensor_release, "void wb_tensor_release(wb_tensor *t);"),
+    /* libtcc zero-fills local arrays with memset; copies use memcpy. */
+    WB_RT_SYM(memcpy,
+              "void *memcpy(void *d, const void *s, unsigned long n);"),
+    WB_RT_SYM(memset, "void *memset(void *d, int c, unsigned long n);"),
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,57 @@
+/*
+ * error.c -- status names and the per-thread error message.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "rt.h"
+
+/* Each thread owns its message, so a failing call never races another
+   thread's read of wb_last_error(). */
+static _Thread_local char wb_rt_errmsg[1024];
+
+static const char *const wb_status_names[] = {
+    [WB_OK] = "WB_OK",
+    [WB_ERR_INVALID] = "WB_ERR_INVALID",
+    [WB_ERR_SPEC] = "WB_ERR_SPEC",
+    [WB_ERR_NOMEM] = "WB_ERR_NOMEM",
+    [WB_ERR_ARITY] = "WB_ERR_ARITY",
+    [WB_ERR_TYPE] = "WB_ERR_TYPE",
+    [WB_ERR_SHAPE] = "WB_ERR_SHAPE",
+    [WB_ERR_DEVICE] = "WB_ERR_DEVICE",
+    [WB_ERR_GRAPH] = "WB_ERR_GRAPH",
+    [WB_ERR_HOOK] = "WB_ERR_HOOK",
+    [WB_ERR_COMPILE] = "WB_ERR_COMPILE",
+    [WB_ERR_UNSUPPORTED] = "WB_ERR_UNSUPPORTED",
+};
+
+const char *wb_status_str(wb_status status)
+{
+    if ((unsigned)status < sizeof wb_status_names / sizeof *wb_status_names)
+        return wb_status_names[status];
+    return "WB_ERR_UNKNOWN";
+}
+
+const char *wb_last_error(void)
+{
+    return wb_rt_errmsg;
+}
+
+wb_status wb_rt_fail(wb_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(wb_rt_errmsg, sizeof wb_rt_errmsg, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *wb_version(void)
+{
+    return WB_VERSION;
+}
+
+int wb_abi_version(void)
+{
+    return WB_ABI_VERSION;
+}

@@ -1,0 +1,148 @@
+/*
+ * jit.c -- the libtcc driver.
+ *
+ * libtcc keeps process-wide state whose first initialization is racy, so
+ * every compile holds wb_jit_lock, the library's one lock.  The compiler
+ * gets only fixed option strings and code from the emitter (no user text
+ * outside escaped comments), which keeps it off its exit() paths.  The code
+ * is relocated into pages of our own that turn read+execute before anyone
+ * can call them, and the compiler state is deleted at once.
+ */
+#include <libtcc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct wb_jit_code {
+    void *mem;
+    size_t size;
+#ifndef TCC_RELOCATE_AUTO
+    TCCState *state;  /* newer libtcc owns the code memory itself */
+#endif
+};
+
+typedef struct wb_jit_diag {
+    char text[2048];
+    size_t len;
+} wb_jit_diag;
+
+static void wb_jit_on_message(void *opaque, const char *msg)
+{
+    wb_jit_diag *d = opaque;
+    int n = snprintf(d->text + d->len, sizeof d->text - d->len, "%s%s",
+                     d->len ? "; " : "", msg);
+    if (n > 0)
+        d->len = d->len + (size_t)n < sizeof d->text ? d->len + (size_t)n
+                                                     : sizeof d->text - 1;
+}
+
+/* Relocates s into fresh pages of our own, then seals them read+execute. */
+static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
+{
+#ifdef TCC_RELOCATE_AUTO
+    long page = sysconf(_SC_PAGESIZE);
+    int size = tcc_relocate(s, NULL);
+    if (size < 0)
+        return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not link the "
+                          "generated code: %s", d->text);
+    c->size = ((size_t)size + (size_t)page - 1) / (size_t)page * (size_t)page;
+    if (c->size == 0)
+        c->size = (size_t)page;
+    c->mem = mmap(NULL, c->size, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c->mem == MAP_FAILED) {
+        c->mem = NULL;
+        return wb_rt_fail(WB_ERR_NOMEM, "cannot map %zu bytes for code",
+                          c->size);
+    }
+    if (tcc_relocate(s, c->mem) < 0)
+        return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not relocate the "
+                          "generated code: %s", d->text);
+#else
+    if (tcc_relocate(s) < 0)
+        return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not link the "
+                          "generated code: %s", d->text);
+#endif
+    return WB_OK;
+}
+
+wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
+                         void **entry)
+{
+    wb_jit_diag diag = {{0}, 0};
+    wb_status st = WB_OK;
+    void *sym = NULL;
+    if (!src || !fn || !code || !entry)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
+    wb_jit_code *c = calloc(1, sizeof *c);
+    if (!c)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
+
+    pthread_mutex_lock(&wb_jit_lock);
+    TCCState *s = tcc_new();
+    if (!s) {
+        pthread_mutex_unlock(&wb_jit_lock);
+        free(c);
+        return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
+    }
+    tcc_set_error_func(s, &diag, wb_jit_on_message);
+    tcc_set_options(s, "-nostdlib");
+    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+    for (const wb_rt_symbol *y = wb_rt_symbols; y->name; y++) {
+        /* POSIX lets function and object pointers convert both ways. */
+        const void *addr;
+        memcpy(&addr, &y->addr, sizeof addr);
+        tcc_add_symbol(s, y->name, addr);
+    }
+    if (tcc_compile_string(s, src) < 0)
+        st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
+                        "code: %s", diag.text);
+    else if ((st = wb_jit_place(s, c, &diag)) == WB_OK &&
+             !(sym = tcc_get_symbol(s, fn)))
+        st = wb_rt_fail(WB_ERR_COMPILE, "the generated code has no "
+                        "function '%s'", fn);
+#ifdef TCC_RELOCATE_AUTO
+    tcc_delete(s);
+#else
+    if (st == WB_OK)
+        c->state = s;
+    else
+        tcc_delete(s);
+#endif
+    pthread_mutex_unlock(&wb_jit_lock);
+
+    if (st == WB_OK && c->mem &&
+        mprotect(c->mem, c->size, PROT_READ | PROT_EXEC) != 0)
+        st = wb_rt_fail(WB_ERR_COMPILE, "cannot make the code pages "
+                        "read+execute");
+    if (st != WB_OK) {
+        wb_jit_free(c);
+        return st;
+    }
+    *code = c;
+    *entry = sym;
+    return WB_OK;
+}
+
+void wb_jit_free(wb_jit_code *c)
+{
+    if (!c)
+        return;
+    if (c->mem)
+        munmap(c->mem, c->size);
+#ifndef TCC_RELOCATE_AUTO
+    if (c->state) {
+        pthread_mutex_lock(&wb_jit_lock);
+        tcc_delete(c->state);
+        pthread_mutex_unlock(&wb_jit_lock);
+    }
+#endif
+    free(c);
+}

@@ -1,0 +1,179 @@
+/*
+ * rt.h -- the tensor runtime and the per-call primitives (internal).
+ *
+ * Both tiers run the same primitives: the interpreter calls them from loops
+ * over precomputed lists, the generated C calls them with literal arguments.
+ * A call runs in two phases.  The check phase (wb_rt_prep_*) looks at every
+ * value the graph returned, allocates what the commit will need and may fail;
+ * the commit phase (wb_rt_commit_*) cannot fail.  So a failed call has
+ * changed nothing.
+ */
+#ifndef WB_RT_H
+#define WB_RT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "wrapbake.h"
+
+struct wb_storage {
+    atomic_long refcount;
+    atomic_uint_fast64_t version;
+    void *data;
+    size_t nbytes;
+    DLDevice device;
+    wb_deleter deleter;   /* frees data at the last release; may be NULL */
+    void *deleter_ctx;
+};
+
+struct wb_tensor {
+    atomic_long refcount;
+    wb_storage *storage;
+    DLDataType dtype;
+    int32_t ndim;
+    uint32_t flags;
+    uint64_t dyn_dims;
+    int64_t offset;
+    int64_t sizes[WB_MAX_DIMS];
+    int64_t strides[WB_MAX_DIMS];
+};
+
+/* The graph-facing part of a wrapper, passed first to every entry point.
+   Generated code declares only the first two members (see emit.c), so they
+   must stay first and in this order. */
+typedef struct wb_env wb_env;
+typedef int (*wb_entry_fn)(const wb_env *e, const wb_arg *args, int nargs,
+                           wb_tensor **outs, int nouts);
+struct wb_env {
+    wb_graph_fn graph;
+    void *graph_ctx;
+    const wb_spec *spec;
+    atomic_int first_call_done;
+};
+
+/* A storage growth planned by wb_rt_prep_resize for the commit. */
+typedef struct wb_rt_grow {
+    void *data;     /* the new buffer, or NULL when no growth is needed */
+    size_t nbytes;  /* its size */
+} wb_rt_grow;
+
+/* ---- errors (error.c) ---- */
+
+/* Formats the calling thread's message and returns status. */
+wb_status wb_rt_fail(wb_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- tensors (tensor.c) ---- */
+
+/* A tensor header from the thread cache (or the heap), refcount 1, not yet
+   holding a storage. */
+wb_tensor *wb_rt_tensor_alloc(void);
+/* Returns an unused header (never initialized) to the thread cache. */
+void wb_rt_tensor_discard(wb_tensor *t);
+/* Bytes from the start of the storage to one past the last element of the
+   view (0 for an empty view); -1 if the arithmetic overflows. */
+int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
+                       const int64_t *strides, int64_t offset);
+/* Checks a view's metadata; WB_OK or a status with the message set. */
+wb_status wb_rt_check_view(DLDataType dtype, int ndim, const int64_t *sizes,
+                           const int64_t *strides, int64_t offset,
+                           size_t storage_nbytes);
+/* The strided element copy behind wb_tensor_copy_; shapes already match. */
+void wb_rt_copy_elems(wb_tensor *dst, const wb_tensor *src);
+/* Plans the storage growth resize_ to sizes needs (g->data NULL if none),
+   then applies it; only the plan can fail. */
+wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim, const int64_t *sizes,
+                          wb_rt_grow *g);
+void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
+                        wb_rt_grow *g);
+/* Whether two views of one storage may touch the same bytes, and whether
+   they are the same view. */
+bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b);
+bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
+bool wb_rt_dtype_eq(DLDataType a, DLDataType b);
+bool wb_rt_device_eq(DLDevice a, DLDevice b);
+const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
+
+/* ---- per-call primitives (call.c) ---- */
+
+wb_status wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
+wb_status wb_rt_err_null_input(const wb_env *e, int input);
+wb_status wb_rt_err_count(const wb_env *e, int n);
+wb_status wb_rt_err_null_value(const wb_env *e, int value);
+/* Checks input's declared dtype and ndim. */
+wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
+
+wb_status wb_rt_first_call(const wb_env *e);
+wb_status wb_rt_before_call(const wb_env *e);
+wb_status wb_rt_guard_enter(const wb_env *e, int guard);
+void wb_rt_guard_leave(const wb_env *e, int guard);
+int wb_rt_grad_swap(int on);
+void wb_rt_grad_set(int on);
+wb_status wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
+                       wb_arg *slot);
+
+void wb_rt_bump(wb_tensor *t);
+void wb_rt_unbump(wb_tensor *t);
+
+/* Check phase: input `input` against its updated value `v`. */
+wb_status wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
+                          const wb_tensor *v);
+wb_status wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
+                          const wb_tensor *v);
+wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
+                               const wb_tensor *v);
+wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
+                             const wb_tensor *v);
+wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
+                            const wb_tensor *v, wb_rt_grow *g);
+/* Check phase: output `output` will be a view of the storage `holder` will
+   have (at least `grown` bytes), with value v's view.  Allocates *view. */
+wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
+                          const wb_rt_grow *grown, const wb_tensor *v,
+                          wb_tensor **view);
+
+/* Commit phase; each consumes the updated value v (one reference). */
+void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
+/* Makes the prepared view of base's storage with v's view and flags, then
+   releases v; returns the view. */
+wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
+                             wb_tensor *v, int requires_grad, uint64_t dyn);
+/* Sets requires-grad (0 or 1; -1 leaves it) and or-s dyn into t's mask. */
+wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn);
+/* The is-input output: input t itself, one more reference. */
+wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn);
+
+/* Failure path: releases n values and n views (NULLs skipped) and frees a
+   planned growth. */
+void wb_rt_release_all(wb_tensor **v, int n);
+void wb_rt_grow_free(wb_rt_grow *g);
+
+/* The host functions generated code may call, for the emitter's prototypes
+   and the JIT's symbol table; terminated by a NULL name. */
+typedef void (*wb_rt_fnptr)(void);
+typedef struct wb_rt_symbol {
+    const char *name;
+    wb_rt_fnptr addr;
+    const char *proto;  /* the C declaration generated code sees */
+} wb_rt_symbol;
+extern const wb_rt_symbol wb_rt_symbols[];
+
+/* ---- the JIT (jit.c) ---- */
+
+/* Code compiled by libtcc, in pages that are read+execute only. */
+typedef struct wb_jit_code wb_jit_code;
+
+/* Compiles C source src and returns the address of function fn in *entry.
+   Compiler messages land in the error message. */
+wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
+                         void **entry);
+void wb_jit_free(wb_jit_code *code);
+
+#endif /* WB_RT_H */

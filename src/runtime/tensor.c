@@ -1,0 +1,775 @@
+/*
+ * tensor.c -- storages, tensors, views, copies and DLPack exchange.
+ *
+ * Tensor headers come from a small per-thread cache, so that a wrapper
+ * building aliased outputs allocates nothing in steady state: a released
+ * header goes back to the cache of the thread releasing it, and an
+ * allocation takes one from the cache of the thread allocating.
+ */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+#define WB_RT_CACHE_MAX 64
+
+typedef struct wb_rt_cache {
+    wb_tensor *head;  /* linked through the storage field */
+    int count;
+    bool registered;  /* the thread-exit destructor knows this thread */
+} wb_rt_cache;
+
+static _Thread_local wb_rt_cache wb_rt_tcache;
+static pthread_key_t wb_rt_cache_key;
+static pthread_once_t wb_rt_cache_once = PTHREAD_ONCE_INIT;
+
+static void wb_rt_cache_drain(wb_rt_cache *c)
+{
+    while (c->head) {
+        wb_tensor *t = c->head;
+        c->head = (wb_tensor *)t->storage;
+        free(t);
+    }
+    c->count = 0;
+}
+
+/* Thread exit: the key's value is only a marker that this thread cached. */
+static void wb_rt_cache_exit(void *marker)
+{
+    (void)marker;
+    wb_rt_cache_drain(&wb_rt_tcache);
+}
+
+static void wb_rt_cache_init(void)
+{
+    pthread_key_create(&wb_rt_cache_key, wb_rt_cache_exit);
+}
+
+void wb_thread_cache_flush(void)
+{
+    wb_rt_cache_drain(&wb_rt_tcache);
+}
+
+wb_tensor *wb_rt_tensor_alloc(void)
+{
+    wb_rt_cache *c = &wb_rt_tcache;
+    wb_tensor *t = c->head;
+    if (t) {
+        c->head = (wb_tensor *)t->storage;
+        c->count--;
+    } else if (!(t = malloc(sizeof *t))) {
+        return NULL;
+    }
+    atomic_init(&t->refcount, 1);
+    t->storage = NULL;
+    return t;
+}
+
+void wb_rt_tensor_discard(wb_tensor *t)
+{
+    wb_rt_cache *c = &wb_rt_tcache;
+    if (!t)
+        return;
+    if (c->count >= WB_RT_CACHE_MAX) {
+        free(t);
+        return;
+    }
+    if (!c->registered) {
+        pthread_once(&wb_rt_cache_once, wb_rt_cache_init);
+        pthread_setspecific(wb_rt_cache_key, c);
+        c->registered = true;
+    }
+    t->storage = (wb_storage *)c->head;
+    c->head = t;
+    c->count++;
+}
+
+/* ---- dtypes and devices ---- */
+
+size_t wb_dtype_size(DLDataType d)
+{
+    if (d.bits == 0 || d.bits % 8 != 0 || d.lanes == 0)
+        return 0;
+    return (size_t)d.bits / 8 * d.lanes;
+}
+
+bool wb_rt_dtype_eq(DLDataType a, DLDataType b)
+{
+    return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+bool wb_rt_device_eq(DLDevice a, DLDevice b)
+{
+    return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n)
+{
+    static const char *const codes[] = {"int", "uint", "float", "handle",
+                                        "bfloat", "complex"};
+    const char *c = d.code < 6 ? codes[d.code] : "code?";
+    if (d.lanes == 1)
+        snprintf(buf, n, "%s%u", c, (unsigned)d.bits);
+    else
+        snprintf(buf, n, "%s%ux%u", c, (unsigned)d.bits, (unsigned)d.lanes);
+    return buf;
+}
+
+/* ---- view arithmetic ---- */
+
+int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
+                       const int64_t *strides, int64_t offset)
+{
+    int64_t last = offset, span;
+    size_t es = wb_dtype_size(dtype);
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] == 0)
+            return 0;
+        if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
+            __builtin_add_overflow(last, span, &last))
+            return -1;
+    }
+    if (__builtin_add_overflow(last, 1, &last) ||
+        __builtin_mul_overflow(last, (int64_t)es, &last))
+        return -1;
+    return last;
+}
+
+wb_status wb_rt_check_view(DLDataType dtype, int ndim, const int64_t *sizes,
+                           const int64_t *strides, int64_t offset,
+                           size_t storage_nbytes)
+{
+    char dt[32];
+    if (wb_dtype_size(dtype) == 0)
+        return wb_rt_fail(WB_ERR_TYPE, "dtype %s is not byte-addressable",
+                          wb_rt_dtype_str(dtype, dt, sizeof dt));
+    if (ndim < 0 || ndim > WB_MAX_DIMS)
+        return wb_rt_fail(WB_ERR_SHAPE, "ndim %d is outside 0..%d", ndim,
+                          WB_MAX_DIMS);
+    if (offset < 0)
+        return wb_rt_fail(WB_ERR_SHAPE, "offset %lld is negative",
+                          (long long)offset);
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] < 0)
+            return wb_rt_fail(WB_ERR_SHAPE, "size %lld of dim %d is negative",
+                              (long long)sizes[d], d);
+        if (strides[d] < 0)
+            return wb_rt_fail(WB_ERR_SHAPE,
+                              "stride %lld of dim %d is negative",
+                              (long long)strides[d], d);
+    }
+    int64_t end = wb_rt_view_end(dtype, ndim, sizes, strides, offset);
+    if (end < 0)
+        return wb_rt_fail(WB_ERR_SHAPE, "the view's extent overflows");
+    if ((uint64_t)end > storage_nbytes)
+        return wb_rt_fail(WB_ERR_SHAPE,
+                          "the view ends at byte %lld, past the storage's "
+                          "%zu bytes", (long long)end, storage_nbytes);
+    return WB_OK;
+}
+
+static void wb_rt_contiguous_strides(int ndim, const int64_t *sizes,
+                                     int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= sizes[d] > 1 ? sizes[d] : 1;
+    }
+}
+
+/* Bytes of a contiguous tensor of sizes, or -1 on overflow or bad sizes. */
+static int64_t wb_rt_contiguous_nbytes(DLDataType dtype, int ndim,
+                                       const int64_t *sizes)
+{
+    int64_t n = (int64_t)wb_dtype_size(dtype);
+    for (int d = 0; d < ndim; d++)
+        if (sizes[d] < 0 || __builtin_mul_overflow(n, sizes[d], &n))
+            return -1;
+    return n;
+}
+
+/* ---- storages ---- */
+
+static wb_status wb_rt_check_device(DLDevice device)
+{
+    if (device.device_type != kDLCPU)
+        return wb_rt_fail(WB_ERR_DEVICE,
+                          "device type %d is not supported by this build "
+                          "(only kDLCPU)", (int)device.device_type);
+    return WB_OK;
+}
+
+wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
+                          wb_deleter deleter, void *deleter_ctx,
+                          wb_storage **out)
+{
+    wb_status st;
+    if (!out || (!data && nbytes))
+        return wb_rt_fail(WB_ERR_INVALID,
+                          "wb_storage_wrap: NULL data or out");
+    if ((st = wb_rt_check_device(device)) != WB_OK)
+        return st;
+    wb_storage *s = malloc(sizeof *s);
+    if (!s)
+        return wb_rt_fail(WB_ERR_NOMEM, "wb_storage_wrap: out of memory");
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->version, 0);
+    s->data = data;
+    s->nbytes = nbytes;
+    s->device = device;
+    s->deleter = deleter;
+    s->deleter_ctx = deleter_ctx;
+    *out = s;
+    return WB_OK;
+}
+
+/* Runtime-owned buffers use this deleter, so growth can tell them apart. */
+static void wb_rt_free_data(void *ctx, void *data)
+{
+    (void)ctx;
+    free(data);
+}
+
+wb_status wb_storage_new(DLDevice device, size_t nbytes, wb_storage **out)
+{
+    wb_status st;
+    if (!out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_storage_new: out is NULL");
+    if ((st = wb_rt_check_device(device)) != WB_OK)
+        return st;
+    void *data = calloc(1, nbytes ? nbytes : 1);
+    if (!data)
+        return wb_rt_fail(WB_ERR_NOMEM,
+                          "wb_storage_new: cannot allocate %zu bytes", nbytes);
+    st = wb_storage_wrap(data, nbytes, device, wb_rt_free_data, NULL, out);
+    if (st != WB_OK)
+        free(data);
+    return st;
+}
+
+wb_storage *wb_storage_retain(wb_storage *s)
+{
+    if (s)
+        atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+    return s;
+}
+
+void wb_storage_release(wb_storage *s)
+{
+    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1,
+                                        memory_order_acq_rel) != 1)
+        return;
+    if (s->deleter)
+        s->deleter(s->deleter_ctx, s->data);
+    free(s);
+}
+
+void *wb_storage_data(const wb_storage *s) { return s ? s->data : NULL; }
+size_t wb_storage_nbytes(const wb_storage *s) { return s ? s->nbytes : 0; }
+
+DLDevice wb_storage_device(const wb_storage *s)
+{
+    DLDevice none = {kDLCPU, 0};
+    return s ? s->device : none;
+}
+
+uint64_t wb_storage_version(const wb_storage *s)
+{
+    return s ? atomic_load_explicit(&s->version, memory_order_relaxed) : 0;
+}
+
+long wb_storage_refcount(const wb_storage *s)
+{
+    return s ? atomic_load(&s->refcount) : 0;
+}
+
+/* ---- tensors ---- */
+
+/* Fills header t (fresh from wb_rt_tensor_alloc) as a view of s; takes one
+   reference to s.  The metadata must have been checked. */
+static void wb_rt_tensor_init(wb_tensor *t, wb_storage *s, DLDataType dtype,
+                              int ndim, const int64_t *sizes,
+                              const int64_t *strides, int64_t offset)
+{
+    t->storage = wb_storage_retain(s);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->flags = 0;
+    t->dyn_dims = 0;
+    t->offset = offset;
+    memcpy(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
+    memcpy(t->strides, strides, sizeof *strides * (size_t)ndim);
+}
+
+wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
+                                 int ndim, const int64_t *sizes,
+                                 const int64_t *strides, int64_t offset,
+                                 wb_tensor **out)
+{
+    int64_t cstrides[WB_MAX_DIMS];
+    wb_status st;
+    if (!storage || !out || (ndim > 0 && !sizes))
+        return wb_rt_fail(WB_ERR_INVALID,
+                          "wb_tensor_from_storage: NULL storage, sizes or out");
+    if (ndim < 0 || ndim > WB_MAX_DIMS)
+        return wb_rt_fail(WB_ERR_SHAPE, "ndim %d is outside 0..%d", ndim,
+                          WB_MAX_DIMS);
+    if (!strides) {
+        wb_rt_contiguous_strides(ndim, sizes, cstrides);
+        strides = cstrides;
+    }
+    st = wb_rt_check_view(dtype, ndim, sizes, strides, offset, storage->nbytes);
+    if (st != WB_OK)
+        return st;
+    wb_tensor *t = wb_rt_tensor_alloc();
+    if (!t)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a tensor");
+    wb_rt_tensor_init(t, storage, dtype, ndim, sizes, strides, offset);
+    *out = t;
+    return WB_OK;
+}
+
+wb_status wb_tensor_new(DLDataType dtype, DLDevice device, int ndim,
+                        const int64_t *sizes, wb_tensor **out)
+{
+    wb_storage *s;
+    wb_status st;
+    char dt[32];
+    if (!out || (ndim > 0 && !sizes))
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_new: NULL sizes or out");
+    if (ndim < 0 || ndim > WB_MAX_DIMS)
+        return wb_rt_fail(WB_ERR_SHAPE, "ndim %d is outside 0..%d", ndim,
+                          WB_MAX_DIMS);
+    if (wb_dtype_size(dtype) == 0)
+        return wb_rt_fail(WB_ERR_TYPE, "dtype %s is not byte-addressable",
+                          wb_rt_dtype_str(dtype, dt, sizeof dt));
+    int64_t nbytes = wb_rt_contiguous_nbytes(dtype, ndim, sizes);
+    if (nbytes < 0)
+        return wb_rt_fail(WB_ERR_SHAPE, "negative or overflowing sizes");
+    if ((st = wb_storage_new(device, (size_t)nbytes, &s)) != WB_OK)
+        return st;
+    st = wb_tensor_from_storage(s, dtype, ndim, sizes, NULL, 0, out);
+    wb_storage_release(s);
+    return st;
+}
+
+wb_status wb_tensor_as_strided(const wb_tensor *base, int ndim,
+                               const int64_t *sizes, const int64_t *strides,
+                               int64_t offset, wb_tensor **out)
+{
+    if (!base)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_as_strided: base is NULL");
+    return wb_tensor_from_storage(base->storage, base->dtype, ndim, sizes,
+                                  strides, offset, out);
+}
+
+wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out)
+{
+    if (!t || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_detach: NULL argument");
+    wb_tensor *d = wb_rt_tensor_alloc();
+    if (!d)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a tensor");
+    wb_rt_tensor_init(d, t->storage, t->dtype, t->ndim, t->sizes, t->strides,
+                      t->offset);
+    d->flags = t->flags & ~WB_TENSOR_REQUIRES_GRAD;
+    d->dyn_dims = t->dyn_dims;
+    *out = d;
+    return WB_OK;
+}
+
+wb_status wb_tensor_as_strided_(wb_tensor *t, int ndim, const int64_t *sizes,
+                                const int64_t *strides, int64_t offset)
+{
+    int64_t cstrides[WB_MAX_DIMS];
+    wb_status st;
+    if (!t || (ndim > 0 && !sizes))
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_as_strided_: NULL argument");
+    if (ndim < 0 || ndim > WB_MAX_DIMS)
+        return wb_rt_fail(WB_ERR_SHAPE, "ndim %d is outside 0..%d", ndim,
+                          WB_MAX_DIMS);
+    if (!strides) {
+        wb_rt_contiguous_strides(ndim, sizes, cstrides);
+        strides = cstrides;
+    }
+    st = wb_rt_check_view(t->dtype, ndim, sizes, strides, offset,
+                          t->storage->nbytes);
+    if (st != WB_OK)
+        return st;
+    t->ndim = ndim;
+    t->offset = offset;
+    memmove(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
+    memmove(t->strides, strides, sizeof *strides * (size_t)ndim);
+    return WB_OK;
+}
+
+/* True when the byte ranges the two views can touch intersect. */
+bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b)
+{
+    if (a->storage != b->storage)
+        return false;
+    int64_t ea = wb_rt_view_end(a->dtype, a->ndim, a->sizes, a->strides,
+                                a->offset);
+    int64_t eb = wb_rt_view_end(b->dtype, b->ndim, b->sizes, b->strides,
+                                b->offset);
+    int64_t sa = a->offset * (int64_t)wb_dtype_size(a->dtype);
+    int64_t sb = b->offset * (int64_t)wb_dtype_size(b->dtype);
+    if (ea == 0 || eb == 0)
+        return false;
+    return sa < eb && sb < ea;
+}
+
+bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b)
+{
+    if (a->storage != b->storage || a->offset != b->offset ||
+        a->ndim != b->ndim || !wb_rt_dtype_eq(a->dtype, b->dtype))
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->sizes[d] != b->sizes[d] ||
+            (a->sizes[d] > 1 && a->strides[d] != b->strides[d]))
+            return false;
+    return true;
+}
+
+bool wb_tensor_is_contiguous(const wb_tensor *t)
+{
+    int64_t expect = 1;
+    if (!t)
+        return false;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->sizes[d] == 0)
+            return true;
+        if (t->sizes[d] != 1 && t->strides[d] != expect)
+            return false;
+        expect *= t->sizes[d];
+    }
+    return true;
+}
+
+/* Copies one row of n elements of es bytes with the given byte strides. */
+static void wb_rt_copy_row(char *dst, int64_t ds, const char *src, int64_t ss,
+                           int64_t n, size_t es)
+{
+    switch (es) {
+#define WB_RT_ROW(T)                                                    \
+    for (int64_t i = 0; i < n; i++, dst += ds, src += ss)               \
+        memcpy(dst, src, sizeof(T));                                    \
+    return
+    case 1: WB_RT_ROW(uint8_t);
+    case 2: WB_RT_ROW(uint16_t);
+    case 4: WB_RT_ROW(uint32_t);
+    case 8: WB_RT_ROW(uint64_t);
+#undef WB_RT_ROW
+    default:
+        for (int64_t i = 0; i < n; i++, dst += ds, src += ss)
+            memcpy(dst, src, es);
+    }
+}
+
+void wb_rt_copy_elems(wb_tensor *dst, const wb_tensor *src)
+{
+    size_t es = wb_dtype_size(dst->dtype);
+    char *d = (char *)dst->storage->data + dst->offset * (int64_t)es;
+    const char *s = (const char *)src->storage->data + src->offset * (int64_t)es;
+    int nd = dst->ndim;
+    int64_t numel = wb_tensor_numel(dst);
+    if (numel == 0 || d == s)
+        return;
+    if (wb_tensor_is_contiguous(dst) && wb_tensor_is_contiguous(src)) {
+        memcpy(d, s, (size_t)numel * es);
+        return;
+    }
+    if (nd == 0) {
+        memcpy(d, s, es);
+        return;
+    }
+    /* Walk every index but the innermost with a counter; copy rows. */
+    int64_t idx[WB_MAX_DIMS] = {0};
+    int64_t rows = numel / dst->sizes[nd - 1];
+    int64_t dsi = dst->strides[nd - 1] * (int64_t)es;
+    int64_t ssi = src->strides[nd - 1] * (int64_t)es;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t doff = 0, soff = 0;
+        for (int k = 0; k < nd - 1; k++) {
+            doff += idx[k] * dst->strides[k];
+            soff += idx[k] * src->strides[k];
+        }
+        wb_rt_copy_row(d + doff * (int64_t)es, dsi, s + soff * (int64_t)es,
+                       ssi, dst->sizes[nd - 1], es);
+        for (int k = nd - 2; k >= 0; k--) {
+            if (++idx[k] < dst->sizes[k])
+                break;
+            idx[k] = 0;
+        }
+    }
+}
+
+wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src)
+{
+    char a[32], b[32];
+    if (!dst || !src)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_copy_: NULL tensor");
+    if (!wb_rt_dtype_eq(dst->dtype, src->dtype))
+        return wb_rt_fail(WB_ERR_TYPE, "copy from %s into %s",
+                          wb_rt_dtype_str(src->dtype, a, sizeof a),
+                          wb_rt_dtype_str(dst->dtype, b, sizeof b));
+    if (!wb_rt_device_eq(dst->storage->device, src->storage->device))
+        return wb_rt_fail(WB_ERR_DEVICE, "copy across devices");
+    if (dst->ndim != src->ndim ||
+        memcmp(dst->sizes, src->sizes, sizeof *dst->sizes * (size_t)dst->ndim))
+        return wb_rt_fail(WB_ERR_SHAPE, "copy between different sizes");
+    if (!wb_rt_same_view(dst, src) && wb_rt_may_overlap(dst, src))
+        return wb_rt_fail(WB_ERR_SHAPE,
+                          "copy between overlapping views of one storage");
+    wb_rt_copy_elems(dst, src);
+    atomic_fetch_add_explicit(&dst->storage->version, 1, memory_order_relaxed);
+    return WB_OK;
+}
+
+/* Plans the growth resize_ needs for t at sizes: g->data NULL if none. */
+wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
+                                 const int64_t *sizes, wb_rt_grow *g)
+{
+    int64_t n = wb_rt_contiguous_nbytes(t->dtype, ndim, sizes), need;
+    g->data = NULL;
+    g->nbytes = 0;
+    if (n < 0 || __builtin_add_overflow(n, t->offset *
+                                        (int64_t)wb_dtype_size(t->dtype),
+                                        &need))
+        return wb_rt_fail(WB_ERR_SHAPE, "resize to negative or overflowing sizes");
+    if ((size_t)need <= t->storage->nbytes)
+        return WB_OK;
+    if (!(g->data = calloc(1, (size_t)need)))
+        return wb_rt_fail(WB_ERR_NOMEM, "cannot grow a storage to %lld bytes",
+                          (long long)need);
+    g->nbytes = (size_t)need;
+    return WB_OK;
+}
+
+/* Applies a planned resize; cannot fail. */
+void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
+                               wb_rt_grow *g)
+{
+    wb_storage *s = t->storage;
+    if (g->data) {
+        memcpy(g->data, s->data, s->nbytes);
+        if (s->deleter)
+            s->deleter(s->deleter_ctx, s->data);
+        s->data = g->data;
+        s->nbytes = g->nbytes;
+        s->deleter = wb_rt_free_data;
+        s->deleter_ctx = NULL;
+        g->data = NULL;
+    }
+    memmove(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
+    t->ndim = ndim;
+    wb_rt_contiguous_strides(ndim, t->sizes, t->strides);
+}
+
+wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes)
+{
+    wb_rt_grow g;
+    wb_status st;
+    if (!t || (ndim > 0 && !sizes))
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_resize_: NULL argument");
+    if (ndim < 0 || ndim > WB_MAX_DIMS)
+        return wb_rt_fail(WB_ERR_SHAPE, "ndim %d is outside 0..%d", ndim,
+                          WB_MAX_DIMS);
+    if ((st = wb_rt_plan_grow(t, ndim, sizes, &g)) != WB_OK)
+        return st;
+    wb_rt_apply_resize(t, ndim, sizes, &g);
+    return WB_OK;
+}
+
+wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
+{
+    if (!t || !src)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_set_: NULL tensor");
+    wb_storage *old = t->storage;
+    t->storage = wb_storage_retain(src->storage);
+    t->dtype = src->dtype;
+    t->ndim = src->ndim;
+    t->offset = src->offset;
+    memmove(t->sizes, src->sizes, sizeof *t->sizes * (size_t)src->ndim);
+    memmove(t->strides, src->strides, sizeof *t->strides * (size_t)src->ndim);
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+    wb_storage_release(old);
+    return WB_OK;
+}
+
+wb_tensor *wb_tensor_retain(wb_tensor *t)
+{
+    if (t)
+        atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+
+void wb_tensor_release(wb_tensor *t)
+{
+    if (!t || atomic_fetch_sub_explicit(&t->refcount, 1,
+                                        memory_order_acq_rel) != 1)
+        return;
+    wb_storage_release(t->storage);
+    wb_rt_tensor_discard(t);
+}
+
+long wb_tensor_refcount(const wb_tensor *t)
+{
+    return t ? atomic_load(&t->refcount) : 0;
+}
+
+int wb_tensor_ndim(const wb_tensor *t) { return t ? t->ndim : 0; }
+const int64_t *wb_tensor_sizes(const wb_tensor *t) { return t ? t->sizes : NULL; }
+const int64_t *wb_tensor_strides(const wb_tensor *t) { return t ? t->strides : NULL; }
+int64_t wb_tensor_offset(const wb_tensor *t) { return t ? t->offset : 0; }
+wb_storage *wb_tensor_storage(const wb_tensor *t) { return t ? t->storage : NULL; }
+uint32_t wb_tensor_flags(const wb_tensor *t) { return t ? t->flags : 0; }
+uint64_t wb_tensor_dynamic_dims(const wb_tensor *t) { return t ? t->dyn_dims : 0; }
+
+int64_t wb_tensor_numel(const wb_tensor *t)
+{
+    int64_t n = 1;
+    if (!t)
+        return 0;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->sizes[d];
+    return n;
+}
+
+DLDataType wb_tensor_dtype(const wb_tensor *t)
+{
+    DLDataType none = {0, 0, 0};
+    return t ? t->dtype : none;
+}
+
+DLDevice wb_tensor_device(const wb_tensor *t)
+{
+    return wb_storage_device(t ? t->storage : NULL);
+}
+
+void *wb_tensor_data(const wb_tensor *t)
+{
+    if (!t)
+        return NULL;
+    return (char *)t->storage->data + t->offset * (int64_t)wb_dtype_size(t->dtype);
+}
+
+bool wb_tensor_requires_grad(const wb_tensor *t)
+{
+    return t && (t->flags & WB_TENSOR_REQUIRES_GRAD);
+}
+
+void wb_tensor_set_requires_grad(wb_tensor *t, bool on)
+{
+    if (!t)
+        return;
+    if (on)
+        t->flags |= WB_TENSOR_REQUIRES_GRAD;
+    else
+        t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
+}
+
+void wb_tensor_set_dynamic_dims(wb_tensor *t, uint64_t mask)
+{
+    if (t)
+        t->dyn_dims = mask;
+}
+
+uint64_t wb_tensor_version(const wb_tensor *t)
+{
+    return wb_storage_version(t ? t->storage : NULL);
+}
+
+/* ---- DLPack ---- */
+
+static void wb_rt_dlpack_release(void *ctx, void *data)
+{
+    DLManagedTensor *mt = ctx;
+    (void)data;
+    if (mt->deleter)
+        mt->deleter(mt);
+}
+
+wb_status wb_tensor_from_dlpack(DLManagedTensor *mt, wb_tensor **out)
+{
+    int64_t strides[WB_MAX_DIMS];
+    wb_storage *s;
+    wb_status st;
+    char dt[32];
+    if (!mt || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_from_dlpack: NULL argument");
+    const DLTensor *dl = &mt->dl_tensor;
+    size_t es = wb_dtype_size(dl->dtype);
+    if (es == 0)
+        return wb_rt_fail(WB_ERR_TYPE, "DLPack dtype %s is not byte-addressable",
+                          wb_rt_dtype_str(dl->dtype, dt, sizeof dt));
+    if (dl->ndim < 0 || dl->ndim > WB_MAX_DIMS || (dl->ndim && !dl->shape))
+        return wb_rt_fail(WB_ERR_SHAPE, "DLPack ndim %d is outside 0..%d",
+                          dl->ndim, WB_MAX_DIMS);
+    if (dl->byte_offset % es)
+        return wb_rt_fail(WB_ERR_SHAPE,
+                          "DLPack byte_offset %llu is not a multiple of the "
+                          "element size %zu",
+                          (unsigned long long)dl->byte_offset, es);
+    if (dl->strides)
+        memcpy(strides, dl->strides, sizeof *strides * (size_t)dl->ndim);
+    else
+        wb_rt_contiguous_strides(dl->ndim, dl->shape, strides);
+    int64_t offset = (int64_t)(dl->byte_offset / es);
+    int64_t end = wb_rt_view_end(dl->dtype, dl->ndim, dl->shape, strides, offset);
+    if (end < 0)
+        return wb_rt_fail(WB_ERR_SHAPE, "DLPack view extent overflows");
+    st = wb_storage_wrap(dl->data, (size_t)end, dl->device,
+                         wb_rt_dlpack_release, mt, &s);
+    if (st != WB_OK)
+        return st;
+    s->deleter = NULL;  /* until the view is made, a failure must not
+                           consume mt */
+    st = wb_tensor_from_storage(s, dl->dtype, dl->ndim, dl->shape, strides,
+                                offset, out);
+    if (st == WB_OK)
+        s->deleter = wb_rt_dlpack_release;
+    wb_storage_release(s);
+    return st;
+}
+
+/* The exported DLManagedTensor and the arrays it points to, in one block. */
+typedef struct wb_rt_export {
+    DLManagedTensor mt;
+    int64_t shape[WB_MAX_DIMS];
+    int64_t strides[WB_MAX_DIMS];
+} wb_rt_export;
+
+static void wb_rt_export_free(DLManagedTensor *mt)
+{
+    wb_rt_export *x = (wb_rt_export *)mt;
+    wb_storage_release(mt->manager_ctx);
+    free(x);
+}
+
+wb_status wb_tensor_to_dlpack(const wb_tensor *t, DLManagedTensor **out)
+{
+    if (!t || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_to_dlpack: NULL argument");
+    wb_rt_export *x = calloc(1, sizeof *x);
+    if (!x)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a DLPack export");
+    memcpy(x->shape, t->sizes, sizeof *t->sizes * (size_t)t->ndim);
+    memcpy(x->strides, t->strides, sizeof *t->strides * (size_t)t->ndim);
+    x->mt.dl_tensor.data = t->storage->data;
+    x->mt.dl_tensor.device = t->storage->device;
+    x->mt.dl_tensor.ndim = t->ndim;
+    x->mt.dl_tensor.dtype = t->dtype;
+    x->mt.dl_tensor.shape = x->shape;
+    x->mt.dl_tensor.strides = x->strides;
+    x->mt.dl_tensor.byte_offset =
+        (uint64_t)t->offset * wb_dtype_size(t->dtype);
+    x->mt.manager_ctx = wb_storage_retain(t->storage);
+    x->mt.deleter = wb_rt_export_free;
+    *out = &x->mt;
+    return WB_OK;
+}

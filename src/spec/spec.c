@@ -1,0 +1,674 @@
+/*
+ * spec.c -- the spec builder, validation and derived facts.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec.h"
+#include "../runtime/rt.h"
+
+/* ---- names ---- */
+
+static const char *const wb_mutation_names[] = {
+    [WB_MUT_NONE] = "none",
+    [WB_MUT_DATA] = "data",
+    [WB_MUT_METADATA] = "metadata",
+    [WB_MUT_DATA_METADATA] = "data+metadata",
+    [WB_MUT_STORAGE] = "storage",
+    [WB_MUT_RESIZE] = "resize",
+    [WB_MUT_IN_GRAPH] = "in-graph",
+};
+
+static const char *const wb_alias_names[] = {
+    [WB_OUT_NON_ALIAS] = "non-alias",
+    [WB_OUT_UNSAFE_VIEW_ALIAS] = "unsafe-view-alias",
+    [WB_OUT_CUSTOM_FUNCTION_VIEW] = "custom-function-view",
+    [WB_OUT_IS_INPUT] = "is-input",
+    [WB_OUT_ALIAS_OF_INPUT] = "alias-of-input",
+    [WB_OUT_ALIAS_OF_INTERMEDIATE] = "alias-of-intermediate",
+    [WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT] =
+        "alias-of-intermediate-save-as-output",
+    [WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT] =
+        "alias-of-intermediate-base-is-user-output",
+};
+
+#define WB_COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
+
+const char *wb_mutation_name(wb_mutation m)
+{
+    return (unsigned)m < (unsigned)WB_COUNT(wb_mutation_names)
+               ? wb_mutation_names[m] : "?";
+}
+
+const char *wb_alias_name(wb_alias a)
+{
+    return (unsigned)a < (unsigned)WB_COUNT(wb_alias_names)
+               ? wb_alias_names[a] : "?";
+}
+
+const char *wb_direction_name(wb_direction d)
+{
+    switch (d) {
+    case WB_DIR_IN: return "IN";
+    case WB_DIR_INOUT: return "INOUT";
+    case WB_DIR_OUT: return "OUT";
+    case WB_DIR_SCALAR: return "SCALAR";
+    }
+    return "?";
+}
+
+void wb_spec_safe_name(const char *name, char *buf, size_t n)
+{
+    size_t o = 0;
+    if (n == 0)
+        return;
+    for (const unsigned char *p = (const unsigned char *)(name ? name : "");
+         *p && o + 5 < n; p++) {
+        if (p - (const unsigned char *)name >= 64) {
+            o += (size_t)snprintf(buf + o, n - o, "...");
+            break;
+        }
+        if (*p < 0x20 || *p > 0x7e || *p == '*' || *p == '/' || *p == '\\' ||
+            *p == '?')
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", *p);
+        else
+            buf[o++] = (char)*p;
+    }
+    buf[o < n ? o : n - 1] = '\0';
+}
+
+/* ---- builder ---- */
+
+static wb_status wb_spec_dup_name(const char *name, const char *dflt,
+                                  char **out)
+{
+    const char *s = name ? name : dflt;
+    size_t n = strlen(s);
+    if (n > WB_MAX_NAME)
+        return wb_rt_fail(WB_ERR_SPEC, "name of %zu bytes is longer than "
+                          "WB_MAX_NAME (%d)", n, WB_MAX_NAME);
+    if (!(*out = malloc(n + 1)))
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a name");
+    memcpy(*out, s, n + 1);
+    return WB_OK;
+}
+
+wb_status wb_spec_new(const char *name, wb_spec **out)
+{
+    wb_status st;
+    if (!out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_new: out is NULL");
+    wb_spec *s = calloc(1, sizeof *s);
+    if (!s)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a spec");
+    if ((st = wb_spec_dup_name(name, "graph", &s->name)) != WB_OK) {
+        free(s);
+        return st;
+    }
+    s->grad_at_end = -1;
+    *out = s;
+    return WB_OK;
+}
+
+static void wb_spec_forget(wb_spec *s)
+{
+    free(s->tensor_inputs);
+    free(s->declared);
+    free(s->bumped);
+    free(s->detached);
+    free(s->muts);
+    free(s->outs);
+    free(s->dirs);
+    free(s->signature);
+    s->tensor_inputs = s->declared = s->bumped = s->detached = NULL;
+    s->muts = NULL;
+    s->outs = NULL;
+    s->dirs = NULL;
+    s->signature = NULL;
+    s->valid = false;
+}
+
+void wb_spec_free(wb_spec *s)
+{
+    if (!s)
+        return;
+    wb_spec_forget(s);
+    for (int i = 0; i < s->ninputs; i++)
+        free(s->inputs[i].name);
+    for (int i = 0; i < s->noutputs; i++)
+        free(s->outputs[i].name);
+    free(s->inputs);
+    free(s->outputs);
+    free(s->name);
+    free(s);
+}
+
+/* Grows an item array by one; the caller fills the new last slot. */
+static wb_status wb_spec_grow(void **items, int *cap, int n, size_t size,
+                              int limit, const char *what)
+{
+    if (n >= limit)
+        return wb_rt_fail(WB_ERR_SPEC, "more than %d %s", limit, what);
+    if (n < *cap)
+        return WB_OK;
+    int ncap = *cap ? *cap * 2 : 8;
+    void *p = realloc(*items, (size_t)ncap * size);
+    if (!p)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for %s", what);
+    *items = p;
+    *cap = ncap;
+    return WB_OK;
+}
+
+static wb_status wb_spec_add_input(wb_spec *s, const char *name,
+                                   wb_input in, int *index_out)
+{
+    wb_status st = wb_spec_grow((void **)&s->inputs, &s->cap_inputs,
+                                s->ninputs, sizeof *s->inputs, WB_MAX_INPUTS,
+                                "inputs");
+    if (st != WB_OK || (st = wb_spec_dup_name(name, "", &in.name)) != WB_OK)
+        return st;
+    wb_spec_forget(s);
+    s->inputs[s->ninputs] = in;
+    if (index_out)
+        *index_out = s->ninputs;
+    s->ninputs++;
+    return WB_OK;
+}
+
+wb_status wb_spec_add_tensor(wb_spec *s, const char *name,
+                             wb_mutation mutation, unsigned flags,
+                             int *index_out)
+{
+    wb_input in = {.is_tensor = true, .mutation = mutation, .flags = flags,
+                   .ndim = -1};
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_tensor: spec is NULL");
+    if ((unsigned)mutation > WB_MUT_IN_GRAPH)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: unknown mutation kind %d",
+                          s->ninputs, (int)mutation);
+    if (flags & ~(WB_INPUT_DETACH | WB_INPUT_HIDDEN | WB_INPUT_OUT))
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: unknown flags 0x%x",
+                          s->ninputs, flags);
+    return wb_spec_add_input(s, name, in, index_out);
+}
+
+wb_status wb_spec_add_scalar(wb_spec *s, const char *name,
+                             wb_scalar_type type, int *index_out)
+{
+    wb_input in = {.is_tensor = false, .scalar = type, .ndim = -1};
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_scalar: spec is NULL");
+    if (type < WB_SCALAR_INT || type > WB_SCALAR_BOOL)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: unknown scalar type %d",
+                          s->ninputs, (int)type);
+    return wb_spec_add_input(s, name, in, index_out);
+}
+
+wb_status wb_spec_declare_input(wb_spec *s, int index, DLDataType dtype,
+                                int ndim)
+{
+    char dt[32];
+    if (!s || index < 0 || index >= s->ninputs)
+        return wb_rt_fail(WB_ERR_INVALID,
+                          "wb_spec_declare_input: no input %d", index);
+    if (!s->inputs[index].is_tensor)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: a scalar has no dtype or "
+                          "ndim to declare", index);
+    if (dtype.bits != 0 && wb_dtype_size(dtype) == 0)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: dtype %s is not "
+                          "byte-addressable", index,
+                          wb_rt_dtype_str(dtype, dt, sizeof dt));
+    if (ndim < -1 || ndim > WB_MAX_DIMS)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: ndim %d is outside -1..%d",
+                          index, ndim, WB_MAX_DIMS);
+    wb_spec_forget(s);
+    s->inputs[index].dtype = dtype;
+    s->inputs[index].ndim = ndim;
+    return WB_OK;
+}
+
+wb_status wb_spec_add_output(wb_spec *s, const char *name, wb_alias kind,
+                             int base, bool requires_grad,
+                             uint64_t dynamic_dims, int *index_out)
+{
+    wb_output o = {.kind = kind, .base = base, .requires_grad = requires_grad,
+                   .dyn = dynamic_dims};
+    wb_status st;
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_output: spec is NULL");
+    if ((unsigned)kind > WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT)
+        return wb_rt_fail(WB_ERR_SPEC, "output %d: unknown alias kind %d",
+                          s->noutputs, (int)kind);
+    st = wb_spec_grow((void **)&s->outputs, &s->cap_outputs, s->noutputs,
+                      sizeof *s->outputs, WB_MAX_OUTPUTS, "outputs");
+    if (st != WB_OK || (st = wb_spec_dup_name(name, "", &o.name)) != WB_OK)
+        return st;
+    wb_spec_forget(s);
+    s->outputs[s->noutputs] = o;
+    if (index_out)
+        *index_out = s->noutputs;
+    s->noutputs++;
+    return WB_OK;
+}
+
+wb_status wb_spec_set_intermediate_bases(wb_spec *s, int count)
+{
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_intermediate_bases: "
+                          "spec is NULL");
+    if (count < 0 || count > WB_MAX_BASES)
+        return wb_rt_fail(WB_ERR_SPEC, "%d intermediate bases is outside "
+                          "0..%d", count, WB_MAX_BASES);
+    wb_spec_forget(s);
+    s->nbases = count;
+    return WB_OK;
+}
+
+#define WB_SPEC_SETTER(fn, type, field)                                     \
+    wb_status fn(wb_spec *s, type v)                                        \
+    {                                                                       \
+        if (!s)                                                             \
+            return wb_rt_fail(WB_ERR_INVALID, #fn ": spec is NULL");        \
+        wb_spec_forget(s);                                                  \
+        s->field = v;                                                       \
+        return WB_OK;                                                       \
+    }
+
+WB_SPEC_SETTER(wb_spec_set_training, bool, training)
+WB_SPEC_SETTER(wb_spec_set_keep_input_mutations, bool, keep_input_mutations)
+
+wb_status wb_spec_set_grad_mode_at_end(wb_spec *s, int mode)
+{
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_grad_mode_at_end: "
+                          "spec is NULL");
+    if (mode < -1 || mode > 1)
+        return wb_rt_fail(WB_ERR_SPEC, "grad mode at end %d is not -1, 0 "
+                          "or 1", mode);
+    wb_spec_forget(s);
+    s->grad_at_end = mode;
+    return WB_OK;
+}
+
+wb_status wb_spec_set_before_call(wb_spec *s, wb_hook_fn fn, void *ud)
+{
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_before_call: "
+                          "spec is NULL");
+    wb_spec_forget(s);
+    s->before_call = fn;
+    s->before_call_ud = ud;
+    return WB_OK;
+}
+
+wb_status wb_spec_set_first_call(wb_spec *s, wb_hook_fn fn, void *ud)
+{
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_first_call: "
+                          "spec is NULL");
+    wb_spec_forget(s);
+    s->first_call = fn;
+    s->first_call_ud = ud;
+    return WB_OK;
+}
+
+wb_status wb_spec_add_guard(wb_spec *s, wb_hook_fn enter, wb_leave_fn leave,
+                            void *ud)
+{
+    if (!s || !enter || !leave)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_guard: NULL spec, "
+                          "enter or leave");
+    if (s->nguards >= WB_MAX_GUARDS)
+        return wb_rt_fail(WB_ERR_SPEC, "more than %d guards", WB_MAX_GUARDS);
+    wb_spec_forget(s);
+    s->guards[s->nguards++] = (wb_guard){enter, leave, ud};
+    return WB_OK;
+}
+
+wb_status wb_spec_clone(const wb_spec *src, wb_spec **out)
+{
+    wb_spec *s;
+    wb_status st;
+    if (!src || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_clone: NULL argument");
+    if ((st = wb_spec_new(src->name, &s)) != WB_OK)
+        return st;
+    for (int i = 0; i < src->ninputs && st == WB_OK; i++) {
+        wb_input in = src->inputs[i];
+        st = wb_spec_add_input(s, in.name, in, NULL);
+    }
+    for (int i = 0; i < src->noutputs && st == WB_OK; i++) {
+        const wb_output *o = &src->outputs[i];
+        st = wb_spec_add_output(s, o->name, o->kind, o->base,
+                                o->requires_grad, o->dyn, NULL);
+    }
+    if (st != WB_OK) {
+        wb_spec_free(s);
+        return st;
+    }
+    s->nbases = src->nbases;
+    s->training = src->training;
+    s->keep_input_mutations = src->keep_input_mutations;
+    s->grad_at_end = src->grad_at_end;
+    s->before_call = src->before_call;
+    s->before_call_ud = src->before_call_ud;
+    s->first_call = src->first_call;
+    s->first_call_ud = src->first_call_ud;
+    memcpy(s->guards, src->guards, sizeof s->guards);
+    s->nguards = src->nguards;
+    *out = s;
+    return WB_OK;
+}
+
+/* ---- validation ---- */
+
+/* Messages name the spec and the item: "spec 'f': input 2 'x': ...". */
+#define WB_SPEC_ERR(s, ...) wb_spec_errorf(s, __VA_ARGS__)
+
+static wb_status wb_spec_errorf(const wb_spec *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static wb_status wb_spec_errorf(const wb_spec *s, const char *fmt, ...)
+{
+    char name[300], msg[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wb_spec_safe_name(s->name, name, sizeof name);
+    return wb_rt_fail(WB_ERR_SPEC, "spec '%s': %s", name, msg);
+}
+
+static const char *wb_spec_item_name(const char *name, char *buf, size_t n)
+{
+    wb_spec_safe_name(name, buf, n);
+    return buf;
+}
+
+static wb_status wb_spec_check_input(const wb_spec *s, int i)
+{
+    const wb_input *in = &s->inputs[i];
+    char nm[300];
+    wb_spec_item_name(in->name, nm, sizeof nm);
+    if (!in->is_tensor)
+        return WB_OK;
+    if ((in->flags & WB_INPUT_HIDDEN) && in->mutation != WB_MUT_IN_GRAPH)
+        return WB_SPEC_ERR(s, "input %d '%s': hidden from autograd, but its "
+                           "mutation is %s, not in-graph", i, nm,
+                           wb_mutation_name(in->mutation));
+    if (in->mutation == WB_MUT_IN_GRAPH && !s->keep_input_mutations)
+        return WB_SPEC_ERR(s, "input %d '%s': an in-graph mutation needs "
+                           "keep-input-mutations on", i, nm);
+    if ((in->flags & WB_INPUT_DETACH) && !s->training)
+        return WB_SPEC_ERR(s, "input %d '%s': detached before the call, but "
+                           "the spec is for inference", i, nm);
+    if ((in->flags & WB_INPUT_OUT) && in->mutation == WB_MUT_NONE)
+        return WB_SPEC_ERR(s, "input %d '%s': an out argument must be "
+                           "mutated", i, nm);
+    return WB_OK;
+}
+
+static bool wb_alias_is_plain(wb_alias k)
+{
+    return k == WB_OUT_NON_ALIAS || k == WB_OUT_UNSAFE_VIEW_ALIAS ||
+           k == WB_OUT_CUSTOM_FUNCTION_VIEW;
+}
+
+static bool wb_alias_of_intermediate(wb_alias k)
+{
+    return k == WB_OUT_ALIAS_OF_INTERMEDIATE ||
+           k == WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT;
+}
+
+static wb_status wb_spec_check_output(const wb_spec *s, int k)
+{
+    const wb_output *o = &s->outputs[k];
+    const char *kind = wb_alias_name(o->kind);
+    char nm[300];
+    wb_spec_item_name(o->name, nm, sizeof nm);
+    if (wb_alias_is_plain(o->kind)) {
+        if (o->base != -1)
+            return WB_SPEC_ERR(s, "output %d '%s': %s output has base %d; "
+                               "expected -1", k, nm, kind, o->base);
+        return WB_OK;
+    }
+    if (o->kind == WB_OUT_IS_INPUT || o->kind == WB_OUT_ALIAS_OF_INPUT) {
+        if (o->base < 0 || o->base >= s->ninputs)
+            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is out of "
+                               "range; expected an input 0..%d", k, nm, kind,
+                               o->base, s->ninputs - 1);
+        if (!s->inputs[o->base].is_tensor)
+            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is a scalar; "
+                               "expected a tensor input", k, nm, kind,
+                               o->base);
+        if (o->kind == WB_OUT_IS_INPUT && o->requires_grad)
+            return WB_SPEC_ERR(s, "output %d '%s': is-input returns the "
+                               "caller's own tensor, whose requires-grad it "
+                               "cannot set", k, nm);
+        return WB_OK;
+    }
+    if (wb_alias_of_intermediate(o->kind)) {
+        if (o->base < 0 || o->base >= s->nbases)
+            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is out of "
+                               "range; the spec has %d intermediate bases",
+                               k, nm, kind, o->base, s->nbases);
+        return WB_OK;
+    }
+    /* alias of an intermediate whose base is a user output */
+    if (o->base < 0 || o->base >= s->noutputs || o->base == k)
+        return WB_SPEC_ERR(s, "output %d '%s': %s base %d is out of range; "
+                           "expected another output 0..%d", k, nm, kind,
+                           o->base, s->noutputs - 1);
+    if (!wb_alias_is_plain(s->outputs[o->base].kind))
+        return WB_SPEC_ERR(s, "output %d '%s': %s base %d is itself %s; "
+                           "expected a non-aliased output", k, nm, kind,
+                           o->base, wb_alias_name(s->outputs[o->base].kind));
+    return WB_OK;
+}
+
+static wb_status wb_spec_check(const wb_spec *s)
+{
+    wb_status st;
+    for (int i = 0; i < s->ninputs; i++)
+        if ((st = wb_spec_check_input(s, i)) != WB_OK)
+            return st;
+    for (int k = 0; k < s->noutputs; k++)
+        if ((st = wb_spec_check_output(s, k)) != WB_OK)
+            return st;
+    for (int b = 0; b < s->nbases; b++) {
+        bool used = false;
+        for (int k = 0; k < s->noutputs && !used; k++)
+            used = wb_alias_of_intermediate(s->outputs[k].kind) &&
+                   s->outputs[k].base == b;
+        if (!used)
+            return WB_SPEC_ERR(s, "intermediate base %d is not the base of "
+                               "any output; %d bases declared, more than the "
+                               "outputs reference", b, s->nbases);
+    }
+    return WB_OK;
+}
+
+static wb_status wb_spec_derive_signature(wb_spec *s)
+{
+    size_t n = 3;
+    for (int i = 0; i < s->ninputs; i++)
+        if (s->inputs[i].is_tensor)
+            n += strlen(s->inputs[i].name) + 10;
+    if (!(s->signature = malloc(n)))
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a signature");
+    char *p = s->signature;
+    *p++ = '(';
+    for (int i = 0, first = 1; i < s->ninputs; i++) {
+        if (!s->inputs[i].is_tensor)
+            continue;
+        p += sprintf(p, "%s%s %s", first ? "" : ", ",
+                     wb_direction_name(s->dirs[i]), s->inputs[i].name);
+        first = 0;
+    }
+    strcpy(p, ")");
+    return WB_OK;
+}
+
+/* Allocates every derived list at its largest size (n + 1 so that no
+   allocation is of zero bytes). */
+static wb_status wb_spec_alloc_derived(wb_spec *s)
+{
+    size_t ni = (size_t)s->ninputs + 1, no = (size_t)s->noutputs + 1;
+    s->tensor_inputs = malloc(ni * sizeof(int));
+    s->declared = malloc(ni * sizeof(int));
+    s->bumped = malloc(ni * sizeof(int));
+    s->detached = malloc(ni * sizeof(int));
+    s->muts = malloc(ni * sizeof *s->muts);
+    s->dirs = malloc(ni * sizeof *s->dirs);
+    s->outs = malloc(no * sizeof *s->outs);
+    if (!s->tensor_inputs || !s->declared || !s->bumped || !s->detached ||
+        !s->muts || !s->dirs || !s->outs)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory validating a spec");
+    return WB_OK;
+}
+
+static wb_direction wb_input_direction(const wb_input *in)
+{
+    if (!in->is_tensor)
+        return WB_DIR_SCALAR;
+    if (in->mutation == WB_MUT_NONE)
+        return WB_DIR_IN;
+    return (in->flags & WB_INPUT_OUT) ? WB_DIR_OUT : WB_DIR_INOUT;
+}
+
+static void wb_spec_derive_inputs(wb_spec *s)
+{
+    s->ntensor_inputs = s->ndeclared = s->nbumped = s->ndetached = 0;
+    s->nupdated = 0;
+    for (int i = 0; i < s->ninputs; i++) {
+        const wb_input *in = &s->inputs[i];
+        s->dirs[i] = wb_input_direction(in);
+        if (!in->is_tensor)
+            continue;
+        s->tensor_inputs[s->ntensor_inputs++] = i;
+        if (in->dtype.bits != 0 || in->ndim >= 0)
+            s->declared[s->ndeclared++] = i;
+        if (in->mutation == WB_MUT_IN_GRAPH && !(in->flags & WB_INPUT_HIDDEN))
+            s->bumped[s->nbumped++] = i;
+        if (in->flags & WB_INPUT_DETACH)
+            s->detached[s->ndetached++] = i;
+        if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_IN_GRAPH)
+            s->muts[s->nupdated++] = (wb_spec_mut){i, in->mutation};
+    }
+}
+
+/* Views of input i must fit the storage it will have after its mutation:
+   set_ brings the updated value's storage, resize_ may grow its own. */
+static void wb_spec_view_storage(const wb_spec *s, int input, wb_spec_out *d)
+{
+    for (int j = 0; j < s->nupdated; j++) {
+        if (s->muts[j].input != input)
+            continue;
+        if (s->muts[j].kind == WB_MUT_STORAGE)
+            d->holder = j;
+        else if (s->muts[j].kind == WB_MUT_RESIZE)
+            d->grow = j;
+    }
+}
+
+static void wb_spec_derive_outputs(wb_spec *s)
+{
+    int m = s->nupdated;
+    s->nviews = 0;
+    for (int k = 0; k < s->noutputs; k++) {
+        const wb_output *o = &s->outputs[k];
+        wb_spec_out *d = &s->outs[k];
+        d->value = m + k;
+        d->base = -1;
+        d->holder = -1;
+        d->grow = -1;
+        d->requires_grad = o->requires_grad ? 1 : 0;
+        d->dyn = o->dyn;
+        if (wb_alias_is_plain(o->kind)) {
+            d->kind = WB_OUT_NON_ALIAS;
+            continue;
+        }
+        d->kind = o->kind;
+        switch (o->kind) {
+        case WB_OUT_IS_INPUT:
+            d->base = o->base;
+            continue;
+        case WB_OUT_ALIAS_OF_INPUT:
+            d->base = o->base;
+            wb_spec_view_storage(s, o->base, d);
+            break;
+        case WB_OUT_ALIAS_OF_INTERMEDIATE:
+        case WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT:
+            d->kind = WB_OUT_ALIAS_OF_INTERMEDIATE;
+            d->base = m + s->noutputs + o->base;
+            break;
+        default:
+            d->base = m + o->base;
+            break;
+        }
+        s->nviews++;
+    }
+}
+
+wb_status wb_spec_validate(wb_spec *s)
+{
+    wb_status st;
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_validate: spec is NULL");
+    if (s->valid)
+        return WB_OK;
+    wb_spec_forget(s);
+    if ((st = wb_spec_check(s)) != WB_OK ||
+        (st = wb_spec_alloc_derived(s)) != WB_OK)
+        goto fail;
+    wb_spec_derive_inputs(s);
+    wb_spec_derive_outputs(s);
+    s->nvalues = s->nupdated + s->noutputs + s->nbases;
+    if ((st = wb_spec_derive_signature(s)) != WB_OK)
+        goto fail;
+    s->valid = true;
+    return WB_OK;
+fail:
+    wb_spec_forget(s);
+    return st;
+}
+
+/* ---- facts ---- */
+
+const char *wb_spec_name(const wb_spec *s) { return s ? s->name : NULL; }
+int wb_spec_num_inputs(const wb_spec *s) { return s ? s->ninputs : -1; }
+int wb_spec_num_outputs(const wb_spec *s) { return s ? s->noutputs : -1; }
+int wb_spec_num_values(const wb_spec *s) { return s && s->valid ? s->nvalues : -1; }
+int wb_spec_num_updated(const wb_spec *s) { return s && s->valid ? s->nupdated : -1; }
+
+wb_direction wb_spec_direction(const wb_spec *s, int i)
+{
+    if (!s || !s->valid || i < 0 || i >= s->ninputs)
+        return (wb_direction)0;
+    return s->dirs[i];
+}
+
+const char *wb_spec_c_type(const wb_spec *s, int i)
+{
+    if (!s || i < 0 || i >= s->ninputs)
+        return NULL;
+    if (s->inputs[i].is_tensor)
+        return "wb_tensor *";
+    switch (s->inputs[i].scalar) {
+    case WB_SCALAR_INT: return "int64_t";
+    case WB_SCALAR_FLOAT: return "double";
+    case WB_SCALAR_BOOL: return "bool";
+    }
+    return NULL;
+}
+
+const char *wb_spec_signature(const wb_spec *s)
+{
+    return s && s->valid ? s->signature : NULL;
+}

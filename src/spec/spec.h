@@ -1,0 +1,103 @@
+/*
+ * spec.h -- the spec IR and the facts derived from it (internal).
+ *
+ * The builder fills the item arrays; wb_spec_validate checks them and derives
+ * the compact lists below, which are all that the interpreter walks and all
+ * that the emitter reads.  Both tiers consume exactly these lists, so they
+ * cannot disagree about what a spec means.
+ */
+#ifndef WB_SPEC_H
+#define WB_SPEC_H
+
+#include "wrapbake.h"
+
+typedef struct wb_input {
+    char *name;
+    bool is_tensor;
+    wb_scalar_type scalar;
+    wb_mutation mutation;
+    unsigned flags;
+    DLDataType dtype;    /* bits == 0: any dtype */
+    int ndim;            /* -1: any ndim */
+} wb_input;
+
+typedef struct wb_output {
+    char *name;
+    wb_alias kind;
+    int base;
+    bool requires_grad;
+    uint64_t dyn;
+} wb_output;
+
+typedef struct wb_guard {
+    wb_hook_fn enter;
+    wb_leave_fn leave;
+    void *ud;
+} wb_guard;
+
+/* One runtime mutation: input `input` is written back from value `value`. */
+typedef struct wb_spec_mut {
+    int input;
+    wb_mutation kind;
+} wb_spec_mut;
+
+/* How one user output is produced. */
+typedef struct wb_spec_out {
+    wb_alias kind;      /* folded: the non-alias variants become NON_ALIAS,
+                           the save-as-output variant ALIAS_OF_INTERMEDIATE */
+    int value;          /* the graph value it starts from: M + output */
+    int base;           /* input index, or the graph value of the base */
+    int holder;         /* for views of an input whose storage set_ will
+                           replace: the updated value that brings the new
+                           storage; else -1 (the base itself holds it) */
+    int grow;           /* for views of an input that resize_ may grow: its
+                           mutation slot; else -1 */
+    int requires_grad;  /* 0 or 1 (ignored for is-input) */
+    uint64_t dyn;
+} wb_spec_out;
+
+struct wb_spec {
+    char *name;
+    wb_input *inputs;
+    int ninputs, cap_inputs;
+    wb_output *outputs;
+    int noutputs, cap_outputs;
+    int nbases;
+    bool training;
+    bool keep_input_mutations;
+    int grad_at_end;            /* -1, 0 or 1 */
+    wb_hook_fn before_call;
+    void *before_call_ud;
+    wb_hook_fn first_call;
+    void *first_call_ud;
+    wb_guard guards[WB_MAX_GUARDS];
+    int nguards;
+
+    /* Derived by wb_spec_validate. */
+    bool valid;
+    int nvalues;                /* N */
+    int nupdated;               /* M */
+    int *tensor_inputs;         /* every tensor input, for NULL checks */
+    int ntensor_inputs;
+    int *declared;              /* tensor inputs with a declared dtype/ndim */
+    int ndeclared;
+    int *bumped;                /* in-graph mutations seen by autograd */
+    int nbumped;
+    int *detached;              /* inputs detached before a training call */
+    int ndetached;
+    wb_spec_mut *muts;          /* M runtime mutations, value i for muts[i] */
+    wb_spec_out *outs;          /* one per output */
+    int nviews;                 /* outputs that are new views */
+    wb_direction *dirs;         /* one per input */
+    char *signature;
+};
+
+/* The byte-safe rendering of a spec name for comments and messages: at most
+   64 bytes, printable ASCII only, no comment terminators. */
+void wb_spec_safe_name(const char *name, char *buf, size_t n);
+
+const char *wb_mutation_name(wb_mutation m);
+const char *wb_alias_name(wb_alias a);
+const char *wb_direction_name(wb_direction d);
+
+#endif /* WB_SPEC_H */

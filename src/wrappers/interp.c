@@ -1,0 +1,184 @@
+/*
+ * interp.c -- the reference interpreter: the definition of a call.
+ *
+ * It walks the compact lists that wb_spec_validate derived, so a call visits
+ * only the inputs and outputs that need work.  The emitter (emit.c) writes
+ * the same steps, in the same order, as straight-line C; any difference in
+ * what the two observably do is a bug in the emitter.
+ */
+#include <string.h>
+
+#include "wrappers.h"
+#include "../runtime/rt.h"
+#include "../spec/spec.h"
+
+/* The tensor whose storage view output d will share once mutations are
+   applied, and the growth that storage may get. */
+static const wb_tensor *wb_interp_holder(const wb_spec_out *d,
+                                         const wb_arg *args, wb_tensor **r,
+                                         wb_rt_grow *grows,
+                                         const wb_rt_grow **grown)
+{
+    *grown = d->grow >= 0 ? &grows[d->grow] : NULL;
+    if (d->holder >= 0)
+        return r[d->holder];
+    return d->kind == WB_OUT_ALIAS_OF_INPUT ? args[d->base].t : r[d->base];
+}
+
+static wb_status wb_interp_prep_mut(const wb_env *e, const wb_spec_mut *m,
+                                    wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
+{
+    switch (m->kind) {
+    case WB_MUT_DATA: return wb_rt_prep_data(e, m->input, t, v);
+    case WB_MUT_METADATA: return wb_rt_prep_meta(e, m->input, t, v);
+    case WB_MUT_DATA_METADATA: return wb_rt_prep_data_meta(e, m->input, t, v);
+    case WB_MUT_STORAGE: return wb_rt_prep_storage(e, m->input, t, v);
+    case WB_MUT_RESIZE: return wb_rt_prep_resize(e, m->input, t, v, g);
+    default: return WB_OK;
+    }
+}
+
+static void wb_interp_commit_mut(const wb_spec_mut *m, wb_tensor *t,
+                                 wb_tensor *v, wb_rt_grow *g)
+{
+    switch (m->kind) {
+    case WB_MUT_DATA: wb_rt_commit_data(t, v); break;
+    case WB_MUT_METADATA: wb_rt_commit_meta(t, v); break;
+    case WB_MUT_DATA_METADATA: wb_rt_commit_data_meta(t, v); break;
+    case WB_MUT_STORAGE: wb_rt_commit_storage(t, v); break;
+    case WB_MUT_RESIZE: wb_rt_commit_resize(t, v, g); break;
+    default: break;
+    }
+}
+
+int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
+                   wb_tensor **outs, int nouts)
+{
+    const wb_spec *s = e->spec;
+    const int N = s->nvalues, M = s->nupdated;
+    wb_status st = WB_OK;
+    int i, g, nd = 0, n = 0, grad;
+
+    /* Arguments: count, NULLs, declared dtypes and ndims. */
+    if (nargs != s->ninputs || nouts < s->noutputs)
+        return wb_rt_err_arity(e, nargs, nouts);
+    for (i = 0; i < s->ntensor_inputs; i++)
+        if (!args[s->tensor_inputs[i]].t)
+            return wb_rt_err_null_input(e, s->tensor_inputs[i]);
+    for (i = 0; i < s->ndeclared; i++) {
+        int x = s->declared[i];
+        if ((st = wb_rt_check_input(e, x, args[x].t)) != WB_OK)
+            return st;
+    }
+    if (s->first_call && (st = wb_rt_first_call(e)) != WB_OK)
+        return st;
+
+    wb_tensor *r[N + 1];
+    wb_tensor *views[s->nviews + 1];
+    wb_rt_grow grows[M + 1];
+    wb_arg dargs[s->ndetached ? nargs : 1];
+    const wb_arg *cargs = args;
+
+    /* In-graph mutations: the graph writes these inputs itself. */
+    for (i = 0; i < s->nbumped; i++)
+        wb_rt_bump(args[s->bumped[i]].t);
+
+    /* The call, inside the guards and the grad mode of the spec. */
+    for (g = 0; g < s->nguards; g++)
+        if ((st = wb_rt_guard_enter(e, g)) != WB_OK)
+            goto leave_guards;
+    grad = wb_rt_grad_swap(s->training);
+    if (s->ndetached) {
+        memcpy(dargs, args, sizeof *args * (size_t)nargs);
+        cargs = dargs;
+        for (; nd < s->ndetached; nd++) {
+            int x = s->detached[nd];
+            if ((st = wb_rt_detach(e, x, args[x].t, &dargs[x])) != WB_OK)
+                goto undetach;
+        }
+    }
+    if (s->before_call && (st = wb_rt_before_call(e)) != WB_OK)
+        goto undetach;
+    for (i = 0; i < N; i++)
+        r[i] = NULL;
+    n = e->graph(e->graph_ctx, cargs, nargs, r, N);
+undetach:
+    for (i = 0; i < nd; i++)
+        wb_tensor_release(dargs[s->detached[i]].t);
+    wb_rt_grad_set(grad);
+leave_guards:
+    while (g-- > 0)
+        wb_rt_guard_leave(e, g);
+    if (st != WB_OK)
+        goto unbump;
+
+    /* Check phase: every value, every mutation, every view; may fail. */
+    for (i = 0; i < M; i++)
+        grows[i].data = NULL;
+    for (i = 0; i < s->nviews; i++)
+        views[i] = NULL;
+    if (n != N) {
+        st = wb_rt_err_count(e, n);
+        goto fail;
+    }
+    for (i = 0; i < N; i++)
+        if (!r[i]) {
+            st = wb_rt_err_null_value(e, i);
+            goto fail;
+        }
+    for (i = 0; i < M; i++) {
+        const wb_spec_mut *m = &s->muts[i];
+        st = wb_interp_prep_mut(e, m, args[m->input].t, r[i], &grows[i]);
+        if (st != WB_OK)
+            goto fail;
+    }
+    for (i = 0, nd = 0; i < s->noutputs; i++) {
+        const wb_spec_out *d = &s->outs[i];
+        const wb_rt_grow *grown;
+        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT)
+            continue;
+        const wb_tensor *h = wb_interp_holder(d, args, r, grows, &grown);
+        st = wb_rt_prep_view(e, i, h, grown, r[d->value], &views[nd++]);
+        if (st != WB_OK)
+            goto fail;
+    }
+
+    /* Commit phase: mutations, then outputs; cannot fail. */
+    for (i = 0; i < M; i++)
+        wb_interp_commit_mut(&s->muts[i], args[s->muts[i].input].t, r[i],
+                             &grows[i]);
+    for (i = 0, nd = 0; i < s->noutputs; i++) {
+        const wb_spec_out *d = &s->outs[i];
+        switch (d->kind) {
+        case WB_OUT_NON_ALIAS:
+            outs[i] = wb_rt_out_flags(r[d->value], d->requires_grad, d->dyn);
+            break;
+        case WB_OUT_IS_INPUT:
+            outs[i] = wb_rt_out_input(args[d->base].t, d->dyn);
+            wb_tensor_release(r[d->value]);
+            break;
+        case WB_OUT_ALIAS_OF_INPUT:
+            outs[i] = wb_rt_commit_view(views[nd++], args[d->base].t,
+                                        r[d->value], d->requires_grad, d->dyn);
+            break;
+        default:
+            outs[i] = wb_rt_commit_view(views[nd++], r[d->base], r[d->value],
+                                        d->requires_grad, d->dyn);
+            break;
+        }
+    }
+    wb_rt_release_all(r + M + s->noutputs, s->nbases);
+    if (s->grad_at_end >= 0)
+        wb_rt_grad_set(s->grad_at_end);
+    return WB_OK;
+
+fail:
+    wb_rt_release_all(r, N);
+    wb_rt_release_all(views, s->nviews);
+    for (i = 0; i < M; i++)
+        wb_rt_grow_free(&grows[i]);
+unbump:
+    for (i = 0; i < s->nbumped; i++)
+        wb_rt_unbump(args[s->bumped[i]].t);
+    return st;
+}
