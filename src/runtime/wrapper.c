@@ -34,7 +34,7 @@ const char *wb_tier_name(wb_tier tier)
 static wb_status wb_wrapper_compile(wb_wrapper *w)
 {
     void *entry;
-    wb_status st = wb_emit(w->spec, WB_EMIT_FN, &w->source);
+    wb_status st = wb_emit(w->spec, WB_EMIT_FN, true, &w->source);
     if (st != WB_OK)
         return st;
     st = wb_jit_compile(w->source, WB_EMIT_FN, &w->code, &entry);

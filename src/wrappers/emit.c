@@ -11,9 +11,10 @@
  * inside comments; #line file names keep only [A-Za-z0-9_.-].  No other text
  * from a spec is ever formatted into code.
  *
- * Each step is preceded by a #line directive naming its spec item, so a
- * compiler message points back into the spec: line 1 is the graph, lines
- * 2.. the inputs in order, then the outputs.
+ * For the JIT, each step is preceded by a #line directive naming its spec
+ * item, so that a compiler message points back into the spec: line 1 is the
+ * graph, lines 2.. the inputs in order, then the outputs.  Source for people
+ * (wb_emit_c, goldens, ahead-of-time files) leaves them out.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,8 @@
 typedef struct wb_emitter {
     const wb_spec *s;
     wb_buf out;
-    char file[80];  /* the #line file name */
+    bool lines;     /* emit #line directives */
+    char file[80];  /* their file name */
 } wb_emitter;
 
 /* ---- small pieces ---- */
@@ -44,7 +46,8 @@ static void wb_emit_file_name(const char *name, char *buf, size_t n)
 
 static void wb_emit_at(wb_emitter *x, int line)
 {
-    wb_buf_printf(&x->out, "#line %d \"%s\"\n", line, x->file);
+    if (x->lines)
+        wb_buf_printf(&x->out, "#line %d \"%s\"\n", line, x->file);
 }
 
 static int wb_emit_input_line(int input) { return 2 + input; }
@@ -138,11 +141,9 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
         "    int (*graph)(void *ctx, const wb_arg *args, int nargs,\n"
         "                 wb_tensor **values, int nvalues);\n"
         "    void *graph_ctx;\n"
-        "} wb_env;\n");
-    if (strstr(body, "wb_rt_grow "))
-        wb_buf_printf(b, "typedef struct wb_rt_grow { void *data; "
-                      "unsigned long nbytes; } wb_rt_grow;\n");
-    wb_buf_printf(b, "\n");
+        "} wb_env;\n"
+        "typedef struct wb_rt_grow { void *data; unsigned long nbytes; } "
+        "wb_rt_grow;\n\n");
     /* Prototypes of exactly the helpers the body calls. */
     for (const wb_rt_symbol *sym = wb_rt_symbols; sym->name; sym++) {
         char call[96];
@@ -171,7 +172,7 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "wb_arg ca[%d]; /* arguments, some detached */",
                     s->ninputs);
     wb_buf_line(b, "int n, st = 0, grad;");
-    wb_buf_line(b, "%s", "");
+    wb_buf_printf(b, "\n");
 }
 
 static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
@@ -203,7 +204,7 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "if ((st = wb_rt_first_call(e)) != 0)");
         wb_buf_line(b, "    return st;");
     }
-    wb_buf_line(b, "%s", "");
+    wb_buf_printf(b, "\n");
 }
 
 /* Bumps, guards, grad mode, detaches, the before-call hook and the call,
@@ -262,7 +263,7 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "if (st != 0)");
         wb_buf_line(b, "    %s;", bail);
     }
-    wb_buf_line(b, "%s", "");
+    wb_buf_printf(b, "\n");
 }
 
 static const char *wb_emit_prep_fn(wb_mutation m)
@@ -343,7 +344,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                     "&v[%d])) != 0)", k, holder, grown, d->value, vi++);
         wb_buf_line(b, "    goto fail;");
     }
-    wb_buf_line(b, "%s", "");
+    wb_buf_printf(b, "\n");
 }
 
 static void wb_emit_commits(wb_emitter *x, wb_buf *b)
@@ -401,7 +402,7 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
                     s->grad_at_end);
     }
     wb_buf_line(b, "return 0;");
-    wb_buf_line(b, "%s", "");
+    wb_buf_printf(b, "\n");
 }
 
 static void wb_emit_failure(wb_emitter *x, wb_buf *b)
@@ -449,9 +450,10 @@ static bool wb_emit_ident_ok(const char *s)
     return true;
 }
 
-wb_status wb_emit(const wb_spec *spec, const char *fn_name, char **out)
+wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
+                  char **out)
 {
-    wb_emitter x = {.s = spec};
+    wb_emitter x = {.s = spec, .lines = lines};
     wb_buf body = {0};
     if (!spec || !out || !fn_name)
         return wb_rt_fail(WB_ERR_INVALID, "wb_emit: NULL argument");
@@ -484,5 +486,5 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, char **out)
 
 wb_status wb_emit_c(const wb_spec *spec, char **out)
 {
-    return wb_emit(spec, WB_EMIT_FN, out);
+    return wb_emit(spec, WB_EMIT_FN, false, out);
 }

@@ -45,7 +45,9 @@ void wb_buf_free(wb_buf *b);
 /* The name the emitter gives the wrapper function. */
 #define WB_EMIT_FN "wb_generated"
 
-/* Emits the C for validated spec with entry point fn_name. */
-wb_status wb_emit(const wb_spec *spec, const char *fn_name, char **out);
+/* Emits the C for validated spec with entry point fn_name, with #line
+   directives into the spec when lines is set. */
+wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
+                  char **out);
 
 #endif /* WB_WRAPPERS_H */
