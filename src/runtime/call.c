@@ -83,29 +83,36 @@ wb_status wb_rt_err_arity(const wb_env *e, int nargs, int nouts)
                        "expected at least %d", nouts, s->noutputs);
 }
 
-wb_status wb_rt_err_null_input(const wb_env *e, int input)
+wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args)
 {
+    const wb_spec *s = e->spec;
     char lb[400];
+    int i = 0;
+    for (int k = 0; k < s->ntensor_inputs; k++)
+        if (!args[s->tensor_inputs[k]].t) {
+            i = s->tensor_inputs[k];
+            break;
+        }
     return wb_rt_callf(e, WB_ERR_TYPE, "%s: got NULL; expected a tensor",
-                       wb_rt_input_label(e, input, lb, sizeof lb));
+                       wb_rt_input_label(e, i, lb, sizeof lb));
 }
 
-wb_status wb_rt_err_count(const wb_env *e, int n)
+wb_status wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
 {
     const wb_spec *s = e->spec;
     if (n < 0)
         return wb_rt_callf(e, WB_ERR_GRAPH, "the graph failed with code %d",
                            n);
-    return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
-                       "expected %d (%d updated inputs, %d outputs, %d "
-                       "intermediate bases)", n, s->nvalues, s->nupdated,
-                       s->noutputs, s->nbases);
-}
-
-wb_status wb_rt_err_null_value(const wb_env *e, int value)
-{
+    if (n != s->nvalues)
+        return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
+                           "expected %d (%d updated inputs, %d outputs, %d "
+                           "intermediate bases)", n, s->nvalues, s->nupdated,
+                           s->noutputs, s->nbases);
+    int i = 0;
+    while (i < n - 1 && r[i])
+        i++;
     return wb_rt_callf(e, WB_ERR_GRAPH, "the graph returned NULL as value "
-                       "%d; expected a tensor", value);
+                       "%d; expected a tensor", i);
 }
 
 wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t)
@@ -122,6 +129,15 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t)
                            wb_rt_input_label(e, input, lb, sizeof lb),
                            t->ndim, in->ndim);
     return WB_OK;
+}
+
+wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    wb_status st = WB_OK;
+    for (int k = 0; k < s->ndeclared && st == WB_OK; k++)
+        st = wb_rt_check_input(e, s->declared[k], args[s->declared[k]].t);
+    return st;
 }
 
 /* ---- hooks, guards, grad mode ---- */
@@ -439,13 +455,12 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_err_arity,
               "int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);"),
     WB_RT_SYM(wb_rt_err_null_input,
-              "int wb_rt_err_null_input(const wb_env *e, int input);"),
-    WB_RT_SYM(wb_rt_err_count, "int wb_rt_err_count(const wb_env *e, int n);"),
-    WB_RT_SYM(wb_rt_err_null_value,
-              "int wb_rt_err_null_value(const wb_env *e, int value);"),
-    WB_RT_SYM(wb_rt_check_input,
-              "int wb_rt_check_input(const wb_env *e, int input, "
-              "const wb_tensor *t);"),
+              "int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);"),
+    WB_RT_SYM(wb_rt_err_values,
+              "int wb_rt_err_values(const wb_env *e, int n, "
+              "wb_tensor *const *r);"),
+    WB_RT_SYM(wb_rt_err_declared,
+              "int wb_rt_err_declared(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_first_call, "int wb_rt_first_call(const wb_env *e);"),
     WB_RT_SYM(wb_rt_before_call, "int wb_rt_before_call(const wb_env *e);"),
     WB_RT_SYM(wb_rt_guard_enter,

@@ -38,6 +38,16 @@ struct wb_tensor {
     int64_t strides[WB_MAX_DIMS];
 };
 
+/* Generated code reads these leading members of a tensor directly (see
+   wb_emit_prelude); they must not move. */
+_Static_assert(offsetof(struct wb_tensor, storage) == sizeof(long),
+               "tensor layout seen by generated code");
+_Static_assert(offsetof(struct wb_tensor, dtype) == 2 * sizeof(long) &&
+                   sizeof(DLDataType) == 4,
+               "tensor layout seen by generated code");
+_Static_assert(offsetof(struct wb_tensor, ndim) == 2 * sizeof(long) + 4,
+               "tensor layout seen by generated code");
+
 /* The graph-facing part of a wrapper, passed first to every entry point.
    Generated code declares only the first two members (see emit.c), so they
    must stay first and in this order. */
@@ -100,11 +110,14 @@ const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
 /* ---- per-call primitives (call.c) ---- */
 
 wb_status wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-wb_status wb_rt_err_null_input(const wb_env *e, int input);
-wb_status wb_rt_err_count(const wb_env *e, int n);
-wb_status wb_rt_err_null_value(const wb_env *e, int value);
+/* The first tensor input that is NULL. */
+wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
+/* The graph's result n was not N good values: failure, count or a NULL. */
+wb_status wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 /* Checks input's declared dtype and ndim. */
 wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
+/* The first declared input whose dtype or ndim differs. */
+wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args);
 
 wb_status wb_rt_first_call(const wb_env *e);
 wb_status wb_rt_before_call(const wb_env *e);

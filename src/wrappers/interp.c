@@ -64,7 +64,7 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
         return wb_rt_err_arity(e, nargs, nouts);
     for (i = 0; i < s->ntensor_inputs; i++)
         if (!args[s->tensor_inputs[i]].t)
-            return wb_rt_err_null_input(e, s->tensor_inputs[i]);
+            return wb_rt_err_null_input(e, args);
     for (i = 0; i < s->ndeclared; i++) {
         int x = s->declared[i];
         if ((st = wb_rt_check_input(e, x, args[x].t)) != WB_OK)
@@ -117,15 +117,12 @@ leave_guards:
         grows[i].data = NULL;
     for (i = 0; i < s->nviews; i++)
         views[i] = NULL;
-    if (n != N) {
-        st = wb_rt_err_count(e, n);
+    for (i = 0; n == N && i < N && r[i]; i++)
+        ;
+    if (n != N || i < N) {
+        st = wb_rt_err_values(e, n, r);
         goto fail;
     }
-    for (i = 0; i < N; i++)
-        if (!r[i]) {
-            st = wb_rt_err_null_value(e, i);
-            goto fail;
-        }
     for (i = 0; i < M; i++) {
         const wb_spec_mut *m = &s->muts[i];
         st = wb_interp_prep_mut(e, m, args[m->input].t, r[i], &grows[i]);
