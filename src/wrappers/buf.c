@@ -30,11 +30,17 @@ static bool wb_buf_reserve(wb_buf *b, size_t more)
 void wb_buf_vprintf(wb_buf *b, const char *fmt, va_list ap)
 {
     va_list again;
+    if (!wb_buf_reserve(b, 128))
+        return;
+    /* Most writes fit the room already there: one vsnprintf. */
     va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    if (n < 0)
+    size_t room = b->cap - b->len;
+    int n = vsnprintf(b->p + b->len, room, fmt, ap);
+    if (n < 0) {
         b->oom = true;
-    else if (wb_buf_reserve(b, (size_t)n)) {
+    } else if ((size_t)n < room) {
+        b->len += (size_t)n;
+    } else if (wb_buf_reserve(b, (size_t)n)) {
         vsnprintf(b->p + b->len, (size_t)n + 1, fmt, again);
         b->len += (size_t)n;
     }
