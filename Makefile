@@ -81,9 +81,15 @@ $(EXAMPLE): $(BUILD)/example/example.c $(LIB)
 example: $(EXAMPLE)
 	$(EXAMPLE)
 
+# Criterion does not fail a test whose worker LeakSanitizer flags at exit,
+# so any sanitizer report in the log fails the run.
 test: $(TESTS) $(EXAMPLE)
 	$(EXAMPLE)
-	$(TESTS) --jobs 2
+	@rc=0; $(TESTS) --jobs 2 2>$(BUILD)/tests.log || rc=$$?; \
+	cat $(BUILD)/tests.log; \
+	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
+	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
+	exit $$rc
 
 test-asan:
 	$(MAKE) test BUILD=build/asan SANITIZE=address,undefined

@@ -6,6 +6,7 @@
  * tiers reach the same message through the same primitive, so their errors
  * agree to the byte.
  */
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,14 +143,52 @@ wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
 
 /* ---- hooks, guards, grad mode ---- */
 
+/* The first-call hooks running on this thread, innermost first, so that a
+   hook calling its own wrapper again goes through instead of waiting for
+   itself. */
+typedef struct wb_rt_first_frame {
+    const wb_env *env;
+    const struct wb_rt_first_frame *up;
+} wb_rt_first_frame;
+static _Thread_local const wb_rt_first_frame *wb_rt_first_running;
+
+enum { WB_RT_FIRST_TODO, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE };
+
+static bool wb_rt_first_is_mine(const wb_env *e)
+{
+    for (const wb_rt_first_frame *f = wb_rt_first_running; f; f = f->up)
+        if (f->env == e)
+            return true;
+    return false;
+}
+
+/* The first-call hook runs once per wrapper, and no call gets past this
+   point before it has finished: other threads wait while it runs.  A hook
+   that fails puts the wrapper back to "not run", so that the failed call
+   changes nothing and the next call runs the hook again. */
 wb_status wb_rt_first_call(const wb_env *e)
 {
     const wb_spec *s = e->spec;
-    atomic_int *done = (atomic_int *)&e->first_call_done;
-    if (atomic_load_explicit(done, memory_order_acquire) ||
-        atomic_exchange(done, 1))
-        return WB_OK;
+    atomic_int *state = (atomic_int *)&e->first_call_state;
+    for (;;) {
+        int now = atomic_load_explicit(state, memory_order_acquire);
+        if (now == WB_RT_FIRST_DONE)
+            return WB_OK;
+        if (now == WB_RT_FIRST_RUNNING) {
+            if (wb_rt_first_is_mine(e))
+                return WB_OK;
+            sched_yield();
+            continue;
+        }
+        if (atomic_compare_exchange_weak(state, &now, WB_RT_FIRST_RUNNING))
+            break;
+    }
+    wb_rt_first_frame frame = {e, wb_rt_first_running};
+    wb_rt_first_running = &frame;
     int rc = s->first_call(s->first_call_ud);
+    wb_rt_first_running = frame.up;
+    atomic_store_explicit(state, rc ? WB_RT_FIRST_TODO : WB_RT_FIRST_DONE,
+                          memory_order_release);
     if (rc)
         return wb_rt_callf(e, WB_ERR_HOOK, "the first-call hook failed with "
                            "code %d", rc);

@@ -58,7 +58,7 @@ struct wb_env {
     wb_graph_fn graph;
     void *graph_ctx;
     const wb_spec *spec;
-    atomic_int first_call_done;
+    atomic_int first_call_state;
 };
 
 /* A storage growth planned by wb_rt_prep_resize for the commit. */

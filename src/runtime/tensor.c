@@ -20,6 +20,7 @@ typedef struct wb_rt_cache {
     wb_tensor *head;  /* linked through the storage field */
     int count;
     bool registered;  /* the thread-exit destructor knows this thread */
+    bool closed;      /* it has run: later releases free at once */
 } wb_rt_cache;
 
 static _Thread_local wb_rt_cache wb_rt_tcache;
@@ -41,6 +42,7 @@ static void wb_rt_cache_exit(void *marker)
 {
     (void)marker;
     wb_rt_cache_drain(&wb_rt_tcache);
+    wb_rt_tcache.closed = true;
 }
 
 static void wb_rt_cache_init(void)
@@ -73,7 +75,7 @@ void wb_rt_tensor_discard(wb_tensor *t)
     wb_rt_cache *c = &wb_rt_tcache;
     if (!t)
         return;
-    if (c->count >= WB_RT_CACHE_MAX) {
+    if (c->count >= WB_RT_CACHE_MAX || c->closed) {
         free(t);
         return;
     }
@@ -125,9 +127,12 @@ int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
 {
     int64_t last = offset, span;
     size_t es = wb_dtype_size(dtype);
-    for (int d = 0; d < ndim; d++) {
+    /* An empty view holds no element whatever its other dims, so a zero size
+       anywhere wins over an overflow in the dims before it. */
+    for (int d = 0; d < ndim; d++)
         if (sizes[d] == 0)
             return 0;
+    for (int d = 0; d < ndim; d++) {
         if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
             __builtin_add_overflow(last, span, &last))
             return -1;
@@ -161,6 +166,16 @@ wb_status wb_rt_check_view(DLDataType dtype, int ndim, const int64_t *sizes,
                               "stride %lld of dim %d is negative",
                               (long long)strides[d], d);
     }
+    /* Stride-0 dims let a view of a few bytes claim more elements than
+       int64_t counts, and wb_tensor_numel must never overflow. */
+    int64_t numel = 1;
+    for (int d = 0; d < ndim && numel != 0; d++)
+        if (sizes[d] == 0)
+            numel = 0;
+    for (int d = 0; d < ndim && numel != 0; d++)
+        if (__builtin_mul_overflow(numel, sizes[d], &numel))
+            return wb_rt_fail(WB_ERR_SHAPE,
+                              "the view's element count overflows");
     int64_t end = wb_rt_view_end(dtype, ndim, sizes, strides, offset);
     if (end < 0)
         return wb_rt_fail(WB_ERR_SHAPE, "the view's extent overflows");
@@ -171,13 +186,17 @@ wb_status wb_rt_check_view(DLDataType dtype, int ndim, const int64_t *sizes,
     return WB_OK;
 }
 
+/* Row-major strides for sizes.  A product that does not fit saturates at
+   INT64_MAX instead of overflowing, so that the view check that follows
+   reports the view as overflowing (or accepts it when it is empty). */
 static void wb_rt_contiguous_strides(int ndim, const int64_t *sizes,
                                      int64_t *strides)
 {
     int64_t s = 1;
     for (int d = ndim - 1; d >= 0; d--) {
         strides[d] = s;
-        s *= sizes[d] > 1 ? sizes[d] : 1;
+        if (sizes[d] > 1 && __builtin_mul_overflow(s, sizes[d], &s))
+            s = INT64_MAX;
     }
 }
 
@@ -301,8 +320,12 @@ static void wb_rt_tensor_init(wb_tensor *t, wb_storage *s, DLDataType dtype,
     t->flags = 0;
     t->dyn_dims = 0;
     t->offset = offset;
-    memcpy(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
-    memcpy(t->strides, strides, sizeof *strides * (size_t)ndim);
+    /* sizes may be NULL for a 0-d view, and memcpy must not be given NULL
+       even for zero bytes. */
+    if (ndim > 0) {
+        memcpy(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
+        memcpy(t->strides, strides, sizeof *strides * (size_t)ndim);
+    }
 }
 
 wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
@@ -402,31 +425,50 @@ wb_status wb_tensor_as_strided_(wb_tensor *t, int ndim, const int64_t *sizes,
         return st;
     t->ndim = ndim;
     t->offset = offset;
-    memmove(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
-    memmove(t->strides, strides, sizeof *strides * (size_t)ndim);
+    /* sizes may be NULL for a 0-d view (see wb_rt_tensor_init). */
+    if (ndim > 0) {
+        memmove(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
+        memmove(t->strides, strides, sizeof *strides * (size_t)ndim);
+    }
     return WB_OK;
 }
 
-/* True when the byte ranges the two views can touch intersect. */
+/* The address of a view's element 0, as an integer: a storage of no bytes
+   may have NULL data, on which pointer arithmetic is undefined. */
+static uintptr_t wb_rt_view_addr(const wb_tensor *t)
+{
+    return (uintptr_t)t->storage->data +
+           (uintptr_t)(t->offset * (int64_t)wb_dtype_size(t->dtype));
+}
+
+/* True when the byte ranges the two views can touch intersect.  Ranges are
+   compared by address rather than by storage, because two storages may wrap
+   the same memory (a DLPack export imported back, one buffer wrapped
+   twice). */
 bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b)
 {
-    if (a->storage != b->storage)
+    uintptr_t ba = (uintptr_t)a->storage->data;
+    uintptr_t bb = (uintptr_t)b->storage->data;
+    /* The common case, storages over disjoint memory, costs no view walk. */
+    if (a->storage != b->storage && (ba >= bb + b->storage->nbytes ||
+                                     bb >= ba + a->storage->nbytes))
         return false;
     int64_t ea = wb_rt_view_end(a->dtype, a->ndim, a->sizes, a->strides,
                                 a->offset);
     int64_t eb = wb_rt_view_end(b->dtype, b->ndim, b->sizes, b->strides,
                                 b->offset);
-    int64_t sa = a->offset * (int64_t)wb_dtype_size(a->dtype);
-    int64_t sb = b->offset * (int64_t)wb_dtype_size(b->dtype);
     if (ea == 0 || eb == 0)
         return false;
-    return sa < eb && sb < ea;
+    return wb_rt_view_addr(a) < bb + (uintptr_t)eb &&
+           wb_rt_view_addr(b) < ba + (uintptr_t)ea;
 }
 
+/* Same element 0, dtype, sizes and strides (those of size-1 dims aside):
+   by address too, for the reason given above. */
 bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b)
 {
-    if (a->storage != b->storage || a->offset != b->offset ||
-        a->ndim != b->ndim || !wb_rt_dtype_eq(a->dtype, b->dtype))
+    if (wb_rt_view_addr(a) != wb_rt_view_addr(b) || a->ndim != b->ndim ||
+        !wb_rt_dtype_eq(a->dtype, b->dtype))
         return false;
     for (int d = 0; d < a->ndim; d++)
         if (a->sizes[d] != b->sizes[d] ||
@@ -440,9 +482,12 @@ bool wb_tensor_is_contiguous(const wb_tensor *t)
     int64_t expect = 1;
     if (!t)
         return false;
-    for (int d = t->ndim - 1; d >= 0; d--) {
+    /* An empty tensor is contiguous whatever its strides, and the zero size
+       may sit outside a dim whose stride would say otherwise. */
+    for (int d = 0; d < t->ndim; d++)
         if (t->sizes[d] == 0)
             return true;
+    for (int d = t->ndim - 1; d >= 0; d--) {
         if (t->sizes[d] != 1 && t->strides[d] != expect)
             return false;
         expect *= t->sizes[d];
@@ -556,7 +601,9 @@ void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
 {
     wb_storage *s = t->storage;
     if (g->data) {
-        memcpy(g->data, s->data, s->nbytes);
+        /* A wrapped storage of zero bytes may have NULL data. */
+        if (s->nbytes)
+            memcpy(g->data, s->data, s->nbytes);
         if (s->deleter)
             s->deleter(s->deleter_ctx, s->data);
         s->data = g->data;
@@ -565,7 +612,9 @@ void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
         s->deleter_ctx = NULL;
         g->data = NULL;
     }
-    memmove(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
+    /* sizes may be NULL for a 0-d resize (see wb_rt_tensor_init). */
+    if (ndim > 0)
+        memmove(t->sizes, sizes, sizeof *sizes * (size_t)ndim);
     t->ndim = ndim;
     wb_rt_contiguous_strides(ndim, t->sizes, t->strides);
 }
@@ -635,6 +684,11 @@ int64_t wb_tensor_numel(const wb_tensor *t)
     int64_t n = 1;
     if (!t)
         return 0;
+    /* The views the checks accept have counts that fit, but the partial
+       product of an empty view's other dims need not. */
+    for (int d = 0; d < t->ndim; d++)
+        if (t->sizes[d] == 0)
+            return 0;
     for (int d = 0; d < t->ndim; d++)
         n *= t->sizes[d];
     return n;

@@ -68,7 +68,7 @@ wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
     w->env.graph = graph;
     w->env.graph_ctx = graph_ctx;
     w->env.spec = w->spec;
-    atomic_init(&w->env.first_call_done, 0);
+    atomic_init(&w->env.first_call_state, 0);
     w->tier = tier;
     if (tier == WB_TIER_INTERP)
         w->entry = wb_interp_call;

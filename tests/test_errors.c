@@ -1,0 +1,931 @@
+/*
+ * test_errors.c -- calls that fail, on both tiers: the status, a distinctive
+ * part of the message, and proof that nothing changed.
+ *
+ * Every failing call is surrounded by snapshots of its tensor inputs (data
+ * byte for byte, view, storage, version, flags, reference counts), an
+ * outputs array filled with a sentinel, the grad mode, and the reference
+ * counts of every value the scripted graph handed back.  After the failure
+ * all of it must be as it was: a failed call mutates nothing, writes no
+ * output, undoes its in-graph version bumps and leaks no reference.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+/* ---- snapshots ---- */
+
+typedef struct err_snap {
+    const wb_tensor *t;
+    wb_storage *storage;
+    void *data;
+    size_t nbytes;
+    unsigned char *bytes;
+    DLDataType dtype;
+    int ndim;
+    int64_t sizes[WB_MAX_DIMS], strides[WB_MAX_DIMS], offset;
+    uint64_t version;
+    long refcount, srefcount;
+    uint32_t flags;
+    uint64_t dyn;
+} err_snap;
+
+static void err_snap_take(err_snap *p, const wb_tensor *t)
+{
+    p->t = t;
+    p->storage = wb_tensor_storage(t);
+    p->data = wb_storage_data(p->storage);
+    p->nbytes = wb_storage_nbytes(p->storage);
+    p->bytes = malloc(p->nbytes ? p->nbytes : 1);
+    cr_assert_not_null(p->bytes);
+    memcpy(p->bytes, p->data, p->nbytes);
+    p->dtype = wb_tensor_dtype(t);
+    p->ndim = wb_tensor_ndim(t);
+    memcpy(p->sizes, wb_tensor_sizes(t), sizeof(int64_t) * (size_t)p->ndim);
+    memcpy(p->strides, wb_tensor_strides(t),
+           sizeof(int64_t) * (size_t)p->ndim);
+    p->offset = wb_tensor_offset(t);
+    p->version = wb_tensor_version(t);
+    p->refcount = wb_tensor_refcount(t);
+    p->srefcount = wb_storage_refcount(p->storage);
+    p->flags = wb_tensor_flags(t);
+    p->dyn = wb_tensor_dynamic_dims(t);
+}
+
+/* Asserts t is exactly as it was, then frees the snapshot. */
+static void err_snap_check(err_snap *p, const char *what)
+{
+    const wb_tensor *t = p->t;
+    cr_assert_eq(wb_tensor_storage(t), p->storage, "%s: storage", what);
+    cr_assert_eq(wb_storage_data(p->storage), p->data, "%s: data", what);
+    cr_assert_eq(wb_storage_nbytes(p->storage), p->nbytes, "%s: nbytes",
+                 what);
+    cr_assert(memcmp(wb_storage_data(p->storage), p->bytes, p->nbytes) == 0,
+              "%s: bytes changed", what);
+    cr_assert(wb_tensor_dtype(t).code == p->dtype.code &&
+              wb_tensor_dtype(t).bits == p->dtype.bits, "%s: dtype", what);
+    cr_assert_eq(wb_tensor_ndim(t), p->ndim, "%s: ndim", what);
+    for (int d = 0; d < p->ndim; d++) {
+        cr_assert_eq(wb_tensor_sizes(t)[d], p->sizes[d], "%s: size %d", what,
+                     d);
+        cr_assert_eq(wb_tensor_strides(t)[d], p->strides[d], "%s: stride %d",
+                     what, d);
+    }
+    cr_assert_eq(wb_tensor_offset(t), p->offset, "%s: offset", what);
+    cr_assert_eq(wb_tensor_version(t), p->version, "%s: version %llu, was "
+                 "%llu", what, (unsigned long long)wb_tensor_version(t),
+                 (unsigned long long)p->version);
+    cr_assert_eq(wb_tensor_refcount(t), p->refcount, "%s: refcount", what);
+    cr_assert_eq(wb_storage_refcount(p->storage), p->srefcount,
+                 "%s: storage refcount", what);
+    cr_assert_eq(wb_tensor_flags(t), p->flags, "%s: flags", what);
+    cr_assert_eq(wb_tensor_dynamic_dims(t), p->dyn, "%s: dynamic dims", what);
+    free(p->bytes);
+    p->bytes = NULL;
+}
+
+/* ---- a scripted graph ---- */
+
+#define ERR_MAXV 8
+
+typedef struct err_ctx {
+    wb_tensor *vals[ERR_MAXV]; /* written in order; NULL entries stay NULL */
+    int nwrite;                /* how many slots to write */
+    int ret;                   /* what to return */
+    int watch;                 /* argument whose version it records, or -1 */
+    int calls;
+    uint64_t watched_version;
+} err_ctx;
+
+static int err_graph(void *ctx, const wb_arg *args, int nargs,
+                     wb_tensor **values, int nvalues)
+{
+    err_ctx *c = ctx;
+    c->calls++;
+    if (c->watch >= 0 && c->watch < nargs)
+        c->watched_version = wb_tensor_version(args[c->watch].t);
+    for (int i = 0; i < c->nwrite && i < nvalues; i++)
+        values[i] = c->vals[i] ? wb_tensor_retain(c->vals[i]) : NULL;
+    return c->ret;
+}
+
+/* ---- hooks and guards ---- */
+
+typedef struct err_log {
+    char s[64];
+    int n;
+} err_log;
+
+static void err_log_put(err_log *l, char c)
+{
+    if (l->n < (int)sizeof l->s - 1) {
+        l->s[l->n++] = c;
+        l->s[l->n] = '\0';
+    }
+}
+
+typedef struct err_hook {
+    err_log *log;
+    char tag;
+    int rc;
+    int count;
+} err_hook;
+
+static int err_hook_fn(void *ud)
+{
+    err_hook *h = ud;
+    h->count++;
+    err_log_put(h->log, h->tag);
+    return h->rc;
+}
+
+typedef struct err_guard {
+    err_log *log;
+    char enter, leave;
+    int rc;
+} err_guard;
+
+static int err_guard_enter(void *ud)
+{
+    err_guard *g = ud;
+    err_log_put(g->log, g->enter);
+    return g->rc;
+}
+
+static void err_guard_leave(void *ud)
+{
+    err_guard *g = ud;
+    err_log_put(g->log, g->leave);
+}
+
+/* ---- the standard fixture ---- */
+
+/*
+ * Spec 'err':
+ *   input 0 'x': mutation xmut (a 2x3 transposed view of a 3x2 base)
+ *   input 1 'y': not mutated, 4x4
+ *   input 2 'k': in-graph mutation, 3 elements
+ *   input 3 'n': int
+ *   output 0 'o': non-alias
+ *   output 1 'v': alias of input 1
+ * The graph returns N = 3 values: x's updated value, o, v.  By default they
+ * are all good; each test spoils one thing.
+ */
+typedef struct err_fix {
+    wb_spec *spec;
+    wb_wrapper *w;
+    wb_tensor *base, *x, *y, *k;
+    wb_tensor *xu, *o, *vb, *v; /* the good values (vb: v's storage) */
+    wb_arg args[5];
+    wb_tensor *outs[3];
+    err_ctx c;
+    err_snap snaps[4];
+    err_log log;
+    bool grad;
+} err_fix;
+
+static char err_sentinel;
+#define ERR_MARK ((wb_tensor *)(void *)&err_sentinel)
+
+static void err_fix_spec(err_fix *f, wb_mutation xmut)
+{
+    WBT_OK(wb_spec_new("err", &f->spec));
+    WBT_OK(wb_spec_set_keep_input_mutations(f->spec, true));
+    WBT_OK(wb_spec_add_tensor(f->spec, "x", xmut, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(f->spec, "y", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(f->spec, "k", WB_MUT_IN_GRAPH, 0, NULL));
+    WBT_OK(wb_spec_add_scalar(f->spec, "n", WB_SCALAR_INT, NULL));
+    WBT_OK(wb_spec_add_output(f->spec, "o", WB_OUT_NON_ALIAS, -1, true, 0x1,
+                              NULL));
+    WBT_OK(wb_spec_add_output(f->spec, "v", WB_OUT_ALIAS_OF_INPUT, 1, false,
+                              0, NULL));
+}
+
+/* Tensors and values; call after the spec is complete. */
+static void err_fix_start(err_fix *f, wb_tier tier)
+{
+    f->base = wbt_f32(0, 2, 3, 2);
+    WBT_OK(wb_tensor_as_strided(f->base, 2, (int64_t[]){2, 3},
+                                (int64_t[]){1, 2}, 0, &f->x));
+    f->y = wbt_f32(50, 2, 4, 4);
+    f->k = wbt_f32(-10, 1, 3);
+    wb_tensor_set_requires_grad(f->y, true);
+    wb_tensor_set_dynamic_dims(f->k, 0x1);
+    f->xu = wbt_f32(100, 2, 2, 3);
+    f->o = wbt_f32(7, 1, 2);
+    f->vb = wbt_f32(0, 1, 16);
+    WBT_OK(wb_tensor_as_strided(f->vb, 1, (int64_t[]){4}, (int64_t[]){1}, 4,
+                                &f->v));
+    f->c.vals[0] = f->xu;
+    f->c.vals[1] = f->o;
+    f->c.vals[2] = f->v;
+    f->c.nwrite = 3;
+    f->c.ret = 3;
+    f->c.watch = 2;
+    f->args[0].t = f->x;
+    f->args[1].t = f->y;
+    f->args[2].t = f->k;
+    f->args[3].i = 42;
+    f->args[4].t = f->y;
+    for (int i = 0; i < 3; i++)
+        f->outs[i] = ERR_MARK;
+    f->w = wbt_wrap(f->spec, err_graph, &f->c, tier);
+}
+
+static void err_fix_snap(err_fix *f)
+{
+    err_snap_take(&f->snaps[0], f->x);
+    err_snap_take(&f->snaps[1], f->y);
+    err_snap_take(&f->snaps[2], f->k);
+    err_snap_take(&f->snaps[3], f->base);
+    f->grad = wb_grad_enabled();
+}
+
+/* Everything as it was: inputs, outputs, grad mode, and every value the
+   graph returned released again. */
+static void err_fix_check(err_fix *f)
+{
+    err_snap_check(&f->snaps[0], "x");
+    err_snap_check(&f->snaps[1], "y");
+    err_snap_check(&f->snaps[2], "k");
+    err_snap_check(&f->snaps[3], "base");
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(f->outs[i], ERR_MARK, "outs[%d] was written", i);
+    cr_assert_eq(wb_grad_enabled(), f->grad, "grad mode changed");
+    cr_assert_eq(wb_tensor_refcount(f->xu), 1, "value 0 leaked");
+    cr_assert_eq(wb_tensor_refcount(f->o), 1, "value 1 leaked");
+    cr_assert_eq(wb_tensor_refcount(f->v), 1, "value 2 leaked");
+}
+
+static void err_fix_end(err_fix *f)
+{
+    wbt_release_last(f->xu);
+    wbt_release_last(f->o);
+    wbt_release_last(f->v);
+    wbt_release_last(f->vb);
+    wbt_release_last(f->x);
+    wbt_release_last(f->base);
+    wbt_release_last(f->y);
+    wbt_release_last(f->k);
+    wb_wrapper_free(f->w);
+    wb_spec_free(f->spec);
+}
+
+/* One failing call through the fixture: snapshot, call, compare. */
+#define ERR_CALL(f, nargs, nouts, status, needle)                            \
+    do {                                                                     \
+        err_fix_snap(f);                                                     \
+        WBT_FAILS(wb_call((f)->w, (f)->args, (nargs), (f)->outs, (nouts)),   \
+                  (status), (needle));                                       \
+        err_fix_check(f);                                                    \
+    } while (0)
+
+/* The fixture still works after the failures a test provoked. */
+static void err_fix_good_call(err_fix *f)
+{
+    for (int i = 0; i < 3; i++)
+        f->c.vals[i] = i == 0 ? f->xu : i == 1 ? f->o : f->v;
+    f->c.nwrite = 3;
+    f->c.ret = 3;
+    uint64_t kv = wb_tensor_version(f->k);
+    WBT_OK(wb_call(f->w, f->args, 4, f->outs, 2));
+    cr_assert_eq(f->outs[0], f->o);
+    cr_assert_eq(wb_tensor_storage(f->outs[1]), wb_tensor_storage(f->y));
+    cr_assert_eq(wb_tensor_version(f->k), kv + 1);
+    wb_tensor_release(f->outs[0]);
+    wbt_release_last(f->outs[1]);
+    for (int i = 0; i < 3; i++)
+        f->outs[i] = ERR_MARK;
+}
+
+/* ======================================================================= */
+/* Arguments                                                                */
+/* ======================================================================= */
+
+Test(errors, wrong_argument_count)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        ERR_CALL(&f, 3, 2, WB_ERR_ARITY, "called with 3 arguments; expected 4");
+        ERR_CALL(&f, 5, 2, WB_ERR_ARITY, "called with 5 arguments; expected 4");
+        ERR_CALL(&f, 0, 2, WB_ERR_ARITY, "called with 0 arguments");
+        cr_assert(strstr(wb_last_error(), "spec 'err'") != NULL,
+                  "the message names the spec: %s", wb_last_error());
+        cr_assert_eq(f.c.calls, 0, "the graph was called");
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, too_few_output_slots)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        ERR_CALL(&f, 4, 1, WB_ERR_ARITY,
+                 "called with room for 1 outputs; expected at least 2");
+        ERR_CALL(&f, 4, 0, WB_ERR_ARITY, "room for 0 outputs");
+        cr_assert_eq(f.c.calls, 0);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, null_tensor_argument)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        f.args[1].t = NULL;
+        ERR_CALL(&f, 4, 2, WB_ERR_TYPE,
+                 "input 1 'y': got NULL; expected a tensor");
+        f.args[2].t = NULL;
+        ERR_CALL(&f, 4, 2, WB_ERR_TYPE, "input 1 'y': got NULL");
+        f.args[1].t = f.y;
+        ERR_CALL(&f, 4, 2, WB_ERR_TYPE, "input 2 'k': got NULL");
+        f.args[2].t = f.k;
+        f.args[0].t = NULL;
+        ERR_CALL(&f, 4, 2, WB_ERR_TYPE, "input 0 'x': got NULL");
+        f.args[0].t = f.x;
+        cr_assert_eq(f.c.calls, 0);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, declared_dtype_mismatch)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_declare_input(f.spec, 2, WBT_F64, -1));
+        err_fix_start(&f, tier);
+        ERR_CALL(&f, 4, 2, WB_ERR_TYPE,
+                 "input 2 'k': dtype float32; expected float64");
+        cr_assert_eq(f.c.calls, 0);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, declared_ndim_mismatch)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        DLDataType any = {0, 0, 0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_declare_input(f.spec, 0, WBT_F32, 2));
+        WBT_OK(wb_spec_declare_input(f.spec, 1, any, 3));
+        err_fix_start(&f, tier);
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
+                 "input 1 'y': 2 dimensions; expected 3");
+        /* The first declared input that differs is the one named. */
+        f.args[0].t = f.k;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
+                 "input 0 'x': 1 dimensions; expected 2");
+        cr_assert_eq(f.c.calls, 0);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, declared_dtype_differs_in_lanes_only)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        DLDataType f32x2 = {kDLFloat, 32, 2};
+        wb_tensor *pair = NULL;
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_declare_input(f.spec, 1, WBT_F32, 2));
+        err_fix_start(&f, tier);
+        WBT_OK(wb_tensor_new(f32x2, WBT_CPU, 2, (int64_t[]){4, 4}, &pair));
+        f.args[1].t = pair;
+        err_snap sp;
+        err_snap_take(&sp, pair);
+        ERR_CALL(&f, 4, 2, WB_ERR_TYPE,
+                 "input 1 'y': dtype float32x2; expected float32");
+        err_snap_check(&sp, "pair");
+        cr_assert_eq(f.c.calls, 0);
+        f.args[1].t = f.y;
+        err_fix_good_call(&f);
+        wbt_release_last(pair);
+        err_fix_end(&f);
+    }
+}
+
+/* ======================================================================= */
+/* The graph                                                                */
+/* ======================================================================= */
+
+Test(errors, graph_negative_code)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_set_grad_mode_at_end(f.spec, 0));
+        err_fix_start(&f, tier);
+        /* It wrote every value before failing: all must be released. */
+        f.c.ret = -7;
+        ERR_CALL(&f, 4, 2, WB_ERR_GRAPH, "the graph failed with code -7");
+        cr_assert_eq(f.c.calls, 1);
+        cr_assert_eq(f.c.watched_version, 1, "k was bumped before the call");
+        cr_assert(wb_grad_enabled(), "no grad mode at the end of a failure");
+        /* Half written. */
+        f.c.nwrite = 1;
+        f.c.ret = -1;
+        ERR_CALL(&f, 4, 2, WB_ERR_GRAPH, "failed with code -1");
+        err_fix_good_call(&f);
+        cr_assert_not(wb_grad_enabled(), "grad mode at the end on success");
+        wb_set_grad_enabled(true);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, graph_returns_too_few_values)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        f.c.nwrite = 2;
+        f.c.ret = 2;
+        ERR_CALL(&f, 4, 2, WB_ERR_ARITY,
+                 "the graph returned 2 values; expected 3");
+        /* It wrote all three but counted two. */
+        f.c.nwrite = 3;
+        ERR_CALL(&f, 4, 2, WB_ERR_ARITY, "returned 2 values; expected 3");
+        f.c.ret = 0;
+        ERR_CALL(&f, 4, 2, WB_ERR_ARITY, "returned 0 values");
+        cr_assert_eq(f.c.calls, 3);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, graph_returns_too_many_values)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        f.c.ret = 4;
+        ERR_CALL(&f, 4, 2, WB_ERR_ARITY,
+                 "the graph returned 4 values; expected 3 (1 updated inputs, "
+                 "2 outputs, 0 intermediate bases)");
+        cr_assert_eq(f.c.watched_version, 1);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, graph_returns_null_value)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        f.c.vals[1] = NULL;
+        ERR_CALL(&f, 4, 2, WB_ERR_GRAPH,
+                 "the graph returned NULL as value 1; expected a tensor");
+        f.c.vals[1] = f.o;
+        f.c.vals[0] = NULL;
+        f.c.vals[2] = NULL;
+        ERR_CALL(&f, 4, 2, WB_ERR_GRAPH, "returned NULL as value 0");
+        f.c.vals[0] = f.xu;
+        ERR_CALL(&f, 4, 2, WB_ERR_GRAPH, "returned NULL as value 2");
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+/* ======================================================================= */
+/* Updated values and views                                                 */
+/* ======================================================================= */
+
+Test(errors, data_mutation_wrong_dtype)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        wb_tensor *bad = NULL;
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        WBT_OK(wb_tensor_new(WBT_F64, WBT_CPU, 2, (int64_t[]){2, 3}, &bad));
+        f.c.vals[0] = bad;
+        ERR_CALL(&f, 4, 2, WB_ERR_TYPE,
+                 "input 0 'x': the updated value has dtype float64; "
+                 "expected float32");
+        cr_assert_eq(wb_tensor_refcount(bad), 1);
+        wbt_release_last(bad);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, data_mutation_wrong_sizes)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        /* The transpose of what x is, then one more dimension. */
+        wb_tensor *t = wbt_f32(0, 2, 3, 2), *u = wbt_f32(0, 3, 2, 3, 1);
+        f.c.vals[0] = t;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
+                 "input 0 'x': the updated value's sizes differ from the "
+                 "input's");
+        f.c.vals[0] = u;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE, "sizes differ");
+        cr_assert_eq(wb_tensor_refcount(t), 1);
+        cr_assert_eq(wb_tensor_refcount(u), 1);
+        wbt_release_last(t);
+        wbt_release_last(u);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, data_mutation_value_overlaps_input)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        /* Same storage, same sizes, other strides: a copy would read what
+           it has already written. */
+        wb_tensor *ov = NULL;
+        WBT_OK(wb_tensor_as_strided(f.base, 2, (int64_t[]){2, 3},
+                                    (int64_t[]){3, 1}, 0, &ov));
+        f.c.vals[0] = ov;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
+                 "input 0 'x': the updated value overlaps the input");
+        cr_assert_eq(wb_tensor_refcount(ov), 1);
+        wbt_release_last(ov);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, metadata_mutation_view_does_not_fit)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_METADATA);
+        err_fix_start(&f, tier);
+        /* x's storage holds 6 floats; a 7-float view cannot be put on it. */
+        wb_tensor *big = wbt_f32(0, 1, 7);
+        f.c.vals[0] = big;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
+                 "input 0 'x': the updated view does not fit the input's "
+                 "storage");
+        /* Nor can one that starts past its end. */
+        wb_tensor *late = NULL;
+        WBT_OK(wb_tensor_as_strided(big, 1, (int64_t[]){1}, (int64_t[]){1},
+                                    6, &late));
+        f.c.vals[0] = late;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE, "does not fit the input's storage");
+        wbt_release_last(late);
+        wbt_release_last(big);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, data_metadata_mutation_view_does_not_fit)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA_METADATA);
+        err_fix_start(&f, tier);
+        wb_tensor *big = wbt_f32(0, 2, 2, 4);
+        f.c.vals[0] = big;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE, "the updated view does not fit");
+        wbt_release_last(big);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, aliased_output_view_does_not_fit)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        err_fix_start(&f, tier);
+        /* y holds 16 floats; this view ends at float 24. */
+        wb_tensor *sc = wbt_f32(0, 1, 32), *far = NULL;
+        WBT_OK(wb_tensor_as_strided(sc, 1, (int64_t[]){4}, (int64_t[]){1},
+                                    20, &far));
+        f.c.vals[2] = far;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
+                 "output 1 'v' (alias-of-input): the graph's view does not "
+                 "fit its base's storage");
+        cr_assert_eq(f.c.watched_version, 1);
+        wbt_release_last(far);
+        wbt_release_last(sc);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+/* A resize that would grow x and a view that was already prepared are
+   both dropped when a later view fails. */
+Test(errors, late_view_failure_after_resize_and_earlier_view)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        WBT_OK(wb_spec_new("err", &f.spec));
+        WBT_OK(wb_spec_set_keep_input_mutations(f.spec, true));
+        WBT_OK(wb_spec_add_tensor(f.spec, "x", WB_MUT_RESIZE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(f.spec, "y", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(f.spec, "k", WB_MUT_IN_GRAPH, 0, NULL));
+        WBT_OK(wb_spec_add_scalar(f.spec, "n", WB_SCALAR_INT, NULL));
+        WBT_OK(wb_spec_add_output(f.spec, "x_tail", WB_OUT_ALIAS_OF_INPUT, 0,
+                                  false, 0, NULL));
+        WBT_OK(wb_spec_add_output(f.spec, "v", WB_OUT_ALIAS_OF_INPUT, 1,
+                                  false, 0, NULL));
+        err_fix_start(&f, tier);
+        /* x grows from 6 to 12 floats; the first view needs the growth. */
+        wb_tensor *grow = wbt_f32(100, 2, 3, 4), *tail = NULL;
+        WBT_OK(wb_tensor_as_strided(grow, 1, (int64_t[]){4}, (int64_t[]){1},
+                                    8, &tail));
+        wb_tensor *sc = wbt_f32(0, 1, 32), *far = NULL;
+        WBT_OK(wb_tensor_as_strided(sc, 1, (int64_t[]){4}, (int64_t[]){1},
+                                    20, &far));
+        f.c.vals[0] = grow;
+        f.c.vals[1] = tail;
+        f.c.vals[2] = far;
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE, "output 1 'v' (alias-of-input)");
+        cr_assert_eq(wb_tensor_refcount(grow), 1);
+        cr_assert_eq(wb_tensor_refcount(tail), 1);
+        cr_assert_eq(wb_tensor_refcount(far), 1);
+
+        /* With a good second view the same call goes through. */
+        f.c.vals[2] = f.v;
+        WBT_OK(wb_call(f.w, f.args, 4, f.outs, 2));
+        cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(f.x)),
+                     12 * sizeof(float));
+        cr_assert_eq(wbt_at(f.outs[0], 3), 111.0f);
+        wbt_release_last(f.outs[0]);
+        wbt_release_last(f.outs[1]);
+
+        wbt_release_last(tail);
+        wbt_release_last(grow);
+        wbt_release_last(far);
+        wbt_release_last(sc);
+        /* x changed on purpose above; the fixture's snapshots are done. */
+        err_fix_end(&f);
+    }
+}
+
+/* A data mutation that passes its checks is not applied when a later
+   mutation fails. */
+Test(errors, second_mutation_failure_keeps_the_first_unapplied)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = NULL;
+        WBT_OK(wb_spec_new("two", &s));
+        WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "b", WB_MUT_STORAGE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "c", WB_MUT_DATA, 0, NULL));
+        wb_tensor *a = wbt_f32(0, 1, 4), *b = wbt_f32(0, 1, 2);
+        wb_tensor *cc = wbt_f32(0, 1, 4);
+        wb_tensor *ua = wbt_f32(10, 1, 4), *ub = wbt_f32(20, 1, 8);
+        wb_tensor *uc = wbt_f32(30, 1, 5);
+        err_ctx c = {.vals = {ua, ub, uc}, .nwrite = 3, .ret = 3,
+                     .watch = -1};
+        wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
+        wb_arg args[3] = {{.t = a}, {.t = b}, {.t = cc}};
+        err_snap sa, sb, sc;
+        err_snap_take(&sa, a);
+        err_snap_take(&sb, b);
+        err_snap_take(&sc, cc);
+        WBT_FAILS(wb_call(w, args, 3, NULL, 0), WB_ERR_SHAPE,
+                  "input 2 'c': the updated value's sizes differ");
+        err_snap_check(&sa, "a");
+        err_snap_check(&sb, "b");
+        err_snap_check(&sc, "c");
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(ub)), 1);
+        for (int i = 0; i < 3; i++)
+            cr_assert_eq(wb_tensor_refcount(c.vals[i]), 1);
+        wbt_release_last(ua);
+        wbt_release_last(ub);
+        wbt_release_last(uc);
+        wbt_release_last(a);
+        wbt_release_last(b);
+        wbt_release_last(cc);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* ======================================================================= */
+/* Hooks and guards                                                         */
+/* ======================================================================= */
+
+Test(errors, before_call_hook_fails)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_hook h = {&f.log, 'b', 3, 0};
+        err_guard g = {&f.log, '0', 'A', 0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_set_before_call(f.spec, err_hook_fn, &h));
+        WBT_OK(wb_spec_add_guard(f.spec, err_guard_enter, err_guard_leave,
+                                 &g));
+        WBT_OK(wb_spec_set_grad_mode_at_end(f.spec, 0));
+        err_fix_start(&f, tier);
+        wb_set_grad_enabled(true);
+        ERR_CALL(&f, 4, 2, WB_ERR_HOOK,
+                 "the before-call hook failed with code 3");
+        cr_assert_eq(f.c.calls, 0, "the graph ran");
+        cr_assert_str_eq(f.log.s, "0bA", "the guard was left");
+        cr_assert(wb_grad_enabled(), "grad mode restored, not set at end");
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, before_call_hook_fails_in_training_with_detach)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_hook h = {&f.log, 'b', 4, 0};
+        WBT_OK(wb_spec_new("err", &f.spec));
+        WBT_OK(wb_spec_set_training(f.spec, true));
+        WBT_OK(wb_spec_set_keep_input_mutations(f.spec, true));
+        WBT_OK(wb_spec_add_tensor(f.spec, "x", WB_MUT_DATA, WB_INPUT_DETACH,
+                                  NULL));
+        WBT_OK(wb_spec_add_tensor(f.spec, "y", WB_MUT_NONE, WB_INPUT_DETACH,
+                                  NULL));
+        WBT_OK(wb_spec_add_tensor(f.spec, "k", WB_MUT_IN_GRAPH, 0, NULL));
+        WBT_OK(wb_spec_add_scalar(f.spec, "n", WB_SCALAR_INT, NULL));
+        WBT_OK(wb_spec_add_output(f.spec, "o", WB_OUT_NON_ALIAS, -1, true, 0,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(f.spec, "v", WB_OUT_ALIAS_OF_INPUT, 1,
+                                  false, 0, NULL));
+        WBT_OK(wb_spec_set_before_call(f.spec, err_hook_fn, &h));
+        err_fix_start(&f, tier);
+        wb_set_grad_enabled(false);
+        /* The detached aliases share y's storage: its refcount shows
+           whether they were released. */
+        ERR_CALL(&f, 4, 2, WB_ERR_HOOK, "before-call hook failed with code 4");
+        cr_assert_not(wb_grad_enabled());
+        cr_assert_eq(f.c.calls, 0);
+        wb_set_grad_enabled(true);
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, guard_enter_fails_and_entered_guards_are_left)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_guard g[4] = {{&f.log, '0', 'A', 0}, {&f.log, '1', 'B', 0},
+                          {&f.log, '2', 'C', 5}, {&f.log, '3', 'D', 0}};
+        err_fix_spec(&f, WB_MUT_DATA);
+        for (int i = 0; i < 4; i++)
+            WBT_OK(wb_spec_add_guard(f.spec, err_guard_enter,
+                                     err_guard_leave, &g[i]));
+        err_fix_start(&f, tier);
+        ERR_CALL(&f, 4, 2, WB_ERR_HOOK, "guard 2 failed to enter with code 5");
+        cr_assert_str_eq(f.log.s, "012BA");
+        cr_assert_eq(f.c.calls, 0);
+        /* The first guard failing leaves nothing. */
+        f.log.n = 0;
+        f.log.s[0] = '\0';
+        g[2].rc = 0;
+        g[0].rc = -2;
+        ERR_CALL(&f, 4, 2, WB_ERR_HOOK, "guard 0 failed to enter with code -2");
+        cr_assert_str_eq(f.log.s, "0");
+        /* And all of them entered and left around a good call. */
+        f.log.n = 0;
+        f.log.s[0] = '\0';
+        g[0].rc = 0;
+        err_fix_good_call(&f);
+        cr_assert_str_eq(f.log.s, "0123DCBA");
+        err_fix_end(&f);
+    }
+}
+
+Test(errors, first_call_hook_fails)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        err_hook h = {&f.log, 'f', 9, 0};
+        err_guard g = {&f.log, '0', 'A', 0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_set_first_call(f.spec, err_hook_fn, &h));
+        WBT_OK(wb_spec_add_guard(f.spec, err_guard_enter, err_guard_leave,
+                                 &g));
+        err_fix_start(&f, tier);
+        ERR_CALL(&f, 4, 2, WB_ERR_HOOK, "the first-call hook failed with "
+                 "code 9");
+        cr_assert_str_eq(f.log.s, "f", "nothing ran after the hook");
+        cr_assert_eq(f.c.calls, 0);
+        /* The failed call changed nothing, so the next call is still the
+           first and runs the hook again; once it succeeds it never runs
+           again. */
+        ERR_CALL(&f, 4, 2, WB_ERR_HOOK, "code 9");
+        cr_assert_eq(h.count, 2);
+        h.rc = 0;
+        err_fix_good_call(&f);
+        err_fix_good_call(&f);
+        cr_assert_eq(h.count, 3);
+        cr_assert_str_eq(f.log.s, "fff0A0A");
+        err_fix_end(&f);
+    }
+}
+
+/* ======================================================================= */
+/* wb_wrapper_new and wb_call arguments                                     */
+/* ======================================================================= */
+
+static int err_noop_graph(void *ctx, const wb_arg *args, int nargs,
+                          wb_tensor **values, int nvalues)
+{
+    (void)ctx; (void)args; (void)nargs; (void)values; (void)nvalues;
+    return 0;
+}
+
+Test(errors, wrapper_new_bad_arguments)
+{
+    wb_spec *s = NULL;
+    WBT_OK(wb_spec_new("ok", &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+    wb_wrapper *w = (wb_wrapper *)(void *)&err_sentinel;
+    wb_options bad = {.tier = (wb_tier)99};
+
+    WBT_FAILS(wb_wrapper_new(NULL, err_noop_graph, NULL, NULL, &w),
+              WB_ERR_INVALID, "wb_wrapper_new: NULL spec");
+    cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+    WBT_FAILS(wb_wrapper_new(s, NULL, NULL, NULL, &w), WB_ERR_INVALID,
+              "graph");
+    cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+    WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, NULL, NULL),
+              WB_ERR_INVALID, "out");
+    WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, &bad, &w),
+              WB_ERR_UNSUPPORTED, "tier 99 is not available");
+    cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+
+    /* The default tier works and is tcc. */
+    w = NULL;
+    WBT_OK(wb_wrapper_new(s, err_noop_graph, NULL, NULL, &w));
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_TCC);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
+Test(errors, wrapper_new_invalid_spec)
+{
+    WBT_EACH_TIER(tier) {
+        wb_options o = {.tier = tier};
+        wb_wrapper *w = (wb_wrapper *)(void *)&err_sentinel;
+        wb_spec *s = NULL;
+        WBT_OK(wb_spec_new("broken", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "o", WB_OUT_IS_INPUT, 3, false, 0,
+                                  NULL));
+        WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, &o, &w),
+                  WB_ERR_SPEC, "spec 'broken': output 0 'o': is-input base 3 "
+                  "is out of range");
+        cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+
+        /* An in-graph mutation without keep-input-mutations. */
+        wb_spec *s2 = NULL;
+        WBT_OK(wb_spec_new("broken2", &s2));
+        WBT_OK(wb_spec_add_tensor(s2, "x", WB_MUT_IN_GRAPH, 0, NULL));
+        WBT_FAILS(wb_wrapper_new(s2, err_noop_graph, NULL, &o, &w),
+                  WB_ERR_SPEC, "needs keep-input-mutations");
+        cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+        wb_spec_free(s2);
+        wb_spec_free(s);
+    }
+}
+
+Test(errors, call_null_wrapper_args_or_outs)
+{
+    WBT_FAILS(wb_call(NULL, NULL, 0, NULL, 0), WB_ERR_INVALID,
+              "wb_call: NULL wrapper");
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = NULL;
+        WBT_OK(wb_spec_new("nulls", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "o", WB_OUT_IS_INPUT, 0, false, 0,
+                                  NULL));
+        err_ctx c = {.nwrite = 0, .ret = 1, .watch = -1};
+        wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[1] = {ERR_MARK};
+        WBT_FAILS(wb_call(w, NULL, 1, o, 1), WB_ERR_INVALID,
+                  "NULL wrapper, args or outs");
+        WBT_FAILS(wb_call(w, a, 1, NULL, 1), WB_ERR_INVALID,
+                  "NULL wrapper, args or outs");
+        cr_assert_eq(o[0], ERR_MARK);
+        cr_assert_eq(c.calls, 0);
+        cr_assert_eq(wb_tensor_refcount(x), 1);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}

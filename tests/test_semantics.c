@@ -1,0 +1,1451 @@
+/*
+ * test_semantics.c -- what one successful call does, per input mutation
+ * kind, per output alias kind and per graph-level setting, on both tiers.
+ *
+ * Every test builds its tensors with known contents, lets a scripted graph
+ * hand back prepared values (one new reference each), and then checks data,
+ * sizes, strides, offsets, storage sharing, identity, version counters,
+ * flags and reference counts.  The graph also records what it saw (its
+ * arguments, their versions and flags, the grad mode), so that the steps
+ * before the call can be checked from inside it.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "helpers.h"
+
+/* ---- a scripted graph ---- */
+
+#define SEM_MAXV 16
+#define SEM_MAXA 8
+
+/* An ordered record of hooks, guards and graph calls, one letter each. */
+typedef struct sem_log {
+    char s[256];
+    int n;
+} sem_log;
+
+static void sem_log_put(sem_log *l, char c)
+{
+    if (l && l->n < (int)sizeof l->s - 1) {
+        l->s[l->n++] = c;
+        l->s[l->n] = '\0';
+    }
+}
+
+typedef struct sem_ctx {
+    wb_tensor *vals[SEM_MAXV]; /* returned in order, one new reference each */
+    int nvals;
+    unsigned tensor_args;      /* bit i: argument i is a tensor */
+    bool keep_args;            /* retain the tensor arguments it saw */
+    sem_log *log;              /* 'g' per call when set */
+    /* What the graph saw on its last call. */
+    int calls;
+    int nargs;
+    int nvalues;
+    wb_arg args[SEM_MAXA];
+    uint64_t versions[SEM_MAXA];
+    bool requires_grad[SEM_MAXA];
+    wb_tensor *kept[SEM_MAXA];
+    bool grad;
+} sem_ctx;
+
+static int sem_graph(void *ctx, const wb_arg *args, int nargs,
+                     wb_tensor **values, int nvalues)
+{
+    sem_ctx *c = ctx;
+    c->calls++;
+    c->nargs = nargs;
+    c->nvalues = nvalues;
+    c->grad = wb_grad_enabled();
+    sem_log_put(c->log, 'g');
+    for (int i = 0; i < nargs && i < SEM_MAXA; i++) {
+        c->args[i] = args[i];
+        if (!(c->tensor_args & (1u << i)))
+            continue;
+        c->versions[i] = wb_tensor_version(args[i].t);
+        c->requires_grad[i] = wb_tensor_requires_grad(args[i].t);
+        if (c->keep_args) {
+            wb_tensor_release(c->kept[i]);
+            c->kept[i] = wb_tensor_retain(args[i].t);
+        }
+    }
+    if (c->nvals > nvalues)
+        return -100;
+    for (int i = 0; i < c->nvals; i++)
+        values[i] = wb_tensor_retain(c->vals[i]);
+    return c->nvals;
+}
+
+/* ---- hooks and guards that write the log ---- */
+
+typedef struct sem_hook {
+    sem_log *log;
+    char tag;
+    int count;
+    bool grad;       /* the grad mode it saw last */
+} sem_hook;
+
+static int sem_hook_fn(void *ud)
+{
+    sem_hook *h = ud;
+    h->count++;
+    h->grad = wb_grad_enabled();
+    sem_log_put(h->log, h->tag);
+    return 0;
+}
+
+typedef struct sem_guard {
+    sem_log *log;
+    char enter, leave;
+} sem_guard;
+
+static int sem_guard_enter(void *ud)
+{
+    sem_guard *g = ud;
+    sem_log_put(g->log, g->enter);
+    return 0;
+}
+
+static void sem_guard_leave(void *ud)
+{
+    sem_guard *g = ud;
+    sem_log_put(g->log, g->leave);
+}
+
+/* ---- small helpers ---- */
+
+static wb_spec *sem_spec(const char *name)
+{
+    wb_spec *s = NULL;
+    WBT_OK(wb_spec_new(name, &s));
+    return s;
+}
+
+/* A new view of base's storage (base's dtype). */
+static wb_tensor *sem_view(const wb_tensor *base, int ndim,
+                           const int64_t *sizes, const int64_t *strides,
+                           int64_t offset)
+{
+    wb_tensor *t = NULL;
+    WBT_OK(wb_tensor_as_strided(base, ndim, sizes, strides, offset, &t));
+    return t;
+}
+
+/* Float element i of t's storage, ignoring t's view. */
+static float sem_elem(const wb_tensor *t, int64_t i)
+{
+    return ((const float *)wb_storage_data(wb_tensor_storage(t)))[i];
+}
+
+static void sem_ctx_drop(sem_ctx *c)
+{
+    for (int i = 0; i < SEM_MAXA; i++) {
+        wb_tensor_release(c->kept[i]);
+        c->kept[i] = NULL;
+    }
+}
+
+/* ======================================================================= */
+/* Input mutations                                                          */
+/* ======================================================================= */
+
+Test(semantics, data_mutation_into_transposed_input)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("data_t");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "y", WB_OUT_NON_ALIAS, -1, false, 0,
+                                  NULL));
+        /* x is the transpose of a 2x3 base: sizes 3x2, strides 1, 3. */
+        wb_tensor *base = wbt_f32(0, 2, 2, 3);
+        wb_tensor *x = sem_view(base, 2, (int64_t[]){3, 2},
+                                (int64_t[]){1, 3}, 0);
+        wb_tensor *v = wbt_f32(100, 2, 3, 2), *y = wbt_f32(7, 1, 2);
+        sem_ctx c = {.vals = {v, y}, .nvals = 2};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *st = wb_tensor_storage(x);
+        void *data = wb_storage_data(st);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[1] = {NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 1));
+        wbt_assert_view(x, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0);
+        cr_assert_eq(wb_tensor_storage(x), st);
+        cr_assert_eq(wb_storage_data(st), data, "a copy moves no storage");
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) {
+                cr_assert_eq(wbt_at(x, i, j), 100.0f + (float)(2 * i + j));
+                /* The base sees the same bytes, transposed back. */
+                cr_assert_eq(wbt_at(base, j, i), 100.0f + (float)(2 * i + j));
+            }
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_version(base), 1, "one counter per storage");
+        cr_assert_eq(o[0], y);
+        cr_assert_eq(wb_tensor_refcount(v), 1, "the wrapper released v");
+
+        /* A second call copies again and bumps again. */
+        wb_tensor_release(o[0]);
+        WBT_OK(wb_call(w, a, 1, o, 1));
+        cr_assert_eq(wb_tensor_version(x), 2);
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+
+        wb_tensor_release(o[0]);
+        wbt_release_last(y);
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wbt_release_last(base);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, data_mutation_into_sliced_input)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("data_slice");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        /* x is the middle 2x2 block of a 4x4 base: offset 5, strides 4, 1. */
+        wb_tensor *base = wbt_f32(0, 2, 4, 4);
+        wb_tensor *x = sem_view(base, 2, (int64_t[]){2, 2},
+                                (int64_t[]){4, 1}, 5);
+        wb_tensor *v = wbt_f32(100, 2, 2, 2);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        wbt_assert_view(x, 2, (int64_t[]){2, 2}, (int64_t[]){4, 1}, 5);
+        for (int64_t i = 0; i < 16; i++) {
+            float want = (float)i;
+            if (i == 5) want = 100;
+            if (i == 6) want = 101;
+            if (i == 9) want = 102;
+            if (i == 10) want = 103;
+            cr_assert_eq(sem_elem(base, i), want, "storage element %d",
+                         (int)i);
+        }
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wbt_release_last(base);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, metadata_mutation_restrides_without_copying)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("meta");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_METADATA, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 2, 2, 3);
+        /* The updated value lives elsewhere; only its view matters. */
+        wb_tensor *vb = wbt_f32(100, 1, 8);
+        wb_tensor *v = sem_view(vb, 2, (int64_t[]){2, 2},
+                                (int64_t[]){1, 2}, 1);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *st = wb_tensor_storage(x);
+        wb_arg a[1] = {{.t = x}};
+
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        wbt_assert_view(x, 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 1);
+        cr_assert_eq(wb_tensor_storage(x), st);
+        for (int64_t i = 0; i < 6; i++)
+            cr_assert_eq(sem_elem(x, i), (float)i, "no data moved");
+        cr_assert_eq(wbt_at(x, 1, 1), 4.0f, "x now reads element 1+1+2");
+        cr_assert_eq(wb_tensor_version(x), 0, "a restride is no write");
+        cr_assert_eq(wb_tensor_version(vb), 0);
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+
+        wbt_release_last(v);
+        wbt_release_last(vb);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, data_metadata_mutation_restrides_then_copies)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("data_meta");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA_METADATA, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 2, 2, 3);
+        wb_tensor *vb = wbt_f32(100, 1, 8);
+        wb_tensor *v = sem_view(vb, 2, (int64_t[]){2, 2},
+                                (int64_t[]){1, 2}, 1);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *st = wb_tensor_storage(x);
+        wb_arg a[1] = {{.t = x}};
+
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        wbt_assert_view(x, 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 1);
+        cr_assert_eq(wb_tensor_storage(x), st);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                cr_assert_eq(wbt_at(x, i, j), wbt_at(v, i, j));
+        /* Storage elements 1..4 now hold vb[1], vb[2], vb[3], vb[4]; the
+           ends were not written. */
+        cr_assert_eq(sem_elem(x, 0), 0.0f);
+        for (int64_t i = 1; i <= 4; i++)
+            cr_assert_eq(sem_elem(x, i), 100.0f + (float)i);
+        cr_assert_eq(sem_elem(x, 5), 5.0f);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_version(vb), 0, "the source is only read");
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+
+        wbt_release_last(v);
+        wbt_release_last(vb);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, storage_mutation_takes_storage_and_view)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("set");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_STORAGE, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_tensor *vb = wbt_f32(100, 1, 8);
+        wb_tensor *v = sem_view(vb, 1, (int64_t[]){3}, (int64_t[]){2}, 1);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *old = wb_storage_retain(wb_tensor_storage(x));
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor_set_requires_grad(x, true);
+
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        cr_assert_eq(wb_tensor_storage(x), wb_tensor_storage(vb));
+        wbt_assert_view(x, 1, (int64_t[]){3}, (int64_t[]){2}, 1);
+        for (int k = 0; k < 3; k++)
+            cr_assert_eq(wbt_at(x, k), 101.0f + (float)(2 * k));
+        cr_assert(wb_tensor_requires_grad(x), "set_ keeps the flags");
+        cr_assert_eq(wb_tensor_version(x), 1, "set_ bumps the new storage");
+        cr_assert_eq(wb_storage_refcount(old), 1, "x dropped its old storage");
+        cr_assert_eq(wb_storage_version(old), 0);
+        cr_assert_eq(((const float *)wb_storage_data(old))[1], 1.0f);
+        /* vb, v and x view the new storage. */
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(vb)), 3);
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+
+        wb_storage_release(old);
+        wbt_release_last(v);
+        wbt_release_last(vb);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, resize_mutation_grows_storage_keeping_bytes)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("resize_grow");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_RESIZE, 0, NULL));
+        /* x: elements 2 and 4 of a 6-float storage (offset 2, stride 2). */
+        wb_tensor *base = wbt_f32(0, 1, 6);
+        wb_tensor *x = sem_view(base, 1, (int64_t[]){2}, (int64_t[]){2}, 2);
+        wb_tensor *v = wbt_f32(100, 2, 2, 3);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *st = wb_tensor_storage(x);
+        wb_arg a[1] = {{.t = x}};
+
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        /* Contiguous 2x3 at the same offset: 8 floats needed. */
+        wbt_assert_view(x, 2, (int64_t[]){2, 3}, (int64_t[]){3, 1}, 2);
+        cr_assert(wb_tensor_is_contiguous(x));
+        cr_assert_eq(wb_tensor_storage(x), st, "the storage object stays");
+        cr_assert_eq(wb_storage_nbytes(st), 8 * sizeof(float));
+        cr_assert_eq(sem_elem(x, 0), 0.0f, "bytes before the view kept");
+        cr_assert_eq(sem_elem(x, 1), 1.0f, "bytes before the view kept");
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                cr_assert_eq(wbt_at(x, i, j), 100.0f + (float)(3 * i + j));
+        /* The base still views the grown storage. */
+        cr_assert_eq(wbt_at(base, 2), 100.0f);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wbt_release_last(base);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, resize_mutation_shrinks_to_contiguous)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("resize_shrink");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_RESIZE, 0, NULL));
+        wb_tensor *base = wbt_f32(0, 2, 2, 3);
+        wb_tensor *x = sem_view(base, 2, (int64_t[]){3, 2},
+                                (int64_t[]){1, 3}, 0);
+        wb_tensor *v = wbt_f32(100, 2, 2, 2);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *st = wb_tensor_storage(x);
+        void *data = wb_storage_data(st);
+        wb_arg a[1] = {{.t = x}};
+
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        wbt_assert_view(x, 2, (int64_t[]){2, 2}, (int64_t[]){2, 1}, 0);
+        cr_assert_eq(wb_storage_nbytes(st), 6 * sizeof(float));
+        cr_assert_eq(wb_storage_data(st), data, "no growth, no new buffer");
+        for (int64_t i = 0; i < 4; i++)
+            cr_assert_eq(sem_elem(x, i), 100.0f + (float)i);
+        cr_assert_eq(sem_elem(x, 4), 4.0f);
+        cr_assert_eq(sem_elem(x, 5), 5.0f);
+        cr_assert_eq(wb_tensor_version(x), 1);
+
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wbt_release_last(base);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, resize_mutation_same_sizes_keeps_strides)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("resize_same");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_RESIZE, 0, NULL));
+        wb_tensor *base = wbt_f32(0, 2, 2, 3);
+        wb_tensor *x = sem_view(base, 2, (int64_t[]){3, 2},
+                                (int64_t[]){1, 3}, 0);
+        wb_tensor *v = wbt_f32(100, 2, 3, 2);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *st = wb_tensor_storage(x);
+        wb_arg a[1] = {{.t = x}};
+
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        wbt_assert_view(x, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0);
+        cr_assert_not(wb_tensor_is_contiguous(x));
+        cr_assert_eq(wb_storage_nbytes(st), 6 * sizeof(float));
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++)
+                cr_assert_eq(wbt_at(x, i, j), 100.0f + (float)(2 * i + j));
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wbt_release_last(base);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, in_graph_mutation_bumps_before_the_call)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("in_graph");
+        WBT_OK(wb_spec_set_keep_input_mutations(s, true));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_IN_GRAPH, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "o", WB_OUT_NON_ALIAS, -1, false, 0,
+                                  NULL));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_eq(wb_spec_num_updated(s), 0, "no value for in-graph");
+        cr_assert_eq(wb_spec_num_values(s), 1);
+        cr_assert_eq(wb_spec_direction(s, 0), WB_DIR_INOUT);
+        wb_tensor *x = wbt_f32(0, 1, 4), *y = wbt_f32(0, 1, 4);
+        wb_tensor *o = wbt_f32(9, 1, 1);
+        sem_ctx c = {.vals = {o}, .nvals = 1, .tensor_args = 0x3};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[2] = {{.t = x}, {.t = y}};
+        wb_tensor *out[1] = {NULL};
+
+        WBT_OK(wb_call(w, a, 2, out, 1));
+        cr_assert_eq(c.nvalues, 1, "the graph was asked for 1 value");
+        cr_assert_eq(c.versions[0], 1, "the graph sees the bump");
+        cr_assert_eq(c.versions[1], 0);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_version(y), 0);
+        cr_assert_eq(out[0], o);
+        wb_tensor_release(out[0]);
+        WBT_OK(wb_call(w, a, 2, out, 1));
+        cr_assert_eq(c.versions[0], 2);
+        cr_assert_eq(wb_tensor_version(x), 2);
+
+        wb_tensor_release(out[0]);
+        wbt_release_last(o);
+        wbt_release_last(x);
+        wbt_release_last(y);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, in_graph_mutation_hidden_is_not_bumped)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("in_graph_hidden");
+        WBT_OK(wb_spec_set_keep_input_mutations(s, true));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_IN_GRAPH, WB_INPUT_HIDDEN,
+                                  NULL));
+        WBT_OK(wb_spec_add_tensor(s, "z", WB_MUT_IN_GRAPH, 0, NULL));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_eq(wb_spec_num_values(s), 0);
+        wb_tensor *x = wbt_f32(0, 1, 4), *z = wbt_f32(0, 1, 4);
+        sem_ctx c = {.nvals = 0, .tensor_args = 0x3};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[2] = {{.t = x}, {.t = z}};
+
+        WBT_OK(wb_call(w, a, 2, NULL, 0));
+        cr_assert_eq(c.calls, 1);
+        cr_assert_eq(c.versions[0], 0, "hidden from autograd: no bump");
+        cr_assert_eq(c.versions[1], 1);
+        cr_assert_eq(wb_tensor_version(x), 0);
+        cr_assert_eq(wb_tensor_version(z), 1);
+
+        wbt_release_last(x);
+        wbt_release_last(z);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* ======================================================================= */
+/* Outputs                                                                  */
+/* ======================================================================= */
+
+Test(semantics, non_alias_variants_return_the_value_itself)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("plain");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "a", WB_OUT_NON_ALIAS, -1, true, 0x2,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(s, "b", WB_OUT_UNSAFE_VIEW_ALIAS, -1, false,
+                                  0, NULL));
+        WBT_OK(wb_spec_add_output(s, "c", WB_OUT_CUSTOM_FUNCTION_VIEW, -1,
+                                  true, 0x1, NULL));
+        wb_tensor *x = wbt_f32(0, 2, 2, 2);
+        wb_tensor *va = wbt_f32(10, 1, 3), *vb = wbt_f32(20, 2, 2, 2);
+        /* A custom-function view may share the input's storage; it is still
+           returned as the graph made it. */
+        wb_tensor *vc = sem_view(x, 1, (int64_t[]){2}, (int64_t[]){2}, 1);
+        wb_tensor_set_dynamic_dims(va, 0x1);
+        wb_tensor_set_requires_grad(vb, true);
+        wb_tensor_set_dynamic_dims(vb, 0x8);
+        sem_ctx c = {.vals = {va, vb, vc}, .nvals = 3};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[3] = {NULL, NULL, NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 3));
+        cr_assert_eq(o[0], va);
+        cr_assert_eq(o[1], vb);
+        cr_assert_eq(o[2], vc);
+        for (int k = 0; k < 3; k++)
+            cr_assert_eq(wb_tensor_refcount(o[k]), 2, "output %d", k);
+        cr_assert(wb_tensor_requires_grad(va), "requires_grad set");
+        cr_assert_not(wb_tensor_requires_grad(vb), "requires_grad cleared");
+        cr_assert(wb_tensor_requires_grad(vc));
+        cr_assert_eq(wb_tensor_dynamic_dims(va), 0x3, "dims or-ed in");
+        cr_assert_eq(wb_tensor_dynamic_dims(vb), 0x8, "dims kept");
+        cr_assert_eq(wb_tensor_dynamic_dims(vc), 0x1);
+        wbt_assert_view(vc, 1, (int64_t[]){2}, (int64_t[]){2}, 1);
+        cr_assert_eq(wb_tensor_storage(vc), wb_tensor_storage(x));
+        cr_assert_eq(wbt_at(va, 2), 12.0f);
+        cr_assert_not(wb_tensor_requires_grad(x), "x untouched");
+        cr_assert_eq(wb_tensor_dynamic_dims(x), 0);
+
+        for (int k = 0; k < 3; k++)
+            wb_tensor_release(o[k]);
+        wbt_release_last(va);
+        wbt_release_last(vb);
+        wbt_release_last(vc);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, is_input_returns_the_same_object)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("is_input");
+        WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "ox", WB_OUT_IS_INPUT, 1, false, 0x4,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(s, "oa", WB_OUT_IS_INPUT, 0, false, 0,
+                                  NULL));
+        wb_tensor *ta = wbt_f32(0, 1, 2), *x = wbt_f32(0, 1, 3);
+        wb_tensor *xu = wbt_f32(30, 1, 3);
+        /* What the graph returns for is-input outputs is dropped. */
+        wb_tensor *g0 = wbt_f32(-1, 1, 3), *g1 = wbt_f32(-2, 1, 2);
+        wb_tensor_set_requires_grad(x, true);
+        wb_tensor_set_dynamic_dims(x, 0x1);
+        sem_ctx c = {.vals = {xu, g0, g1}, .nvals = 3};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[2] = {{.t = ta}, {.t = x}};
+        wb_tensor *o[2] = {NULL, NULL};
+
+        WBT_OK(wb_call(w, a, 2, o, 2));
+        cr_assert_eq(o[0], x, "the very same object");
+        cr_assert_eq(o[1], ta);
+        cr_assert_eq(wb_tensor_refcount(x), 2, "one more reference");
+        cr_assert_eq(wb_tensor_refcount(ta), 2);
+        cr_assert_eq(wbt_at(o[0], 2), 32.0f, "after its mutation");
+        cr_assert(wb_tensor_requires_grad(x), "requires_grad left alone");
+        cr_assert_not(wb_tensor_requires_grad(ta));
+        cr_assert_eq(wb_tensor_dynamic_dims(x), 0x5, "dims or-ed in");
+        cr_assert_eq(wb_tensor_dynamic_dims(ta), 0);
+        cr_assert_eq(wb_tensor_refcount(g0), 1, "graph value dropped");
+        cr_assert_eq(wb_tensor_refcount(g1), 1, "graph value dropped");
+        cr_assert_eq(wb_tensor_refcount(xu), 1);
+
+        wb_tensor_release(o[0]);
+        wb_tensor_release(o[1]);
+        wbt_release_last(g0);
+        wbt_release_last(g1);
+        wbt_release_last(xu);
+        wbt_release_last(ta);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, alias_of_input_is_a_new_view_of_its_storage)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_in");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "blk", WB_OUT_ALIAS_OF_INPUT, 0, true,
+                                  0x3, NULL));
+        WBT_OK(wb_spec_add_output(s, "raw", WB_OUT_ALIAS_OF_INPUT, 0, false,
+                                  0, NULL));
+        wb_tensor *x = wbt_f32(0, 2, 4, 4);
+        /* The graph's values live in storages of their own; the wrapper
+           keeps only their dtype and view. */
+        wb_tensor *gb = wbt_f32(500, 1, 16);
+        wb_tensor *g0 = sem_view(gb, 2, (int64_t[]){2, 2},
+                                 (int64_t[]){1, 4}, 5);
+        wb_tensor *u8 = NULL;
+        WBT_OK(wb_tensor_new(WBT_U8, WBT_CPU, 1, (int64_t[]){16}, &u8));
+        wb_tensor *g1 = sem_view(u8, 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        wb_tensor_set_dynamic_dims(g0, 0x4);
+        wb_tensor_set_requires_grad(g1, true);
+        sem_ctx c = {.vals = {g0, g1}, .nvals = 2};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[2] = {NULL, NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 2));
+        cr_assert(o[0] != x && o[0] != g0, "a new tensor object");
+        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(x));
+        wbt_assert_view(o[0], 2, (int64_t[]){2, 2}, (int64_t[]){1, 4}, 5);
+        cr_assert(wb_tensor_dtype(o[0]).code == kDLFloat &&
+                  wb_tensor_dtype(o[0]).bits == 32);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                cr_assert_eq(wbt_at(o[0], i, j), (float)(5 + i + 4 * j));
+        cr_assert(wb_tensor_requires_grad(o[0]));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x3);
+        cr_assert_eq(wb_tensor_refcount(o[0]), 1);
+
+        /* The second view takes the graph value's dtype: bytes 4..7 of x,
+           which hold the float 1.0f. */
+        cr_assert(o[1] != x && o[1] != g1);
+        cr_assert_eq(wb_tensor_storage(o[1]), wb_tensor_storage(x));
+        cr_assert(wb_tensor_dtype(o[1]).code == kDLUInt &&
+                  wb_tensor_dtype(o[1]).bits == 8);
+        wbt_assert_view(o[1], 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        float one = 1.0f;
+        cr_assert(memcmp(wb_tensor_data(o[1]), &one, 4) == 0);
+        cr_assert_not(wb_tensor_requires_grad(o[1]), "cleared on the view");
+        cr_assert_eq(wb_tensor_dynamic_dims(o[1]), 0);
+
+        cr_assert_eq(wb_tensor_refcount(g0), 1, "graph values released");
+        cr_assert_eq(wb_tensor_refcount(g1), 1);
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x)), 3);
+        cr_assert_eq(wb_tensor_refcount(x), 1);
+
+        /* One storage, one version counter: writing the view bumps x. */
+        wb_tensor *src = wbt_f32(-1, 2, 2, 2);
+        WBT_OK(wb_tensor_copy_(o[0], src));
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_version(o[1]), 1);
+        cr_assert_eq(wbt_at(x, 1, 1), -1.0f);
+        cr_assert_eq(wbt_at(x, 1, 2), 1.0f);
+        cr_assert_eq(wb_tensor_version(gb), 0);
+
+        wbt_release_last(src);
+        wbt_release_last(o[0]);
+        wbt_release_last(o[1]);
+        wbt_release_last(g0);
+        wbt_release_last(g1);
+        wbt_release_last(gb);
+        wbt_release_last(u8);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, alias_of_input_after_storage_mutation_uses_new_storage)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_set");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_STORAGE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "tail", WB_OUT_ALIAS_OF_INPUT, 0, false,
+                                  0, NULL));
+        /* x's own storage holds 2 floats; the view needs 8. */
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_tensor *nb = wbt_f32(100, 1, 8);
+        wb_tensor *g = sem_view(nb, 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        sem_ctx c = {.vals = {nb, g}, .nvals = 2};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *old = wb_storage_retain(wb_tensor_storage(x));
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[1] = {NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 1));
+        cr_assert_eq(wb_tensor_storage(x), wb_tensor_storage(nb));
+        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(nb));
+        cr_assert(o[0] != g);
+        wbt_assert_view(x, 1, (int64_t[]){8}, (int64_t[]){1}, 0);
+        wbt_assert_view(o[0], 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(wbt_at(o[0], k), 104.0f + (float)k);
+        cr_assert_eq(wb_storage_refcount(old), 1);
+        cr_assert_eq(wb_tensor_refcount(nb), 1);
+        cr_assert_eq(wb_tensor_refcount(g), 1);
+
+        wb_storage_release(old);
+        wbt_release_last(o[0]);
+        wbt_release_last(g);
+        wbt_release_last(nb);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, alias_of_input_after_resize_growth_fits_grown_storage)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_resize");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_RESIZE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "tail", WB_OUT_ALIAS_OF_INPUT, 0, false,
+                                  0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_tensor *v = wbt_f32(100, 1, 8);
+        wb_tensor *g = sem_view(v, 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        sem_ctx c = {.vals = {v, g}, .nvals = 2};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_storage *st = wb_tensor_storage(x);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[1] = {NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 1));
+        cr_assert_eq(wb_tensor_storage(x), st);
+        cr_assert_eq(wb_storage_nbytes(st), 8 * sizeof(float));
+        wbt_assert_view(x, 1, (int64_t[]){8}, (int64_t[]){1}, 0);
+        cr_assert_eq(wb_tensor_storage(o[0]), st);
+        wbt_assert_view(o[0], 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(wbt_at(o[0], k), 104.0f + (float)k);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_refcount(v), 1);
+        cr_assert_eq(wb_tensor_refcount(g), 1);
+
+        wbt_release_last(o[0]);
+        wbt_release_last(g);
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, alias_of_intermediate_views_a_dropped_base)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_mid");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_intermediate_bases(s, 2));
+        WBT_OK(wb_spec_add_output(s, "p", WB_OUT_ALIAS_OF_INTERMEDIATE, 1,
+                                  true, 0x1, NULL));
+        WBT_OK(wb_spec_add_output(s, "q",
+                                  WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT,
+                                  0, false, 0x2, NULL));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_eq(wb_spec_num_values(s), 4);
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_tensor *b0 = wbt_f32(10, 1, 6), *b1 = wbt_f32(20, 2, 3, 3);
+        /* The graph's view values sit in scratch storages. */
+        wb_tensor *s0 = wbt_f32(0, 1, 9), *s1 = wbt_f32(0, 1, 9);
+        wb_tensor *gp = sem_view(s1, 1, (int64_t[]){3}, (int64_t[]){3}, 2);
+        wb_tensor *gq = sem_view(s0, 2, (int64_t[]){2, 2},
+                                 (int64_t[]){1, 2}, 1);
+        sem_ctx c = {.vals = {gp, gq, b0, b1}, .nvals = 4};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        static char sentinel;
+        wb_tensor *mark = (wb_tensor *)(void *)&sentinel;
+        wb_tensor *o[4] = {NULL, NULL, mark, mark};
+
+        WBT_OK(wb_call(w, a, 1, o, 4));
+        cr_assert_eq(o[2], mark, "the bases are not returned");
+        cr_assert_eq(o[3], mark, "the bases are not returned");
+        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(b1));
+        wbt_assert_view(o[0], 1, (int64_t[]){3}, (int64_t[]){3}, 2);
+        for (int k = 0; k < 3; k++)
+            cr_assert_eq(wbt_at(o[0], k), 22.0f + (float)(3 * k));
+        cr_assert(wb_tensor_requires_grad(o[0]));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x1);
+        cr_assert_eq(wb_tensor_storage(o[1]), wb_tensor_storage(b0));
+        wbt_assert_view(o[1], 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 1);
+        cr_assert_eq(wbt_at(o[1], 1, 1), 14.0f);
+        cr_assert_not(wb_tensor_requires_grad(o[1]));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[1]), 0x2);
+        cr_assert(o[0] != b1 && o[1] != b0);
+        /* Every graph value was released: the bases' references dropped. */
+        cr_assert_eq(wb_tensor_refcount(b0), 1);
+        cr_assert_eq(wb_tensor_refcount(b1), 1);
+        cr_assert_eq(wb_tensor_refcount(gp), 1);
+        cr_assert_eq(wb_tensor_refcount(gq), 1);
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(b1)), 2);
+
+        /* The views keep the bases' storages alive after the bases go. */
+        wbt_release_last(b0);
+        wbt_release_last(b1);
+        cr_assert_eq(wbt_at(o[0], 2), 28.0f);
+        cr_assert_eq(wbt_at(o[1], 0, 1), 13.0f);
+
+        wbt_release_last(o[0]);
+        wbt_release_last(o[1]);
+        wbt_release_last(gp);
+        wbt_release_last(gq);
+        wbt_release_last(s0);
+        wbt_release_last(s1);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, alias_of_intermediate_base_is_user_output)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_out");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        /* The view before its base and one after it. */
+        WBT_OK(wb_spec_add_output(s, "head",
+                                  WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT,
+                                  1, true, 0x1, NULL));
+        WBT_OK(wb_spec_add_output(s, "base", WB_OUT_NON_ALIAS, -1, false, 0,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(s, "tail",
+                                  WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT,
+                                  1, false, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_tensor *base = wbt_f32(40, 1, 8);
+        wb_tensor *sc = wbt_f32(0, 1, 8);
+        wb_tensor *gh = sem_view(sc, 1, (int64_t[]){2}, (int64_t[]){1}, 0);
+        wb_tensor *gt = sem_view(sc, 1, (int64_t[]){3}, (int64_t[]){2}, 3);
+        wb_tensor_set_requires_grad(base, true);
+        sem_ctx c = {.vals = {gh, base, gt}, .nvals = 3};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[3] = {NULL, NULL, NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 3));
+        cr_assert_eq(o[1], base);
+        cr_assert_not(wb_tensor_requires_grad(base), "cleared by the spec");
+        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(base));
+        cr_assert_eq(wb_tensor_storage(o[2]), wb_tensor_storage(base));
+        wbt_assert_view(o[0], 1, (int64_t[]){2}, (int64_t[]){1}, 0);
+        wbt_assert_view(o[2], 1, (int64_t[]){3}, (int64_t[]){2}, 3);
+        cr_assert_eq(wbt_at(o[0], 1), 41.0f);
+        cr_assert_eq(wbt_at(o[2], 2), 47.0f);
+        cr_assert(wb_tensor_requires_grad(o[0]));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x1);
+        cr_assert_not(wb_tensor_requires_grad(o[2]));
+        cr_assert_eq(wb_tensor_refcount(base), 2, "the test and outs[1]");
+        cr_assert_eq(wb_tensor_refcount(gh), 1);
+        cr_assert_eq(wb_tensor_refcount(gt), 1);
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(base)), 3);
+
+        wbt_release_last(o[0]);
+        wbt_release_last(o[2]);
+        wb_tensor_release(o[1]);
+        wbt_release_last(base);
+        wbt_release_last(gh);
+        wbt_release_last(gt);
+        wbt_release_last(sc);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* ======================================================================= */
+/* Training, inference, hooks, guards, grad mode                            */
+/* ======================================================================= */
+
+Test(semantics, training_detaches_and_enables_grad)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("train");
+        WBT_OK(wb_spec_set_training(s, true));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, WB_INPUT_DETACH, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "o", WB_OUT_NON_ALIAS, -1, true, 0,
+                                  NULL));
+        wb_tensor *base = wbt_f32(0, 2, 3, 3);
+        wb_tensor *x = sem_view(base, 2, (int64_t[]){2, 2},
+                                (int64_t[]){1, 3}, 4);
+        wb_tensor *y = wbt_f32(0, 1, 2), *o = wbt_f32(0, 1, 1);
+        wb_tensor_set_requires_grad(x, true);
+        wb_tensor_set_requires_grad(y, true);
+        wb_tensor_set_dynamic_dims(x, 0x2);
+        sem_ctx c = {.vals = {o}, .nvals = 1, .tensor_args = 0x3,
+                     .keep_args = true};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[2] = {{.t = x}, {.t = y}};
+        wb_tensor *out[1] = {NULL};
+
+        for (int before = 0; before < 2; before++) {
+            wb_set_grad_enabled(before);
+            WBT_OK(wb_call(w, a, 2, out, 1));
+            cr_assert(c.grad, "grad mode on during a training call");
+            cr_assert_eq(wb_grad_enabled(), (bool)before, "restored after");
+            wb_tensor *d = c.kept[0];
+            cr_assert(d != x, "a detached tensor object reaches the graph");
+            cr_assert_eq(wb_tensor_storage(d), wb_tensor_storage(x));
+            wbt_assert_view(d, 2, (int64_t[]){2, 2}, (int64_t[]){1, 3}, 4);
+            cr_assert_not(c.requires_grad[0], "detached: requires_grad off");
+            cr_assert_eq(wb_tensor_refcount(d), 1, "the wrapper released it");
+            cr_assert_eq(c.kept[1], y, "a plain input passes as is");
+            cr_assert(c.requires_grad[1]);
+            cr_assert(wb_tensor_requires_grad(x), "the caller's x untouched");
+            cr_assert_eq(wb_tensor_dynamic_dims(x), 0x2);
+            cr_assert_eq(wb_tensor_refcount(x), 1);
+            wbt_assert_view(x, 2, (int64_t[]){2, 2}, (int64_t[]){1, 3}, 4);
+            cr_assert_eq(out[0], o);
+            wb_tensor_release(out[0]);
+        }
+        sem_ctx_drop(&c);
+        wb_set_grad_enabled(true);
+
+        wbt_release_last(o);
+        wbt_release_last(x);
+        wbt_release_last(y);
+        wbt_release_last(base);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, inference_disables_grad_during_the_call)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("infer");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_tensor_set_requires_grad(x, true);
+        sem_ctx c = {.nvals = 0, .tensor_args = 0x1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+
+        for (int before = 1; before >= 0; before--) {
+            wb_set_grad_enabled(before);
+            c.grad = true;
+            WBT_OK(wb_call(w, a, 1, NULL, 0));
+            cr_assert_not(c.grad, "grad mode off during an inference call");
+            cr_assert_eq(wb_grad_enabled(), (bool)before, "restored after");
+            cr_assert_eq(c.args[0].t, x, "no detach in inference");
+            cr_assert(c.requires_grad[0]);
+        }
+        cr_assert_eq(c.calls, 2);
+        wb_set_grad_enabled(true);
+
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, hooks_and_guards_run_in_order)
+{
+    WBT_EACH_TIER(tier) {
+        sem_log log = {{0}, 0};
+        sem_hook first = {&log, 'f', 0, false};
+        sem_hook before = {&log, 'b', 0, true};
+        sem_guard g[3] = {{&log, '0', 'A'}, {&log, '1', 'B'},
+                          {&log, '2', 'C'}};
+        wb_spec *s = sem_spec("hooks");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_first_call(s, sem_hook_fn, &first));
+        WBT_OK(wb_spec_set_before_call(s, sem_hook_fn, &before));
+        for (int i = 0; i < 3; i++)
+            WBT_OK(wb_spec_add_guard(s, sem_guard_enter, sem_guard_leave,
+                                     &g[i]));
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        sem_ctx c = {.nvals = 0, .log = &log};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+
+        wb_set_grad_enabled(true);
+        for (int k = 0; k < 3; k++)
+            WBT_OK(wb_call(w, a, 1, NULL, 0));
+        cr_assert_str_eq(log.s, "f012bgCBA012bgCBA012bgCBA");
+        cr_assert_eq(first.count, 1);
+        cr_assert_eq(before.count, 3);
+        cr_assert_not(before.grad, "the hook runs in the call's grad mode");
+        cr_assert(first.grad, "the first-call hook runs before the switch");
+        cr_assert_eq(c.calls, 3);
+
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, first_call_hook_runs_once)
+{
+    WBT_EACH_TIER(tier) {
+        sem_hook first = {NULL, 'f', 0, false};
+        wb_spec *s = sem_spec("once");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_first_call(s, sem_hook_fn, &first));
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        sem_ctx c = {.nvals = 0};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[2] = {{.t = x}, {.t = x}};
+
+        /* A call refused for its arguments is not the first call. */
+        WBT_FAILS(wb_call(w, a, 2, NULL, 0), WB_ERR_ARITY, "2 arguments");
+        cr_assert_eq(first.count, 0);
+        for (int k = 0; k < 50; k++)
+            WBT_OK(wb_call(w, a, 1, NULL, 0));
+        cr_assert_eq(first.count, 1);
+        cr_assert_eq(c.calls, 50);
+
+        /* A second wrapper over the same spec has a first call of its own. */
+        wb_wrapper *w2 = wbt_wrap(s, sem_graph, &c, tier);
+        for (int k = 0; k < 5; k++)
+            WBT_OK(wb_call(w2, a, 1, NULL, 0));
+        cr_assert_eq(first.count, 2);
+
+        wbt_release_last(x);
+        wb_wrapper_free(w2);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* Several threads race through the first calls of one wrapper: the hook
+   must run once, and no graph call may start before it has finished. */
+typedef struct sem_race {
+    atomic_int in_hook;      /* 1 while the hook runs */
+    atomic_int hook_runs;
+    atomic_int early;        /* graph calls that overlapped the hook */
+    atomic_int graph_calls;
+    atomic_int go;
+    wb_wrapper *w;
+    wb_tensor *x;
+} sem_race;
+
+static int sem_race_hook(void *ud)
+{
+    sem_race *r = ud;
+    atomic_store(&r->in_hook, 1);
+    atomic_fetch_add(&r->hook_runs, 1);
+    /* Long enough for the other threads to reach their graph calls. */
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    atomic_store(&r->in_hook, 0);
+    return 0;
+}
+
+static int sem_race_graph(void *ctx, const wb_arg *args, int nargs,
+                          wb_tensor **values, int nvalues)
+{
+    sem_race *r = ctx;
+    (void)args; (void)nargs; (void)values; (void)nvalues;
+    if (atomic_load(&r->in_hook) || atomic_load(&r->hook_runs) == 0)
+        atomic_fetch_add(&r->early, 1);
+    atomic_fetch_add(&r->graph_calls, 1);
+    return 0;
+}
+
+static void *sem_race_thread(void *ud)
+{
+    sem_race *r = ud;
+    wb_arg a[1] = {{.t = r->x}};
+    while (!atomic_load(&r->go))
+        ;
+    for (int k = 0; k < 20; k++)
+        if (wb_call(r->w, a, 1, NULL, 0) != WB_OK)
+            return (void *)1;
+    return NULL;
+}
+
+Test(semantics, first_call_hook_finishes_before_any_graph_call)
+{
+    WBT_EACH_TIER(tier) {
+        sem_race r;
+        atomic_init(&r.in_hook, 0);
+        atomic_init(&r.hook_runs, 0);
+        atomic_init(&r.early, 0);
+        atomic_init(&r.graph_calls, 0);
+        atomic_init(&r.go, 0);
+        wb_spec *s = sem_spec("once_mt");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_first_call(s, sem_race_hook, &r));
+        r.x = wbt_f32(0, 1, 2);
+        r.w = wbt_wrap(s, sem_race_graph, &r, tier);
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(pthread_create(&th[i], NULL, sem_race_thread, &r), 0);
+        atomic_store(&r.go, 1);
+        for (int i = 0; i < 4; i++) {
+            void *rc;
+            pthread_join(th[i], &rc);
+            cr_assert_null(rc, "a call in thread %d failed", i);
+        }
+        cr_assert_eq(atomic_load(&r.hook_runs), 1);
+        cr_assert_eq(atomic_load(&r.graph_calls), 80);
+        cr_assert_eq(atomic_load(&r.early), 0,
+                     "%d graph calls ran before the first-call hook ended",
+                     atomic_load(&r.early));
+
+        wbt_release_last(r.x);
+        wb_wrapper_free(r.w);
+        wb_spec_free(s);
+    }
+}
+
+/* A first-call hook that calls its own wrapper does not wait for itself:
+   the inner call goes through without running the hook again. */
+typedef struct sem_reenter {
+    wb_wrapper *w;
+    wb_tensor *x;
+    int count;
+    wb_status inner;
+} sem_reenter;
+
+static int sem_reenter_hook(void *ud)
+{
+    sem_reenter *r = ud;
+    wb_arg a[1] = {{.t = r->x}};
+    r->count++;
+    r->inner = wb_call(r->w, a, 1, NULL, 0);
+    return 0;
+}
+
+Test(semantics, first_call_hook_may_call_its_own_wrapper)
+{
+    WBT_EACH_TIER(tier) {
+        sem_reenter r = {NULL, NULL, 0, WB_ERR_INVALID};
+        wb_spec *s = sem_spec("reenter");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_first_call(s, sem_reenter_hook, &r));
+        r.x = wbt_f32(0, 1, 2);
+        sem_ctx c = {.nvals = 0};
+        r.w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = r.x}};
+
+        WBT_OK(wb_call(r.w, a, 1, NULL, 0));
+        cr_assert_eq(r.count, 1);
+        cr_assert_eq(r.inner, WB_OK, "the inner call: %s",
+                     wb_status_str(r.inner));
+        cr_assert_eq(c.calls, 2);
+        WBT_OK(wb_call(r.w, a, 1, NULL, 0));
+        cr_assert_eq(r.count, 1);
+        cr_assert_eq(c.calls, 3);
+
+        wbt_release_last(r.x);
+        wb_wrapper_free(r.w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, grad_mode_at_end_is_set_after_the_call)
+{
+    WBT_EACH_TIER(tier) {
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_arg a[1] = {{.t = x}};
+        sem_ctx c = {.nvals = 0};
+
+        /* Training, off at the end: on during the call, off after. */
+        wb_spec *s = sem_spec("grad_end_off");
+        WBT_OK(wb_spec_set_training(s, true));
+        WBT_OK(wb_spec_set_grad_mode_at_end(s, 0));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_set_grad_enabled(true);
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        cr_assert(c.grad);
+        cr_assert_not(wb_grad_enabled(), "set off at the end");
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+
+        /* Inference, on at the end: off during the call, on after. */
+        s = sem_spec("grad_end_on");
+        WBT_OK(wb_spec_set_grad_mode_at_end(s, 1));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_set_grad_enabled(false);
+        c.grad = true;
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        cr_assert_not(c.grad);
+        cr_assert(wb_grad_enabled(), "set on at the end");
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+
+        /* -1 leaves the restored mode alone. */
+        s = sem_spec("grad_end_keep");
+        WBT_OK(wb_spec_set_grad_mode_at_end(s, -1));
+        WBT_OK(wb_spec_set_training(s, true));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_set_grad_enabled(false);
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        cr_assert(c.grad);
+        cr_assert_not(wb_grad_enabled());
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+
+        wb_set_grad_enabled(true);
+        wbt_release_last(x);
+    }
+}
+
+/* ======================================================================= */
+/* Mixed specs and scalars                                                  */
+/* ======================================================================= */
+
+Test(semantics, declared_inputs_that_match_pass)
+{
+    WBT_EACH_TIER(tier) {
+        DLDataType any = {0, 0, 0}, f32x2 = {kDLFloat, 32, 2};
+        wb_spec *s = sem_spec("declared");
+        WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "b", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "c", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "d", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "e", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_declare_input(s, 0, WBT_F64, 2));
+        WBT_OK(wb_spec_declare_input(s, 1, WBT_I64, -1));
+        WBT_OK(wb_spec_declare_input(s, 2, WBT_U8, 0));
+        WBT_OK(wb_spec_declare_input(s, 3, any, 3));
+        WBT_OK(wb_spec_declare_input(s, 4, f32x2, 1));
+        wb_tensor *t[5] = {NULL};
+        WBT_OK(wb_tensor_new(WBT_F64, WBT_CPU, 2, (int64_t[]){2, 2}, &t[0]));
+        WBT_OK(wb_tensor_new(WBT_I64, WBT_CPU, 4, (int64_t[]){1, 1, 1, 1},
+                             &t[1]));
+        WBT_OK(wb_tensor_new(WBT_U8, WBT_CPU, 0, NULL, &t[2]));
+        WBT_OK(wb_tensor_new(WBT_U8, WBT_CPU, 3, (int64_t[]){1, 2, 3},
+                             &t[3]));
+        WBT_OK(wb_tensor_new(f32x2, WBT_CPU, 1, (int64_t[]){3}, &t[4]));
+        sem_ctx c = {.nvals = 0};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[5];
+        for (int i = 0; i < 5; i++)
+            a[i].t = t[i];
+
+        WBT_OK(wb_call(w, a, 5, NULL, 0));
+        cr_assert_eq(c.calls, 1);
+        /* Any dtype with 3 dimensions fits input d. */
+        wb_tensor *f = wbt_f32(0, 3, 1, 1, 1);
+        a[3].t = f;
+        WBT_OK(wb_call(w, a, 5, NULL, 0));
+        cr_assert_eq(c.calls, 2);
+
+        wbt_release_last(f);
+        for (int i = 0; i < 5; i++)
+            wbt_release_last(t[i]);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, mixed_mutations_and_aliases)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("mixed");
+        WBT_OK(wb_spec_set_keep_input_mutations(s, true));
+        WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "b", WB_MUT_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "c", WB_MUT_STORAGE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "d", WB_MUT_IN_GRAPH, 0, NULL));
+        WBT_OK(wb_spec_add_scalar(s, "n", WB_SCALAR_INT, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "f", WB_MUT_RESIZE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "e", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_intermediate_bases(s, 1));
+        WBT_OK(wb_spec_add_output(s, "o0", WB_OUT_IS_INPUT, 0, false, 0x1,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(s, "o1", WB_OUT_ALIAS_OF_INPUT, 2, true, 0,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(s, "o2", WB_OUT_NON_ALIAS, -1, false, 0x2,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(s, "o3",
+                                  WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT,
+                                  2, true, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "o4", WB_OUT_ALIAS_OF_INTERMEDIATE, 0,
+                                  false, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "o5", WB_OUT_ALIAS_OF_INPUT, 5, false, 0,
+                                  NULL));
+        WBT_OK(wb_spec_add_output(s, "o6", WB_OUT_ALIAS_OF_INPUT, 6, false, 0,
+                                  NULL));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_eq(wb_spec_num_updated(s), 4);
+        cr_assert_eq(wb_spec_num_values(s), 4 + 7 + 1);
+        cr_assert_eq(wb_spec_direction(s, 4), WB_DIR_SCALAR);
+
+        wb_tensor *ta = wbt_f32(0, 1, 3), *tb = wbt_f32(0, 2, 2, 2);
+        wb_tensor *tc = wbt_f32(0, 1, 1), *td = wbt_f32(0, 1, 2);
+        wb_tensor *tf = wbt_f32(0, 1, 1), *te = wbt_f32(60, 1, 4);
+        /* Updated values, in input order. */
+        wb_tensor *ua = wbt_f32(10, 1, 3);
+        wb_tensor *ub = sem_view(tb, 1, (int64_t[]){2}, (int64_t[]){2}, 1);
+        wb_tensor *uc = wbt_f32(200, 1, 6);
+        wb_tensor *uf = wbt_f32(300, 1, 5);
+        /* Output values; scratch views give the aliased outputs' layout. */
+        wb_tensor *sc = wbt_f32(0, 1, 8);
+        wb_tensor *g0 = wbt_f32(0, 1, 3);
+        wb_tensor *g1 = sem_view(sc, 1, (int64_t[]){2}, (int64_t[]){2}, 2);
+        wb_tensor *g2 = wbt_f32(70, 2, 2, 2);
+        wb_tensor *g3 = sem_view(sc, 1, (int64_t[]){2}, (int64_t[]){1}, 2);
+        wb_tensor *g4 = sem_view(sc, 1, (int64_t[]){3}, (int64_t[]){1}, 1);
+        wb_tensor *g5 = sem_view(sc, 1, (int64_t[]){2}, (int64_t[]){1}, 3);
+        wb_tensor *g6 = sem_view(sc, 1, (int64_t[]){2}, (int64_t[]){2}, 0);
+        wb_tensor *ib = wbt_f32(90, 1, 4);
+        sem_ctx c = {.vals = {ua, ub, uc, uf, g0, g1, g2, g3, g4, g5, g6, ib},
+                     .nvals = 12, .tensor_args = 0x6f};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[7] = {{.t = ta}, {.t = tb}, {.t = tc}, {.t = td}, {.i = -5},
+                       {.t = tf}, {.t = te}};
+        wb_tensor *o[7] = {NULL};
+
+        WBT_OK(wb_call(w, a, 7, o, 7));
+        cr_assert_eq(c.args[4].i, -5);
+        cr_assert_eq(c.versions[3], 1, "d bumped before the call");
+        /* a: data copied, returned as itself. */
+        cr_assert_eq(o[0], ta);
+        cr_assert_eq(wbt_at(ta, 2), 12.0f);
+        cr_assert_eq(wb_tensor_version(ta), 1);
+        cr_assert_eq(wb_tensor_dynamic_dims(ta), 0x1);
+        /* b: restrided onto its own storage, no write. */
+        wbt_assert_view(tb, 1, (int64_t[]){2}, (int64_t[]){2}, 1);
+        cr_assert_eq(wbt_at(tb, 1), 3.0f);
+        cr_assert_eq(wb_tensor_version(tb), 0);
+        /* c: took uc's storage; o1 views that storage. */
+        cr_assert_eq(wb_tensor_storage(tc), wb_tensor_storage(uc));
+        cr_assert_eq(wb_tensor_storage(o[1]), wb_tensor_storage(uc));
+        wbt_assert_view(o[1], 1, (int64_t[]){2}, (int64_t[]){2}, 2);
+        cr_assert_eq(wbt_at(o[1], 1), 204.0f);
+        cr_assert(wb_tensor_requires_grad(o[1]));
+        /* d: bumped once, no value. */
+        cr_assert_eq(wb_tensor_version(td), 1);
+        /* f: grown to 5 elements; o5 views the grown storage. */
+        wbt_assert_view(tf, 1, (int64_t[]){5}, (int64_t[]){1}, 0);
+        cr_assert_eq(wbt_at(tf, 4), 304.0f);
+        cr_assert_eq(wb_tensor_storage(o[5]), wb_tensor_storage(tf));
+        wbt_assert_view(o[5], 1, (int64_t[]){2}, (int64_t[]){1}, 3);
+        cr_assert_eq(wbt_at(o[5], 1), 304.0f);
+        /* e: not mutated; o6 views it. */
+        cr_assert_eq(wb_tensor_storage(o[6]), wb_tensor_storage(te));
+        cr_assert_eq(wbt_at(o[6], 1), 62.0f);
+        cr_assert_eq(wb_tensor_version(te), 0);
+        /* o2 plain, o3 a view of o2, o4 a view of the dropped base. */
+        cr_assert_eq(o[2], g2);
+        cr_assert_eq(wb_tensor_dynamic_dims(g2), 0x2);
+        cr_assert_eq(wb_tensor_storage(o[3]), wb_tensor_storage(g2));
+        cr_assert_eq(wbt_at(o[3], 1), 73.0f);
+        cr_assert(wb_tensor_requires_grad(o[3]));
+        cr_assert_eq(wb_tensor_storage(o[4]), wb_tensor_storage(ib));
+        cr_assert_eq(wbt_at(o[4], 2), 93.0f);
+        /* Every graph value but the returned o2 was released. */
+        for (int i = 0; i < 12; i++)
+            cr_assert_eq(wb_tensor_refcount(c.vals[i]), i == 6 ? 2 : 1,
+                         "value %d", i);
+        cr_assert_eq(wb_tensor_refcount(ta), 2);
+
+        for (int k = 0; k < 7; k++)
+            wb_tensor_release(o[k]);
+        for (int i = 0; i < 12; i++)
+            wbt_release_last(c.vals[i]);
+        wbt_release_last(sc);
+        wbt_release_last(ta);
+        wbt_release_last(tb);
+        wbt_release_last(tc);
+        wbt_release_last(td);
+        wbt_release_last(tf);
+        wbt_release_last(te);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+Test(semantics, scalars_pass_through_unchanged)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("scalars");
+        WBT_OK(wb_spec_add_scalar(s, "i", WB_SCALAR_INT, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_scalar(s, "f", WB_SCALAR_FLOAT, NULL));
+        WBT_OK(wb_spec_add_scalar(s, "b", WB_SCALAR_BOOL, NULL));
+        WBT_OK(wb_spec_add_scalar(s, "j", WB_SCALAR_INT, NULL));
+        WBT_OK(wb_spec_add_output(s, "o", WB_OUT_IS_INPUT, 1, false, 0,
+                                  NULL));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_str_eq(wb_spec_c_type(s, 0), "int64_t");
+        cr_assert_str_eq(wb_spec_c_type(s, 2), "double");
+        cr_assert_str_eq(wb_spec_c_type(s, 3), "bool");
+        wb_tensor *x = wbt_f32(0, 1, 2), *g = wbt_f32(0, 1, 2);
+        sem_ctx c = {.vals = {g}, .nvals = 1, .tensor_args = 0x2};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_tensor *o[1] = {NULL};
+
+        wb_arg a[5] = {{.i = INT64_MIN}, {.t = x}, {.f = -1.5e300},
+                       {.b = true}, {.i = INT64_MAX}};
+        WBT_OK(wb_call(w, a, 5, o, 1));
+        cr_assert_eq(c.nargs, 5);
+        cr_assert_eq(c.args[0].i, INT64_MIN);
+        cr_assert_eq(c.args[1].t, x);
+        cr_assert(c.args[2].f == -1.5e300);
+        cr_assert(c.args[3].b);
+        cr_assert_eq(c.args[4].i, INT64_MAX);
+        cr_assert_eq(o[0], x);
+        wb_tensor_release(o[0]);
+
+        wb_arg b[5] = {{.i = 0}, {.t = x}, {.f = NAN}, {.b = false},
+                       {.i = -1}};
+        WBT_OK(wb_call(w, b, 5, o, 1));
+        cr_assert_eq(c.args[0].i, 0);
+        cr_assert(isnan(c.args[2].f));
+        cr_assert_not(c.args[3].b);
+        cr_assert_eq(c.args[4].i, -1);
+        cr_assert_eq(wb_tensor_refcount(g), 1);
+        wb_tensor_release(o[0]);
+
+        wbt_release_last(g);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
