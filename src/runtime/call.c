@@ -415,6 +415,55 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
     wb_tensor_release(v);
 }
 
+/* Data mutations of inputs declared with D dimensions, chosen by the
+   emitter: the checks and the contiguous test unrolled for D.  Anything
+   off the common path (another dtype, other sizes, memory that may overlap)
+   goes to the generic primitive, which decides and words the message, so
+   both tiers still agree. */
+#define WB_RT_DATA_ND(D)                                                    \
+    static bool wb_rt_dense_##D(const wb_tensor *t)                        \
+    {                                                                       \
+        int64_t expect = 1;                                                 \
+        for (int d = D - 1; d >= 0; d--) {                                  \
+            if (t->sizes[d] != 1 && t->strides[d] != expect)                \
+                return false;                                               \
+            expect *= t->sizes[d];                                          \
+        }                                                                   \
+        return true;                                                        \
+    }                                                                       \
+    wb_status wb_rt_prep_data_##D##d(const wb_env *e, int input,           \
+                                     const wb_tensor *t, const wb_tensor *v)\
+    {                                                                       \
+        const wb_storage *a = t->storage, *b = v->storage;                 \
+        bool fine = v->ndim == D && wb_rt_dtype_eq(t->dtype, v->dtype) &&   \
+                    wb_rt_device_eq(a->device, b->device) &&                \
+                    ((char *)a->data + a->nbytes <= (char *)b->data ||      \
+                     (char *)b->data + b->nbytes <= (char *)a->data);       \
+        for (int d = 0; fine && d < D; d++)                                 \
+            fine = t->sizes[d] == v->sizes[d];                              \
+        return fine ? WB_OK : wb_rt_prep_data(e, input, t, v);              \
+    }                                                                       \
+    void wb_rt_commit_data_##D##d(wb_tensor *t, wb_tensor *v)               \
+    {                                                                       \
+        if (wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
+            size_t n = wb_dtype_size(t->dtype);                             \
+            for (int d = 0; d < D; d++)                                     \
+                n *= (size_t)t->sizes[d];                                   \
+            if (n)                                                          \
+                memcpy(wb_tensor_data(t), wb_tensor_data(v), n);            \
+            atomic_fetch_add_explicit(&t->storage->version, 1,              \
+                                      memory_order_relaxed);                \
+        } else {                                                            \
+            wb_rt_copy_bump(t, v);                                          \
+        }                                                                   \
+        wb_tensor_release(v);                                               \
+    }
+
+WB_RT_DATA_ND(1)
+WB_RT_DATA_ND(2)
+WB_RT_DATA_ND(3)
+WB_RT_DATA_ND(4)
+
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_restride(t, v);
@@ -516,6 +565,13 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_prep_data,
               "int wb_rt_prep_data(const wb_env *e, int input, "
               "const wb_tensor *t, const wb_tensor *v);"),
+#define WB_RT_SYM_ND(D)                                                     \
+    WB_RT_SYM(wb_rt_prep_data_##D##d,                                       \
+              "int wb_rt_prep_data_" #D "d(const wb_env *e, int input, "    \
+              "const wb_tensor *t, const wb_tensor *v);"),                  \
+    WB_RT_SYM(wb_rt_commit_data_##D##d,                                     \
+              "void wb_rt_commit_data_" #D "d(wb_tensor *t, wb_tensor *v);")
+    WB_RT_SYM_ND(1), WB_RT_SYM_ND(2), WB_RT_SYM_ND(3), WB_RT_SYM_ND(4),
     WB_RT_SYM(wb_rt_prep_meta,
               "int wb_rt_prep_meta(const wb_env *e, int input, "
               "const wb_tensor *t, const wb_tensor *v);"),

@@ -148,8 +148,23 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                           const wb_rt_grow *grown, const wb_tensor *v,
                           wb_tensor **view);
 
+/* The same for inputs declared with 1 to 4 dimensions. */
+#define WB_RT_MAX_ND 4
+wb_status wb_rt_prep_data_1d(const wb_env *, int, const wb_tensor *,
+                             const wb_tensor *);
+wb_status wb_rt_prep_data_2d(const wb_env *, int, const wb_tensor *,
+                             const wb_tensor *);
+wb_status wb_rt_prep_data_3d(const wb_env *, int, const wb_tensor *,
+                             const wb_tensor *);
+wb_status wb_rt_prep_data_4d(const wb_env *, int, const wb_tensor *,
+                             const wb_tensor *);
+
 /* Commit phase; each consumes the updated value v (one reference). */
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_data_1d(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_data_3d(wb_tensor *t, wb_tensor *v);
+void wb_rt_commit_data_4d(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);

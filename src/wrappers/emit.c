@@ -352,6 +352,14 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     wb_buf_printf(b, "\n");
 }
 
+/* A data mutation of an input declared with 1 to WB_RT_MAX_ND dimensions
+   uses the primitives unrolled for that count: their number, else 0. */
+static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
+{
+    int nd = s->inputs[m->input].ndim;
+    return m->kind == WB_MUT_DATA && nd >= 1 && nd <= WB_RT_MAX_ND ? nd : 0;
+}
+
 static const char *wb_emit_prep_fn(wb_mutation m)
 {
     switch (m) {
@@ -413,6 +421,10 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         if (m->kind == WB_MUT_RESIZE)
             wb_buf_line(b, "if ((st = wb_rt_prep_resize(e, %d, a[%d].t, "
                         "r[%d], &g%d)) != 0)", m->input, m->input, j, j);
+        else if (wb_emit_nd(s, m))
+            wb_buf_line(b, "if ((st = wb_rt_prep_data_%dd(e, %d, a[%d].t, "
+                        "r[%d])) != 0)", wb_emit_nd(s, m), m->input, m->input,
+                        j);
         else
             wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d])) != 0)",
                         wb_emit_prep_fn(m->kind), m->input, m->input, j);
@@ -444,6 +456,9 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         if (m->kind == WB_MUT_RESIZE)
             wb_buf_line(b, "wb_rt_commit_resize(a[%d].t, r[%d], &g%d);",
                         m->input, j, j);
+        else if (wb_emit_nd(s, m))
+            wb_buf_line(b, "wb_rt_commit_data_%dd(a[%d].t, r[%d]);",
+                        wb_emit_nd(s, m), m->input, j);
         else
             wb_buf_line(b, "%s(a[%d].t, r[%d]);", wb_emit_commit_fn(m->kind),
                         m->input, j);

@@ -56,12 +56,12 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_declared(const wb_env *e, const wb_arg *args);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
-int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
-                    const wb_tensor *v);
+int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
+                       const wb_tensor *v);
+void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
@@ -120,13 +120,13 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
     }
     /* input 0 'x0', INOUT, data mutation, float32, 2 dims, from value 0 */
-    if ((st = wb_rt_prep_data(e, 0, a[0].t, r[0])) != 0)
+    if ((st = wb_rt_prep_data_2d(e, 0, a[0].t, r[0])) != 0)
         goto fail;
     /* input 1 'x1', INOUT, data mutation, float32, 2 dims, from value 1 */
-    if ((st = wb_rt_prep_data(e, 1, a[1].t, r[1])) != 0)
+    if ((st = wb_rt_prep_data_2d(e, 1, a[1].t, r[1])) != 0)
         goto fail;
     /* input 2 'x2', INOUT, data mutation, float32, 2 dims, from value 2 */
-    if ((st = wb_rt_prep_data(e, 2, a[2].t, r[2])) != 0)
+    if ((st = wb_rt_prep_data_2d(e, 2, a[2].t, r[2])) != 0)
         goto fail;
     /* output 0 'view0', alias-of-input of 3 */
     if ((st = wb_rt_prep_view(e, 0, a[3].t, 0, r[3], &v[0])) != 0)
@@ -145,9 +145,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
-    wb_rt_commit_data(a[0].t, r[0]);
-    wb_rt_commit_data(a[1].t, r[1]);
-    wb_rt_commit_data(a[2].t, r[2]);
+    wb_rt_commit_data_2d(a[0].t, r[0]);
+    wb_rt_commit_data_2d(a[1].t, r[1]);
+    wb_rt_commit_data_2d(a[2].t, r[2]);
     /* output 0 'view0', alias-of-input of 3 */
     outs[0] = wb_rt_commit_view(v[0], a[3].t, r[3], 0, 0x0ull);
     /* output 1 'view1', alias-of-input of 4 */

@@ -38,12 +38,12 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_declared(const wb_env *e, const wb_arg *args);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
-int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
-                    const wb_tensor *v);
+int wb_rt_prep_data_3d(const wb_env *e, int input, const wb_tensor *t,
+                       const wb_tensor *v);
+void wb_rt_commit_data_3d(wb_tensor *t, wb_tensor *v);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
@@ -81,14 +81,14 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
     }
     /* input 0 'cache', INOUT, data mutation, float32, 3 dims, from value 0 */
-    if ((st = wb_rt_prep_data(e, 0, a[0].t, r[0])) != 0)
+    if ((st = wb_rt_prep_data_3d(e, 0, a[0].t, r[0])) != 0)
         goto fail;
     /* output 1 'x_view', alias-of-input of 1 */
     if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
         goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
-    wb_rt_commit_data(a[0].t, r[0]);
+    wb_rt_commit_data_3d(a[0].t, r[0]);
     /* output 0 'out', non-alias */
     outs[0] = wb_rt_out_flags(r[1], 0, 0x0ull);
     /* output 1 'x_view', alias-of-input of 1 */
