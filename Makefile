@@ -41,6 +41,7 @@ LIB       := $(BUILD)/lib/libwrapbake.a
 TESTS     := $(BUILD)/bin/wrapbake-tests
 BENCH     := $(BUILD)/bin/wrapbake-bench
 EXAMPLE   := $(BUILD)/bin/readme-example
+ALLOCS    := $(BUILD)/bin/alloc-count
 DEPS      := $(BUILD)/.deps-ok
 
 .PHONY: all test test-asan bench install uninstall clean deps golden example
@@ -81,10 +82,22 @@ $(EXAMPLE): $(BUILD)/example/example.c $(LIB)
 example: $(EXAMPLE)
 	$(EXAMPLE)
 
+# Counts heap allocations per call by replacing malloc; sanitizers replace
+# it too, so sanitizer builds leave it out.
+$(ALLOCS): tests/tools/alloc_count.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+ifeq ($(SANITIZE),)
+ALLOC_RUN := $(ALLOCS)
+else
+ALLOC_RUN := @echo "alloc-count: skipped under sanitizers, which replace malloc"
+endif
+
 # Criterion does not fail a test whose worker LeakSanitizer flags at exit,
 # so any sanitizer report in the log fails the run.
-test: $(TESTS) $(EXAMPLE)
+test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS))
 	$(EXAMPLE)
+	$(ALLOC_RUN)
 	@rc=0; $(TESTS) --jobs 2 2>$(BUILD)/tests.log || rc=$$?; \
 	cat $(BUILD)/tests.log; \
 	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \

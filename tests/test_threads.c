@@ -1,0 +1,110 @@
+/*
+ * One wrapper called from many threads at once on different arguments,
+ * while other threads build and free wrappers (and so take the JIT lock);
+ * every result is checked.
+ */
+#include <pthread.h>
+
+#include "helpers.h"
+
+#define THREADS 8
+#define CALLS 2000
+
+/* x (data mutation) gets x + 1; output 0 is a view of y's second row. */
+static int threads_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+                         int nv)
+{
+    (void)ctx; (void)na; (void)nv;
+    const float *x = wb_tensor_data(a[0].t);
+    int64_t sizes[1] = {4}, strides[1] = {1};
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+        return -1;
+    float *nx = wb_tensor_data(v[0]);
+    for (int i = 0; i < 8; i++)
+        nx[i] = x[i] + 1;
+    if (wb_tensor_as_strided(a[1].t, 1, sizes, strides, 4, &v[1]))
+        return -2;
+    return 2;
+}
+
+static wb_spec *threads_spec(void)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_new("threads", &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_add_output(s, "row", WB_OUT_ALIAS_OF_INPUT, 1, true, 1, NULL));
+    return s;
+}
+
+typedef struct threads_job {
+    wb_wrapper *w;
+    int id;
+    int bad;      /* results that were wrong */
+} threads_job;
+
+static void *threads_caller(void *p)
+{
+    threads_job *j = p;
+    wb_tensor *x = wbt_f32((float)(j->id * 1000), 2, 2, 4);
+    wb_tensor *y = wbt_f32((float)j->id, 2, 2, 4);
+    wb_arg a[2] = {{.t = x}, {.t = y}};
+    for (int c = 1; c <= CALLS; c++) {
+        wb_tensor *row = NULL;
+        if (wb_call(j->w, a, 2, &row, 1) != WB_OK) {
+            j->bad++;
+            continue;
+        }
+        if (wbt_at(x, 1, 3) != (float)(j->id * 1000 + 7 + c) ||
+            wb_tensor_version(x) != (uint64_t)c ||
+            wb_tensor_storage(row) != wb_tensor_storage(y) ||
+            wbt_at(row, 0) != (float)(j->id + 4))
+            j->bad++;
+        wb_tensor_release(row);
+    }
+    j->bad += wb_tensor_refcount(x) != 1 || wb_tensor_refcount(y) != 1;
+    wb_tensor_release(x);
+    wb_tensor_release(y);
+    wb_thread_cache_flush();
+    return NULL;
+}
+
+/* Builds and frees tcc wrappers, so compiles run beside the calls. */
+static void *threads_builder(void *p)
+{
+    threads_job *j = p;
+    wb_spec *s = threads_spec();
+    wb_options o = {.tier = WB_TIER_TCC};
+    for (int i = 0; i < 50; i++) {
+        wb_wrapper *w;
+        if (wb_wrapper_new(s, threads_graph, NULL, &o, &w) != WB_OK)
+            j->bad++;
+        else
+            wb_wrapper_free(w);
+    }
+    wb_spec_free(s);
+    return NULL;
+}
+
+Test(threads, one_wrapper_many_callers, .timeout = 120)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = threads_spec();
+        wb_wrapper *w = wbt_wrap(s, threads_graph, NULL, tier);
+        pthread_t th[THREADS + 2];
+        threads_job jobs[THREADS + 2];
+        for (int i = 0; i < THREADS + 2; i++) {
+            jobs[i] = (threads_job){.w = w, .id = i};
+            cr_assert_eq(pthread_create(&th[i], NULL, i < THREADS
+                                        ? threads_caller : threads_builder,
+                                        &jobs[i]), 0);
+        }
+        for (int i = 0; i < THREADS + 2; i++) {
+            pthread_join(th[i], NULL);
+            cr_assert_eq(jobs[i].bad, 0, "%s: thread %d saw %d wrong results",
+                         wb_tier_name(tier), i, jobs[i].bad);
+        }
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
