@@ -320,10 +320,7 @@ wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
     if (st != WB_OK)
         return st;
     wb_tensor after = *t;
-    after.ndim = v->ndim;
-    after.offset = v->offset;
-    memcpy(after.sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
-    memcpy(after.strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
+    wb_rt_take_view(&after, v);
     return wb_rt_prep_copy(e, input, &after, v);
 }
 
@@ -395,14 +392,6 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
 
 /* ---- commit phase ---- */
 
-static void wb_rt_restride(wb_tensor *t, const wb_tensor *v)
-{
-    t->ndim = v->ndim;
-    t->offset = v->offset;
-    memcpy(t->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
-    memcpy(t->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
-}
-
 static void wb_rt_copy_bump(wb_tensor *t, const wb_tensor *v)
 {
     wb_rt_copy_elems(t, v);
@@ -466,13 +455,13 @@ WB_RT_DATA_ND(4)
 
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v)
 {
-    wb_rt_restride(t, v);
+    wb_rt_take_view(t, v);
     wb_tensor_release(v);
 }
 
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v)
 {
-    wb_rt_restride(t, v);
+    wb_rt_take_view(t, v);
     wb_rt_copy_bump(t, v);
     wb_tensor_release(v);
 }
@@ -496,10 +485,7 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
 {
     view->storage = wb_storage_retain(base->storage);
     view->dtype = v->dtype;
-    view->ndim = v->ndim;
-    view->offset = v->offset;
-    memcpy(view->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
-    memcpy(view->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
+    wb_rt_take_view(view, v);
     view->flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
     view->dyn_dims = dyn;
     wb_tensor_release(v);

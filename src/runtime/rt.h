@@ -91,6 +91,9 @@ int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
 wb_status wb_rt_check_view(DLDataType dtype, int ndim, const int64_t *sizes,
                            const int64_t *strides, int64_t offset,
                            size_t storage_nbytes);
+/* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
+   storage. */
+void wb_rt_take_view(wb_tensor *t, const wb_tensor *v);
 /* The strided element copy behind wb_tensor_copy_; shapes already match. */
 void wb_rt_copy_elems(wb_tensor *dst, const wb_tensor *src);
 /* Plans the storage growth resize_ to sizes needs (g->data NULL if none),

@@ -641,13 +641,20 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     wb_storage *old = t->storage;
     t->storage = wb_storage_retain(src->storage);
     t->dtype = src->dtype;
-    t->ndim = src->ndim;
-    t->offset = src->offset;
-    memmove(t->sizes, src->sizes, sizeof *t->sizes * (size_t)src->ndim);
-    memmove(t->strides, src->strides, sizeof *t->strides * (size_t)src->ndim);
+    wb_rt_take_view(t, src);
     atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
     wb_storage_release(old);
     return WB_OK;
+}
+
+void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
+{
+    if (t == v)
+        return;
+    t->ndim = v->ndim;
+    t->offset = v->offset;
+    memcpy(t->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
+    memcpy(t->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
 }
 
 wb_tensor *wb_tensor_retain(wb_tensor *t)
