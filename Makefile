@@ -46,7 +46,7 @@ DEPS      := $(BUILD)/.deps-ok
 
 .PHONY: all test test-asan bench install uninstall clean deps golden example
 
-all: $(LIB) $(BENCH) $(BUILD)/wrapbake.pc
+all: $(LIB) $(BENCH)
 
 # Installs what the build needs when it is missing (once per build tree).
 $(DEPS): scripts/install-deps.sh
@@ -117,18 +117,19 @@ bench: $(BENCH)
 golden: $(TESTS)
 	WB_UPDATE_GOLDEN=1 $(TESTS) --filter 'golden/*'
 
-$(BUILD)/wrapbake.pc: wrapbake.pc.in Makefile
-	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+# The pkg-config file names the install paths, so it is written at install
+# time from the PREFIX given then.
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+             -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|'
 
-install: $(LIB) $(BENCH) $(BUILD)/wrapbake.pc
+install: $(LIB) $(BENCH)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR) \
 	    $(DESTDIR)$(PCDIR)
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libwrapbake.a
 	install -m 644 include/wrapbake.h $(DESTDIR)$(INCDIR)/wrapbake.h
 	install -m 755 $(BENCH) $(DESTDIR)$(BINDIR)/wrapbake-bench
-	install -m 644 $(BUILD)/wrapbake.pc $(DESTDIR)$(PCDIR)/wrapbake.pc
+	$(PC_SED) wrapbake.pc.in > $(DESTDIR)$(PCDIR)/wrapbake.pc
+	chmod 644 $(DESTDIR)$(PCDIR)/wrapbake.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libwrapbake.a $(DESTDIR)$(INCDIR)/wrapbake.h \
