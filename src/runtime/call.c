@@ -243,6 +243,17 @@ void wb_rt_unbump(wb_tensor *t)
 
 /* ---- check phase ---- */
 
+/* Whether v's view fits in nbytes: -1 if it does, else where it ends.  A
+   tensor's own metadata was checked when it was made (strides not negative,
+   count and extent without overflow), so its extent is all that is left to
+   check against another storage. */
+static int64_t wb_rt_fits(const wb_tensor *v, size_t nbytes)
+{
+    int64_t end = wb_rt_view_end(v->dtype, v->ndim, v->sizes, v->strides,
+                                 v->offset);
+    return (uint64_t)end <= nbytes ? -1 : end;
+}
+
 /* dtype and device of updated value v against input t. */
 static wb_status wb_rt_prep_like(const wb_env *e, int input,
                                  const wb_tensor *t, const wb_tensor *v)
@@ -297,13 +308,13 @@ static wb_status wb_rt_prep_restride(const wb_env *e, int input,
     wb_status st = wb_rt_prep_like(e, input, t, v);
     if (st != WB_OK)
         return st;
-    st = wb_rt_check_view(v->dtype, v->ndim, v->sizes, v->strides, v->offset,
-                          t->storage->nbytes);
-    if (st != WB_OK)
-        return wb_rt_callf(e, st, "%s: the updated view does not fit the "
-                           "input's storage: %s",
+    int64_t end = wb_rt_fits(v, t->storage->nbytes);
+    if (end >= 0)
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated view does not "
+                           "fit the input's storage: it ends at byte %lld, "
+                           "past the storage's %zu bytes",
                            wb_rt_input_label(e, input, lb, sizeof lb),
-                           wb_last_error());
+                           (long long)end, t->storage->nbytes);
     return WB_OK;
 }
 
@@ -367,7 +378,6 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
     char lb[400];
     const wb_storage *s = holder->storage;
     size_t nbytes = s->nbytes;
-    wb_status st;
     if (grown && grown->nbytes > nbytes)
         nbytes = grown->nbytes;
     if (!wb_rt_device_eq(s->device, v->storage->device))
@@ -377,13 +387,13 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                            (int)v->storage->device.device_type,
                            v->storage->device.device_id,
                            (int)s->device.device_type, s->device.device_id);
-    st = wb_rt_check_view(v->dtype, v->ndim, v->sizes, v->strides, v->offset,
-                          nbytes);
-    if (st != WB_OK)
-        return wb_rt_callf(e, st, "%s: the graph's view does not fit its "
-                           "base's storage: %s",
+    int64_t end = wb_rt_fits(v, nbytes);
+    if (end >= 0)
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the graph's view does not "
+                           "fit its base's storage: it ends at byte %lld, "
+                           "past the storage's %zu bytes",
                            wb_rt_output_label(e, output, lb, sizeof lb),
-                           wb_last_error());
+                           (long long)end, nbytes);
     if (!(*view = wb_rt_tensor_alloc()))
         return wb_rt_callf(e, WB_ERR_NOMEM, "%s: out of memory for the view",
                            wb_rt_output_label(e, output, lb, sizeof lb));

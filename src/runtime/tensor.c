@@ -126,19 +126,18 @@ int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
                        const int64_t *strides, int64_t offset)
 {
     int64_t last = offset, span;
-    size_t es = wb_dtype_size(dtype);
-    /* An empty view holds no element whatever its other dims, so a zero size
-       anywhere wins over an overflow in the dims before it. */
-    for (int d = 0; d < ndim; d++)
-        if (sizes[d] == 0)
-            return 0;
+    bool empty = false, overflow = false;
+    /* One pass; an empty view holds no element whatever its other dims, so
+       a zero size anywhere wins over an overflow elsewhere. */
     for (int d = 0; d < ndim; d++) {
-        if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
-            __builtin_add_overflow(last, span, &last))
-            return -1;
+        empty |= sizes[d] == 0;
+        overflow |= __builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
+                    __builtin_add_overflow(last, span, &last);
     }
-    if (__builtin_add_overflow(last, 1, &last) ||
-        __builtin_mul_overflow(last, (int64_t)es, &last))
+    if (empty)
+        return 0;
+    if (overflow || __builtin_add_overflow(last, 1, &last) ||
+        __builtin_mul_overflow(last, (int64_t)wb_dtype_size(dtype), &last))
         return -1;
     return last;
 }
@@ -649,12 +648,24 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
 
 void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
 {
-    if (t == v)
-        return;
     t->ndim = v->ndim;
     t->offset = v->offset;
-    memcpy(t->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
-    memcpy(t->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
+    /* Most views have few dims, for which two memcpy calls (which the
+       compiler makes of a plain loop) cost more than the copy itself. */
+    switch (v->ndim) {
+#define WB_RT_TAKE(d)                                                       \
+    t->sizes[d] = v->sizes[d];                                              \
+    t->strides[d] = v->strides[d]
+    case 4: WB_RT_TAKE(3); /* fall through */
+    case 3: WB_RT_TAKE(2); /* fall through */
+    case 2: WB_RT_TAKE(1); /* fall through */
+    case 1: WB_RT_TAKE(0); /* fall through */
+    case 0: break;
+#undef WB_RT_TAKE
+    default:
+        memcpy(t->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
+        memcpy(t->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
+    }
 }
 
 wb_tensor *wb_tensor_retain(wb_tensor *t)

@@ -166,8 +166,7 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
             "typedef struct wb_tensor {\n"
             "    long refcount;\n"
             "    void *storage;\n"
-            "    unsigned dtype; /* DLDataType: code, bits, lanes */\n"
-            "    int ndim;\n"
+            "    unsigned long long meta; /* DLDataType, then ndim << 32 */\n"
             "} wb_tensor;\n");
     else
         wb_buf_printf(b, "typedef struct wb_tensor wb_tensor;\n");
@@ -225,13 +224,25 @@ static void wb_emit_term(wb_buf *b, int *k, const char *fmt, ...)
     (*k)++;
 }
 
+static void wb_emit_zero(wb_buf *b, const char *array, int n)
+{
+    if (n > 8) {
+        wb_buf_line(b, "memset(%s, 0, sizeof %s);", array, array);
+        return;
+    }
+    wb_buf_printf(b, "%*s", b->indent * 4, "");
+    for (int i = 0; i < n; i++)
+        wb_buf_printf(b, "%s[%d] = ", array, i);
+    wb_buf_printf(b, "0;\n");
+}
+
 static void wb_emit_locals(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
-    wb_buf_line(b, "wb_tensor *r[%d] = {0}; /* the graph's values */",
+    wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
                 s->nvalues ? s->nvalues : 1);
     if (s->nviews)
-        wb_buf_line(b, "wb_tensor *v[%d] = {0}; /* views for aliased outputs */",
+        wb_buf_line(b, "wb_tensor *v[%d]; /* views for aliased outputs */",
                     s->nviews);
     for (int j = 0; j < s->nupdated; j++)
         if (s->muts[j].kind == WB_MUT_RESIZE)
@@ -242,6 +253,11 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
                     s->ninputs);
     wb_buf_line(b, "int n, st = 0, grad;");
     wb_buf_printf(b, "\n");
+    /* Failure paths release every non-NULL slot.  A few stores beat the
+       memset libtcc would call for an initializer; long arrays take it. */
+    wb_emit_zero(b, "r", s->nvalues ? s->nvalues : 1);
+    if (s->nviews)
+        wb_emit_zero(b, "v", s->nviews);
 }
 
 /* DLDataType as the 32-bit word generated code compares: code in the low
@@ -274,12 +290,17 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
         wb_emit_if(b);
         for (int d = 0, k = 0; d < s->ndeclared; d++) {
             const wb_input *in = &s->inputs[s->declared[d]];
-            if (in->dtype.bits)
-                wb_emit_term(b, &k, "a[%d].t->dtype != 0x%xu",
+            unsigned long long want = (unsigned long long)in->ndim << 32 |
+                                      wb_emit_dtype_word(in->dtype);
+            if (in->dtype.bits && in->ndim >= 0)
+                wb_emit_term(b, &k, "a[%d].t->meta != 0x%llxull",
+                             s->declared[d], want);
+            else if (in->dtype.bits)
+                wb_emit_term(b, &k, "(unsigned)a[%d].t->meta != 0x%xu",
                              s->declared[d], wb_emit_dtype_word(in->dtype));
-            if (in->ndim >= 0)
-                wb_emit_term(b, &k, "a[%d].t->ndim != %d", s->declared[d],
-                             in->ndim);
+            else
+                wb_emit_term(b, &k, "a[%d].t->meta >> 32 != %d",
+                             s->declared[d], in->ndim);
         }
         wb_buf_printf(b, ")\n");
         wb_buf_line(b, "    return wb_rt_err_declared(e, a);");

@@ -39,8 +39,7 @@
 typedef struct wb_tensor {
     long refcount;
     void *storage;
-    unsigned dtype; /* DLDataType: code, bits, lanes */
-    int ndim;
+    unsigned long long meta; /* DLDataType, then ndim << 32 */
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; } wb_arg;
 typedef struct wb_env {
@@ -68,14 +67,17 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 void wb_rt_release_all(wb_tensor **v, int n);
+void *memset(void *d, int c, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
 {
-    wb_tensor *r[9] = {0}; /* the graph's values */
-    wb_tensor *v[5] = {0}; /* views for aliased outputs */
+    wb_tensor *r[9]; /* the graph's values */
+    wb_tensor *v[5]; /* views for aliased outputs */
     int n, st = 0, grad;
 
+    memset(r, 0, sizeof r);
+    v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 20 arguments, room for at least 6 outputs */
     if (nargs != 20 || nouts < 6)
         return wb_rt_err_arity(e, nargs, nouts);
@@ -86,26 +88,16 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         !a[17].t || !a[18].t || !a[19].t)
         return wb_rt_err_null_input(e, a);
     /* declared dtypes and dimensions */
-    if (a[0].t->dtype != 0x12002u || a[0].t->ndim != 2 ||
-        a[1].t->dtype != 0x12002u || a[1].t->ndim != 2 ||
-        a[2].t->dtype != 0x12002u || a[2].t->ndim != 2 ||
-        a[3].t->dtype != 0x12002u || a[3].t->ndim != 2 ||
-        a[4].t->dtype != 0x12002u || a[4].t->ndim != 2 ||
-        a[5].t->dtype != 0x12002u || a[5].t->ndim != 2 ||
-        a[6].t->dtype != 0x12002u || a[6].t->ndim != 2 ||
-        a[7].t->dtype != 0x12002u || a[7].t->ndim != 2 ||
-        a[8].t->dtype != 0x12002u || a[8].t->ndim != 2 ||
-        a[9].t->dtype != 0x12002u || a[9].t->ndim != 2 ||
-        a[10].t->dtype != 0x12002u || a[10].t->ndim != 2 ||
-        a[11].t->dtype != 0x12002u || a[11].t->ndim != 2 ||
-        a[12].t->dtype != 0x12002u || a[12].t->ndim != 2 ||
-        a[13].t->dtype != 0x12002u || a[13].t->ndim != 2 ||
-        a[14].t->dtype != 0x12002u || a[14].t->ndim != 2 ||
-        a[15].t->dtype != 0x12002u || a[15].t->ndim != 2 ||
-        a[16].t->dtype != 0x12002u || a[16].t->ndim != 2 ||
-        a[17].t->dtype != 0x12002u || a[17].t->ndim != 2 ||
-        a[18].t->dtype != 0x12002u || a[18].t->ndim != 2 ||
-        a[19].t->dtype != 0x12002u || a[19].t->ndim != 2)
+    if (a[0].t->meta != 0x200012002ull || a[1].t->meta != 0x200012002ull ||
+        a[2].t->meta != 0x200012002ull || a[3].t->meta != 0x200012002ull ||
+        a[4].t->meta != 0x200012002ull || a[5].t->meta != 0x200012002ull ||
+        a[6].t->meta != 0x200012002ull || a[7].t->meta != 0x200012002ull ||
+        a[8].t->meta != 0x200012002ull || a[9].t->meta != 0x200012002ull ||
+        a[10].t->meta != 0x200012002ull || a[11].t->meta != 0x200012002ull ||
+        a[12].t->meta != 0x200012002ull || a[13].t->meta != 0x200012002ull ||
+        a[14].t->meta != 0x200012002ull || a[15].t->meta != 0x200012002ull ||
+        a[16].t->meta != 0x200012002ull || a[17].t->meta != 0x200012002ull ||
+        a[18].t->meta != 0x200012002ull || a[19].t->meta != 0x200012002ull)
         return wb_rt_err_declared(e, a);
 
     /* the call: 0 guards, grad mode off */

@@ -21,8 +21,7 @@
 typedef struct wb_tensor {
     long refcount;
     void *storage;
-    unsigned dtype; /* DLDataType: code, bits, lanes */
-    int ndim;
+    unsigned long long meta; /* DLDataType, then ndim << 32 */
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; } wb_arg;
 typedef struct wb_env {
@@ -56,10 +55,12 @@ void wb_tensor_release(wb_tensor *t);
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
 {
-    wb_tensor *r[4] = {0}; /* the graph's values */
-    wb_tensor *v[1] = {0}; /* views for aliased outputs */
+    wb_tensor *r[4]; /* the graph's values */
+    wb_tensor *v[1]; /* views for aliased outputs */
     int n, st = 0, grad;
 
+    r[0] = r[1] = r[2] = r[3] = 0;
+    v[0] = 0;
     /* 5 arguments, room for at least 3 outputs */
     if (nargs != 5 || nouts < 3)
         return wb_rt_err_arity(e, nargs, nouts);
@@ -67,7 +68,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if (!a[0].t || !a[1].t || !a[2].t)
         return wb_rt_err_null_input(e, a);
     /* declared dtypes and dimensions */
-    if (a[0].t->dtype != 0x12002u || a[0].t->ndim != 3)
+    if (a[0].t->meta != 0x300012002ull)
         return wb_rt_err_declared(e, a);
 
     /* the call: 0 guards, grad mode off */

@@ -73,16 +73,19 @@ void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_grow_free(wb_rt_grow *g);
 void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
+void *memset(void *d, int c, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
 {
-    wb_tensor *r[13] = {0}; /* the graph's values */
-    wb_tensor *v[5] = {0}; /* views for aliased outputs */
+    wb_tensor *r[13]; /* the graph's values */
+    wb_tensor *v[5]; /* views for aliased outputs */
     wb_rt_grow g1 = {0}; /* growth for input 4 */
     wb_arg ca[9]; /* arguments, some detached */
     int n, st = 0, grad;
 
+    memset(r, 0, sizeof r);
+    v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 9 arguments, room for at least 8 outputs */
     if (nargs != 9 || nouts < 8)
         return wb_rt_err_arity(e, nargs, nouts);
