@@ -425,6 +425,14 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
                     break;
                 }
             break;
+        case 3:
+        case 4: {
+            /* One tensor passed for two inputs. */
+            int i = diff_below(&r, d->ninputs), j = diff_below(&r, d->ninputs);
+            if (i != j && d->is_tensor[i] && d->is_tensor[j])
+                a[j].t = a[i].t;
+            break;
+        }
         default: break;
         }
         wb_set_grad_enabled(diff_below(&r, 2));

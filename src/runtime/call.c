@@ -141,6 +141,42 @@ wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
     return st;
 }
 
+/* Each step of the check phase looks at one input as it was before the
+   call, so a mutation that changes an input's view or storage must not meet
+   that same tensor under another argument, and a resize, which may move its
+   storage's bytes, must not share the storage with another mutated input.
+   Such calls are refused before the graph runs. */
+wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    char la[400], lb[400];
+    for (int k = 0; k < s->nreshaped; k++) {
+        int i = s->reshaped[k];
+        const wb_input *in = &s->inputs[i];
+        for (int j = 0; j < s->ninputs; j++) {
+            if (j == i || !s->inputs[j].is_tensor)
+                continue;
+            if (args[j].t == args[i].t)
+                return wb_rt_callf(e, WB_ERR_INVALID, "%s is the same tensor "
+                                   "as %s, whose %s mutation changes it; "
+                                   "expected distinct tensors",
+                                   wb_rt_input_label(e, j, lb, sizeof lb),
+                                   wb_rt_input_label(e, i, la, sizeof la),
+                                   wb_mutation_name(in->mutation));
+            if (in->mutation == WB_MUT_RESIZE &&
+                s->inputs[j].mutation != WB_MUT_NONE &&
+                s->inputs[j].mutation != WB_MUT_IN_GRAPH &&
+                args[j].t->storage == args[i].t->storage)
+                return wb_rt_callf(e, WB_ERR_INVALID, "%s shares a storage "
+                                   "with %s, whose resize mutation may move "
+                                   "it; expected separate storages",
+                                   wb_rt_input_label(e, j, lb, sizeof lb),
+                                   wb_rt_input_label(e, i, la, sizeof la));
+        }
+    }
+    return WB_OK;
+}
+
 /* ---- hooks, guards, grad mode ---- */
 
 /* The first-call hooks running on this thread, innermost first, so that a
@@ -243,6 +279,16 @@ void wb_rt_unbump(wb_tensor *t)
 
 /* ---- check phase ---- */
 
+/* after becomes t as far as a check needs it (storage, dtype, view),
+   without touching t's reference count, which other threads may be
+   changing. */
+static void wb_rt_shadow(wb_tensor *after, const wb_tensor *t)
+{
+    after->storage = t->storage;
+    after->dtype = t->dtype;
+    wb_rt_take_view(after, t);
+}
+
 /* Whether v's view fits in nbytes: -1 if it does, else where it ends.  A
    tensor's own metadata was checked when it was made (strides not negative,
    count and extent without overflow), so its extent is all that is left to
@@ -251,7 +297,8 @@ static int64_t wb_rt_fits(const wb_tensor *v, size_t nbytes)
 {
     int64_t end = wb_rt_view_end(v->dtype, v->ndim, v->sizes, v->strides,
                                  v->offset);
-    return (uint64_t)end <= nbytes ? -1 : end;
+    return end >= 0 && (uint64_t)end <= nbytes ? -1 : end < 0 ? INT64_MAX
+                                                                : end;
 }
 
 /* dtype and device of updated value v against input t. */
@@ -330,7 +377,8 @@ wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
     wb_status st = wb_rt_prep_restride(e, input, t, v);
     if (st != WB_OK)
         return st;
-    wb_tensor after = *t;
+    wb_tensor after;
+    wb_rt_shadow(&after, t);
     wb_rt_take_view(&after, v);
     return wb_rt_prep_copy(e, input, &after, v);
 }
@@ -363,8 +411,9 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
                            wb_rt_input_label(e, input, lb, sizeof lb),
                            wb_last_error());
     /* The copy runs into t resized: contiguous at t's offset. */
-    wb_tensor after = *t;
+    wb_tensor after;
     wb_rt_grow none = {NULL, 0};
+    wb_rt_shadow(&after, t);
     wb_rt_apply_resize(&after, v->ndim, v->sizes, &none);
     if ((st = wb_rt_prep_copy(e, input, &after, v)) != WB_OK)
         wb_rt_grow_free(g);
@@ -514,7 +563,10 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)
 
 wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn)
 {
-    t->dyn_dims |= dyn;
+    /* The caller's tensor may be in use by other threads: write only when
+       there is something to record. */
+    if (dyn)
+        t->dyn_dims |= dyn;
     return wb_tensor_retain(t);
 }
 
@@ -545,6 +597,8 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "wb_tensor *const *r);"),
     WB_RT_SYM(wb_rt_err_declared,
               "int wb_rt_err_declared(const wb_env *e, const wb_arg *args);"),
+    WB_RT_SYM(wb_rt_check_distinct,
+              "int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_first_call, "int wb_rt_first_call(const wb_env *e);"),
     WB_RT_SYM(wb_rt_before_call, "int wb_rt_before_call(const wb_env *e);"),
     WB_RT_SYM(wb_rt_guard_enter,

@@ -84,7 +84,7 @@ wb_tensor *wb_rt_tensor_alloc(void);
 /* Returns an unused header (never initialized) to the thread cache. */
 void wb_rt_tensor_discard(wb_tensor *t);
 /* Bytes from the start of the storage to one past the last element of the
-   view (0 for an empty view); -1 if the arithmetic overflows. */
+   view (to its start for an empty view); -1 if the arithmetic overflows. */
 int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
                        const int64_t *strides, int64_t offset);
 /* Checks a view's metadata; WB_OK or a status with the message set. */
@@ -119,6 +119,9 @@ wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 wb_status wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 /* Checks input's declared dtype and ndim. */
 wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
+/* Refuses one tensor passed for two inputs when a mutation changes its view
+   or storage, and a resized storage shared with another mutated input. */
+wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
 /* The first declared input whose dtype or ndim differs. */
 wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args);
 

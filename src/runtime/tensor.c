@@ -45,9 +45,14 @@ static void wb_rt_cache_exit(void *marker)
     wb_rt_tcache.closed = true;
 }
 
+/* Without a key no thread could free its cache at exit, so then no thread
+   caches at all. */
+static bool wb_rt_cache_usable;
+
 static void wb_rt_cache_init(void)
 {
-    pthread_key_create(&wb_rt_cache_key, wb_rt_cache_exit);
+    wb_rt_cache_usable =
+        pthread_key_create(&wb_rt_cache_key, wb_rt_cache_exit) == 0;
 }
 
 void wb_thread_cache_flush(void)
@@ -81,8 +86,13 @@ void wb_rt_tensor_discard(wb_tensor *t)
     }
     if (!c->registered) {
         pthread_once(&wb_rt_cache_once, wb_rt_cache_init);
-        pthread_setspecific(wb_rt_cache_key, c);
         c->registered = true;
+        if (!wb_rt_cache_usable ||
+            pthread_setspecific(wb_rt_cache_key, c) != 0) {
+            c->closed = true;
+            free(t);
+            return;
+        }
     }
     t->storage = (wb_storage *)c->head;
     c->head = t;
@@ -125,19 +135,20 @@ const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n)
 int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
                        const int64_t *strides, int64_t offset)
 {
-    int64_t last = offset, span;
+    int64_t last = offset, span, es = (int64_t)wb_dtype_size(dtype);
     bool empty = false, overflow = false;
     /* One pass; an empty view holds no element whatever its other dims, so
-       a zero size anywhere wins over an overflow elsewhere. */
+       a zero size anywhere wins over an overflow elsewhere, and its end is
+       where it starts. */
     for (int d = 0; d < ndim; d++) {
         empty |= sizes[d] == 0;
         overflow |= __builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
                     __builtin_add_overflow(last, span, &last);
     }
     if (empty)
-        return 0;
+        return __builtin_mul_overflow(offset, es, &last) ? -1 : last;
     if (overflow || __builtin_add_overflow(last, 1, &last) ||
-        __builtin_mul_overflow(last, (int64_t)wb_dtype_size(dtype), &last))
+        __builtin_mul_overflow(last, es, &last))
         return -1;
     return last;
 }
@@ -452,12 +463,12 @@ bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b)
     if (a->storage != b->storage && (ba >= bb + b->storage->nbytes ||
                                      bb >= ba + a->storage->nbytes))
         return false;
+    if (wb_tensor_numel(a) == 0 || wb_tensor_numel(b) == 0)
+        return false;
     int64_t ea = wb_rt_view_end(a->dtype, a->ndim, a->sizes, a->strides,
                                 a->offset);
     int64_t eb = wb_rt_view_end(b->dtype, b->ndim, b->sizes, b->strides,
                                 b->offset);
-    if (ea == 0 || eb == 0)
-        return false;
     return wb_rt_view_addr(a) < bb + (uintptr_t)eb &&
            wb_rt_view_addr(b) < ba + (uintptr_t)ea;
 }
@@ -782,6 +793,12 @@ wb_status wb_tensor_from_dlpack(DLManagedTensor *mt, wb_tensor **out)
     if (dl->ndim < 0 || dl->ndim > WB_MAX_DIMS || (dl->ndim && !dl->shape))
         return wb_rt_fail(WB_ERR_SHAPE, "DLPack ndim %d is outside 0..%d",
                           dl->ndim, WB_MAX_DIMS);
+    for (int d = 0; d < dl->ndim; d++)
+        if (dl->shape[d] < 0 || (dl->strides && dl->strides[d] < 0))
+            return wb_rt_fail(WB_ERR_SHAPE, "DLPack dim %d has size %lld and "
+                              "stride %lld; negative ones are not supported",
+                              d, (long long)dl->shape[d],
+                              (long long)(dl->strides ? dl->strides[d] : 0));
     if (dl->byte_offset % es)
         return wb_rt_fail(WB_ERR_SHAPE,
                           "DLPack byte_offset %llu is not a multiple of the "

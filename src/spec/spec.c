@@ -119,11 +119,13 @@ static void wb_spec_forget(wb_spec *s)
     free(s->bumped);
     free(s->detached);
     free(s->muts);
+    free(s->reshaped);
     free(s->outs);
     free(s->dirs);
     free(s->signature);
     s->tensor_inputs = s->declared = s->bumped = s->detached = NULL;
     s->muts = NULL;
+    s->reshaped = NULL;
     s->outs = NULL;
     s->dirs = NULL;
     s->signature = NULL;
@@ -525,10 +527,11 @@ static wb_status wb_spec_alloc_derived(wb_spec *s)
     s->bumped = malloc(ni * sizeof(int));
     s->detached = malloc(ni * sizeof(int));
     s->muts = malloc(ni * sizeof *s->muts);
+    s->reshaped = malloc(ni * sizeof(int));
     s->dirs = malloc(ni * sizeof *s->dirs);
     s->outs = malloc(no * sizeof *s->outs);
     if (!s->tensor_inputs || !s->declared || !s->bumped || !s->detached ||
-        !s->muts || !s->dirs || !s->outs)
+        !s->muts || !s->reshaped || !s->dirs || !s->outs)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory validating a spec");
     return WB_OK;
 }
@@ -545,6 +548,7 @@ static wb_direction wb_input_direction(const wb_input *in)
 static void wb_spec_derive_inputs(wb_spec *s)
 {
     s->ntensor_inputs = s->ndeclared = s->nbumped = s->ndetached = 0;
+    s->nreshaped = 0;
     s->nupdated = 0;
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
@@ -560,6 +564,10 @@ static void wb_spec_derive_inputs(wb_spec *s)
             s->detached[s->ndetached++] = i;
         if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_IN_GRAPH)
             s->muts[s->nupdated++] = (wb_spec_mut){i, in->mutation};
+        if (in->mutation == WB_MUT_METADATA ||
+            in->mutation == WB_MUT_DATA_METADATA ||
+            in->mutation == WB_MUT_STORAGE || in->mutation == WB_MUT_RESIZE)
+            s->reshaped[s->nreshaped++] = i;
     }
 }
 

@@ -86,6 +86,9 @@ struct wb_spec {
     int *detached;              /* inputs detached before a training call */
     int ndetached;
     wb_spec_mut *muts;          /* M runtime mutations, value i for muts[i] */
+    int *reshaped;              /* inputs whose view or storage a mutation
+                                   changes: metadata, set_, resize */
+    int nreshaped;
     wb_spec_out *outs;          /* one per output */
     int nviews;                 /* outputs that are new views */
     wb_direction *dirs;         /* one per input */

@@ -305,6 +305,12 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
         wb_buf_printf(b, ")\n");
         wb_buf_line(b, "    return wb_rt_err_declared(e, a);");
     }
+    if (s->nreshaped) {
+        wb_buf_line(b, "/* inputs whose view or storage changes are not "
+                    "passed twice */");
+        wb_buf_line(b, "if ((st = wb_rt_check_distinct(e, a)) != 0)");
+        wb_buf_line(b, "    return st;");
+    }
     if (s->first_call) {
         wb_emit_at(x, 1);
         wb_buf_line(b, "/* the first-call hook, once per wrapper */");
@@ -529,6 +535,8 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
 static void wb_emit_failure(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
+    wb_buf_line(b, "/* after the graph ran, its in-graph writes and their "
+                "version bumps stand */");
     wb_buf_printf(b, "fail:\n");
     wb_buf_line(b, "wb_rt_release_all(r, %d);", s->nvalues);
     if (s->nviews)
@@ -536,12 +544,13 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     for (int j = 0; j < s->nupdated; j++)
         if (s->muts[j].kind == WB_MUT_RESIZE)
             wb_buf_line(b, "wb_rt_grow_free(&g%d);", j);
+    wb_buf_line(b, "return st;");
     if (s->nbumped) {
         wb_buf_printf(b, "unbump:\n");
         for (int k = 0; k < s->nbumped; k++)
             wb_buf_line(b, "wb_rt_unbump(a[%d].t);", s->bumped[k]);
+        wb_buf_line(b, "return st;");
     }
-    wb_buf_line(b, "return st;");
 }
 
 static void wb_emit_function(wb_emitter *x, wb_buf *b, const char *fn)

@@ -70,6 +70,8 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
         if ((st = wb_rt_check_input(e, x, args[x].t)) != WB_OK)
             return st;
     }
+    if (s->nreshaped && (st = wb_rt_check_distinct(e, args)) != WB_OK)
+        return st;
     if (s->first_call && (st = wb_rt_first_call(e)) != WB_OK)
         return st;
 
@@ -103,8 +105,8 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
         r[i] = NULL;
     n = e->graph(e->graph_ctx, cargs, nargs, r, N);
 undetach:
-    for (i = 0; i < nd; i++)
-        wb_tensor_release(dargs[s->detached[i]].t);
+    while (nd-- > 0)
+        wb_tensor_release(dargs[s->detached[nd]].t);
     wb_rt_grad_set(grad);
 leave_guards:
     while (g-- > 0)
@@ -169,11 +171,14 @@ leave_guards:
         wb_rt_grad_set(s->grad_at_end);
     return WB_OK;
 
+    /* After the graph ran, its in-graph writes stand, and so do their
+       version bumps. */
 fail:
     wb_rt_release_all(r, N);
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)
         wb_rt_grow_free(&grows[i]);
+    return st;
 unbump:
     for (i = 0; i < s->nbumped; i++)
         wb_rt_unbump(args[s->bumped[i]].t);

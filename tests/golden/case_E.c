@@ -154,6 +154,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     outs[5] = wb_rt_out_flags(r[8], 0, 0x0ull);
     return 0;
 
+    /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
     wb_rt_release_all(r, 9);
     wb_rt_release_all(v, 5);

@@ -99,6 +99,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor_release(r[3]);
     return 0;
 
+    /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
     wb_rt_release_all(r, 4);
     wb_rt_release_all(v, 1);

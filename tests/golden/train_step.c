@@ -38,6 +38,7 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
 int wb_rt_first_call(const wb_env *e);
 int wb_rt_before_call(const wb_env *e);
 int wb_rt_guard_enter(const wb_env *e, int guard);
@@ -93,6 +94,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if (!a[0].t || !a[1].t || !a[2].t || !a[3].t || !a[4].t || !a[5].t ||
         !a[6].t)
         return wb_rt_err_null_input(e, a);
+    /* inputs whose view or storage changes are not passed twice */
+    if ((st = wb_rt_check_distinct(e, a)) != 0)
+        return st;
     /* the first-call hook, once per wrapper */
     if ((st = wb_rt_first_call(e)) != 0)
         return st;
@@ -187,10 +191,12 @@ leave0:
     wb_rt_grad_set(1); /* grad mode at the end */
     return 0;
 
+    /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
     wb_rt_release_all(r, 13);
     wb_rt_release_all(v, 5);
     wb_rt_grow_free(&g1);
+    return st;
 unbump:
     wb_rt_unbump(a[1].t);
     return st;

@@ -1,0 +1,114 @@
+/*
+ * Regression tests for defects found in review: each names what went wrong.
+ */
+#include "helpers.h"
+
+static wb_tensor *regress_vals[4];
+static int regress_nvals;
+
+static int regress_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+                         int nv)
+{
+    (void)ctx; (void)a; (void)na;
+    for (int i = 0; i < nv && i < regress_nvals; i++)
+        v[i] = wb_tensor_retain(regress_vals[i]);
+    return regress_nvals;
+}
+
+/* Two resized views of one storage each planned growth from the old size;
+   the second commit then copied the first's larger buffer into its smaller
+   one.  Such calls are refused before the graph runs. */
+Test(regress, resized_inputs_sharing_a_storage_are_refused)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("two_resizes", &s));
+        WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_RESIZE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "b", WB_MUT_RESIZE, 0, NULL));
+        wb_tensor *base = wbt_f32(0, 1, 4), *a, *b;
+        WBT_OK(wb_tensor_as_strided(base, 1, (int64_t[]){2}, NULL, 0, &a));
+        WBT_OK(wb_tensor_as_strided(base, 1, (int64_t[]){2}, NULL, 2, &b));
+        regress_vals[0] = wbt_f32(1, 1, 100);
+        regress_vals[1] = wbt_f32(1, 1, 50);
+        regress_nvals = 2;
+        wb_wrapper *w = wbt_wrap(s, regress_graph, NULL, tier);
+        wb_arg args[2] = {{.t = a}, {.t = b}};
+        WBT_FAILS(wb_call(w, args, 2, NULL, 0), WB_ERR_INVALID,
+                  "input 1 'b' shares a storage with input 0 'a'");
+        cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(base)), 16);
+        cr_assert_eq(wb_tensor_version(base), 0);
+        cr_assert_eq(wb_tensor_refcount(regress_vals[0]), 1, "graph ran");
+        wb_tensor_release(a);
+        wb_tensor_release(b);
+        wbt_release_last(base);
+        wbt_release_last(regress_vals[0]);
+        wbt_release_last(regress_vals[1]);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* One tensor passed for a metadata-mutated input and for another input
+   would be checked against its old view and then changed under the other. */
+Test(regress, reshaped_input_passed_twice_is_refused)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("twice", &s));
+        WBT_OK(wb_spec_add_tensor(s, "m", WB_MUT_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "d", WB_MUT_DATA, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 4);
+        regress_nvals = 0;
+        wb_wrapper *w = wbt_wrap(s, regress_graph, NULL, tier);
+        wb_arg args[2] = {{.t = x}, {.t = x}};
+        WBT_FAILS(wb_call(w, args, 2, NULL, 0), WB_ERR_INVALID,
+                  "input 1 'd' is the same tensor as input 0 'm', whose "
+                  "metadata mutation changes it");
+        cr_assert_eq(wb_tensor_version(x), 0);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* An empty view was accepted at any offset, which later overflowed
+   offset * element size and let resize_ place a view outside its storage. */
+Test(regress, empty_view_past_the_storage_is_refused)
+{
+    wb_storage *st;
+    wb_tensor *t = NULL;
+    WBT_OK(wb_storage_new(WBT_CPU, 16, &st));
+    WBT_FAILS(wb_tensor_from_storage(st, WBT_F32, 1, (int64_t[]){0}, NULL,
+                                     (int64_t)1 << 62, &t),
+              WB_ERR_SHAPE, "overflows");
+    WBT_FAILS(wb_tensor_from_storage(st, WBT_F32, 1, (int64_t[]){0}, NULL, 5,
+                                     &t),
+              WB_ERR_SHAPE, "past the storage");
+    WBT_OK(wb_tensor_from_storage(st, WBT_F32, 1, (int64_t[]){0}, NULL, 4, &t));
+    WBT_OK(wb_tensor_resize_(t, 1, (int64_t[]){4}));
+    cr_assert_geq(wb_storage_nbytes(st), 32, "resize grew the storage");
+    wbt_release_last(t);
+    cr_assert_eq(wb_storage_refcount(st), 1);
+    wb_storage_release(st);
+}
+
+static void regress_no_delete(DLManagedTensor *mt)
+{
+    (void)mt;
+    cr_assert_fail("the deleter ran for a refused import");
+}
+
+/* A DLPack shape with a negative size reached signed overflow before it
+   was looked at. */
+Test(regress, dlpack_negative_size_is_refused)
+{
+    float data[4] = {0};
+    int64_t shape[1] = {INT64_MIN};
+    DLManagedTensor mt = {.dl_tensor = {.data = data, .device = {kDLCPU, 0},
+                                        .ndim = 1, .dtype = {kDLFloat, 32, 1},
+                                        .shape = shape},
+                          .deleter = regress_no_delete};
+    wb_tensor *t = NULL;
+    WBT_FAILS(wb_tensor_from_dlpack(&mt, &t), WB_ERR_SHAPE, "negative");
+    cr_assert_null(t);
+}
