@@ -236,7 +236,9 @@ typedef enum wb_direction {
 } wb_direction;
 
 /* Hooks and guards receive the user data given with them.  A non-zero
-   return aborts the call with WB_ERR_HOOK before anything is mutated. */
+   return aborts the call with WB_ERR_HOOK before anything is mutated.  They
+   must return (no longjmp out of them): a first-call hook holds every other
+   call to its wrapper until it has. */
 typedef int (*wb_hook_fn)(void *ud);
 typedef void (*wb_leave_fn)(void *ud);
 
@@ -275,6 +277,9 @@ wb_status wb_spec_set_keep_input_mutations(wb_spec *spec, bool keep);
 /* -1: leave the grad mode as it is after the call; 0 or 1: set it. */
 wb_status wb_spec_set_grad_mode_at_end(wb_spec *spec, int mode);
 wb_status wb_spec_set_before_call(wb_spec *spec, wb_hook_fn fn, void *ud);
+/* Runs once per wrapper, before the first call that gets past the argument
+   checks; calls on other threads wait for it, and a failure lets the next
+   call run it again. */
 wb_status wb_spec_set_first_call(wb_spec *spec, wb_hook_fn fn, void *ud);
 /* Guards are entered in order around the graph call and left in reverse. */
 wb_status wb_spec_add_guard(wb_spec *spec, wb_hook_fn enter,
