@@ -211,11 +211,14 @@ typedef enum wb_mutation {
 #define WB_INPUT_HIDDEN 0x2u          /* in-graph mutation hidden from
                                          autograd: no version bump */
 #define WB_INPUT_OUT 0x4u             /* keyword-only `out` argument */
+#define WB_INPUT_OPTIONAL 0x8u        /* Tensor?: may be NULL; then it can
+                                         be neither mutated nor aliased */
 
 typedef enum wb_scalar_type {
     WB_SCALAR_INT = 1,   /* int, SymInt -> int64_t */
     WB_SCALAR_FLOAT,     /* float -> double */
-    WB_SCALAR_BOOL       /* bool -> bool */
+    WB_SCALAR_BOOL,      /* bool -> bool */
+    WB_SCALAR_OPAQUE     /* any other value, passed through as a pointer */
 } wb_scalar_type;
 
 /* What a user-visible output is, relative to the inputs and the graph. */
@@ -296,7 +299,8 @@ int wb_spec_num_outputs(const wb_spec *spec);
 int wb_spec_num_values(const wb_spec *spec);   /* N = M + outputs + bases */
 int wb_spec_num_updated(const wb_spec *spec);  /* M */
 wb_direction wb_spec_direction(const wb_spec *spec, int input);
-/* The C type of an input: "wb_tensor *", "int64_t", "double" or "bool". */
+/* The C type of an input: "wb_tensor *", "int64_t", "double", "bool" or
+   "const void *". */
 const char *wb_spec_c_type(const wb_spec *spec, int input);
 /* The tensor-only signature, scalars left out, e.g.
    "(INOUT cache, IN x, IN w)"; owned by the spec. */
@@ -312,6 +316,7 @@ typedef union wb_arg {
     int64_t i;
     double f;
     bool b;
+    const void *p;  /* WB_SCALAR_OPAQUE: the caller's own representation */
 } wb_arg;
 
 /*

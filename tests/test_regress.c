@@ -112,3 +112,43 @@ Test(regress, dlpack_negative_size_is_refused)
     WBT_FAILS(wb_tensor_from_dlpack(&mt, &t), WB_ERR_SHAPE, "negative");
     cr_assert_null(t);
 }
+
+/* Optional tensors (ATen's Tensor?) may be NULL; opaque scalars pass
+   through untouched. */
+static int regress_seen_null, regress_seen_p;
+
+static int regress_opt_graph(void *ctx, const wb_arg *a, int na,
+                             wb_tensor **v, int nv)
+{
+    (void)ctx; (void)na; (void)v; (void)nv;
+    regress_seen_null = a[1].t == NULL;
+    regress_seen_p = a[2].p == (const void *)&regress_seen_p;
+    return 0;
+}
+
+Test(regress, optional_tensor_may_be_null)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("opt", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "bias", WB_MUT_NONE, WB_INPUT_OPTIONAL, NULL));
+        WBT_OK(wb_spec_add_scalar(s, "reduction", WB_SCALAR_OPAQUE, NULL));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_str_eq(wb_spec_c_type(s, 2), "const void *");
+        cr_assert_eq(wb_spec_direction(s, 1), WB_DIR_IN);
+        wb_wrapper *w = wbt_wrap(s, regress_opt_graph, NULL, tier);
+        wb_tensor *x = wbt_f32(0, 1, 2);
+        wb_arg a[3] = {{.t = x}, {.t = NULL}, {.p = &regress_seen_p}};
+        WBT_OK(wb_call(w, a, 3, NULL, 0));
+        cr_assert(regress_seen_null && regress_seen_p);
+        a[0].t = NULL;
+        WBT_FAILS(wb_call(w, a, 3, NULL, 0), WB_ERR_TYPE, "input 0 'x'");
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA, WB_INPUT_OPTIONAL, NULL));
+        WBT_FAILS(wb_spec_validate(s), WB_ERR_SPEC,
+                  "an optional tensor may be NULL");
+        wb_spec_free(s);
+    }
+}

@@ -758,15 +758,15 @@ Test(spec, rejects_bad_enum_values)
               WB_ERR_SPEC, "input 1: unknown mutation kind 7");
     WBT_FAILS(wb_spec_add_tensor(s, "t", (wb_mutation)-1, 0, &idx),
               WB_ERR_SPEC, "input 1: unknown mutation kind -1");
-    WBT_FAILS(wb_spec_add_tensor(s, "t", WB_MUT_NONE, 0x8, &idx), WB_ERR_SPEC,
-              "input 1: unknown flags 0x8");
+    WBT_FAILS(wb_spec_add_tensor(s, "t", WB_MUT_NONE, 0x10, &idx),
+              WB_ERR_SPEC, "input 1: unknown flags 0x10");
     WBT_FAILS(wb_spec_add_tensor(s, "t", WB_MUT_NONE,
                                  WB_INPUT_OUT | 0x100u, &idx),
               WB_ERR_SPEC, "unknown flags 0x104");
     WBT_FAILS(wb_spec_add_scalar(s, "n", (wb_scalar_type)0, &idx),
               WB_ERR_SPEC, "input 1: unknown scalar type 0");
-    WBT_FAILS(wb_spec_add_scalar(s, "n", (wb_scalar_type)4, &idx),
-              WB_ERR_SPEC, "input 1: unknown scalar type 4");
+    WBT_FAILS(wb_spec_add_scalar(s, "n", (wb_scalar_type)5, &idx),
+              WB_ERR_SPEC, "input 1: unknown scalar type 5");
     WBT_FAILS(wb_spec_add_output(s, "o", (wb_alias)8, -1, false, 0, &idx),
               WB_ERR_SPEC, "output 1: unknown alias kind 8");
     WBT_FAILS(wb_spec_add_output(s, "o", (wb_alias)-1, -1, false, 0, &idx),

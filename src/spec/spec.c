@@ -191,7 +191,8 @@ wb_status wb_spec_add_tensor(wb_spec *s, const char *name,
     if ((unsigned)mutation > WB_MUT_IN_GRAPH)
         return wb_rt_fail(WB_ERR_SPEC, "input %d: unknown mutation kind %d",
                           s->ninputs, (int)mutation);
-    if (flags & ~(WB_INPUT_DETACH | WB_INPUT_HIDDEN | WB_INPUT_OUT))
+    if (flags & ~(WB_INPUT_DETACH | WB_INPUT_HIDDEN | WB_INPUT_OUT |
+                  WB_INPUT_OPTIONAL))
         return wb_rt_fail(WB_ERR_SPEC, "input %d: unknown flags 0x%x",
                           s->ninputs, flags);
     return wb_spec_add_input(s, name, in, index_out);
@@ -203,7 +204,7 @@ wb_status wb_spec_add_scalar(wb_spec *s, const char *name,
     wb_input in = {.is_tensor = false, .scalar = type, .ndim = -1};
     if (!s)
         return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_scalar: spec is NULL");
-    if (type < WB_SCALAR_INT || type > WB_SCALAR_BOOL)
+    if (type < WB_SCALAR_INT || type > WB_SCALAR_OPAQUE)
         return wb_rt_fail(WB_ERR_SPEC, "input %d: unknown scalar type %d",
                           s->ninputs, (int)type);
     return wb_spec_add_input(s, name, in, index_out);
@@ -413,6 +414,12 @@ static wb_status wb_spec_check_input(const wb_spec *s, int i)
     if ((in->flags & WB_INPUT_OUT) && in->mutation == WB_MUT_NONE)
         return WB_SPEC_ERR(s, "input %d '%s': an out argument must be "
                            "mutated", i, nm);
+    if ((in->flags & WB_INPUT_OPTIONAL) &&
+        (in->mutation != WB_MUT_NONE || (in->flags & WB_INPUT_DETACH) ||
+         in->dtype.bits || in->ndim >= 0))
+        return WB_SPEC_ERR(s, "input %d '%s': an optional tensor may be "
+                           "NULL, so it can be neither mutated, detached nor "
+                           "declared", i, nm);
     return WB_OK;
 }
 
@@ -448,6 +455,10 @@ static wb_status wb_spec_check_output(const wb_spec *s, int k)
         if (!s->inputs[o->base].is_tensor)
             return WB_SPEC_ERR(s, "output %d '%s': %s base %d is a scalar; "
                                "expected a tensor input", k, nm, kind,
+                               o->base);
+        if (s->inputs[o->base].flags & WB_INPUT_OPTIONAL)
+            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is an optional "
+                               "tensor, which may be NULL", k, nm, kind,
                                o->base);
         if (o->kind == WB_OUT_IS_INPUT && o->requires_grad)
             return WB_SPEC_ERR(s, "output %d '%s': is-input returns the "
@@ -553,7 +564,7 @@ static void wb_spec_derive_inputs(wb_spec *s)
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         s->dirs[i] = wb_input_direction(in);
-        if (!in->is_tensor)
+        if (!in->is_tensor || (in->flags & WB_INPUT_OPTIONAL))
             continue;
         s->tensor_inputs[s->ntensor_inputs++] = i;
         if (in->dtype.bits != 0 || in->ndim >= 0)
@@ -672,6 +683,7 @@ const char *wb_spec_c_type(const wb_spec *s, int i)
     case WB_SCALAR_INT: return "int64_t";
     case WB_SCALAR_FLOAT: return "double";
     case WB_SCALAR_BOOL: return "bool";
+    case WB_SCALAR_OPAQUE: return "const void *";
     }
     return NULL;
 }

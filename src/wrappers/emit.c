@@ -172,7 +172,7 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
         wb_buf_printf(b, "typedef struct wb_tensor wb_tensor;\n");
     wb_buf_printf(b,
         "typedef union wb_arg { wb_tensor *t; long long i; double f; "
-        "_Bool b; } wb_arg;\n"
+        "_Bool b; const void *p; } wb_arg;\n"
         "typedef struct wb_env {\n"
         "    int (*graph)(void *ctx, const wb_arg *args, int nargs,\n"
         "                 wb_tensor **values, int nvalues);\n"

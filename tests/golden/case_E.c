@@ -41,7 +41,7 @@ typedef struct wb_tensor {
     void *storage;
     unsigned long long meta; /* DLDataType, then ndim << 32 */
 } wb_tensor;
-typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; } wb_arg;
+typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
 typedef struct wb_env {
     int (*graph)(void *ctx, const wb_arg *args, int nargs,
                  wb_tensor **values, int nvalues);
