@@ -288,6 +288,13 @@ wb_status wb_spec_set_first_call(wb_spec *spec, wb_hook_fn fn, void *ud);
 wb_status wb_spec_add_guard(wb_spec *spec, wb_hook_fn enter,
                             wb_leave_fn leave, void *ud);
 
+/* A spec from its text: an ATen function schema, optionally with wrapbake's
+   extension (docs/spec-format.md), e.g.
+   "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)".
+   WB_ERR_SPEC says where the text is wrong ("LINE:COL: expected ...") or
+   why the schema cannot be wrapped.  The spec is not yet validated. */
+wb_status wb_spec_parse(const char *text, wb_spec **out);
+
 /* Checks the spec and derives its facts; WB_ERR_SPEC says what is wrong.
    A spec changed after validation must be validated again. */
 wb_status wb_spec_validate(wb_spec *spec);

@@ -1,0 +1,63 @@
+/*
+ * schema.h -- ATen function schemas with wrapbake's extension (internal).
+ *
+ * The grammar and its mapping onto the spec IR are documented in
+ * docs/spec-format.md.  A wb_schema is what a line of text says, kept for
+ * tools that show it (wrapbake check); wb_schema_to_spec turns it into a
+ * wb_spec, or says why it cannot be wrapped.
+ */
+#ifndef WB_SCHEMA_H
+#define WB_SCHEMA_H
+
+#include "wrapbake.h"
+
+typedef struct wb_schema wb_schema;
+
+/* How a return relates to the parameters, as `wrapbake check` names it. */
+typedef enum wb_schema_alias {
+    WB_SCHEMA_NONE = 0,            /* "none" */
+    WB_SCHEMA_IS_INPUT,            /* "is_input" */
+    WB_SCHEMA_ALIAS_OF_INPUT,      /* "alias_of_input" */
+    WB_SCHEMA_ALIAS_OF_INTERMEDIATE/* "alias_of_intermediate" */
+} wb_schema_alias;
+
+/* Parses one spec from text (which may span lines).  line is the number of
+   the text's first line and file (may be NULL) its file, both only for
+   messages.  On a syntax error the status is WB_ERR_SPEC and the message
+   reads "FILE:LINE:COL: expected ...", then the line, then a caret under
+   the column. */
+wb_status wb_schema_parse(const char *text, const char *file, int line,
+                          wb_schema **out);
+void wb_schema_free(wb_schema *sc);
+
+/* The name with its overload ("add_.Tensor"), and the base name ("add_"). */
+const char *wb_schema_name(const wb_schema *sc);
+const char *wb_schema_base_name(const wb_schema *sc);
+
+/* Parameters in declaration order, keyword-only ones included. */
+int wb_schema_num_args(const wb_schema *sc);
+const char *wb_schema_arg_name(const wb_schema *sc, int i);
+/* The type as ATen writes it, annotation included: "Tensor(a!)", "int[2]?". */
+const char *wb_schema_arg_type(const wb_schema *sc, int i);
+wb_direction wb_schema_arg_dir(const wb_schema *sc, int i);
+/* "wb_tensor *", "int64_t", "double", "bool", "const void *"; for lists of
+   tensors "wb_tensor **". */
+const char *wb_schema_arg_ctype(const wb_schema *sc, int i);
+
+/* Returns. */
+int wb_schema_num_returns(const wb_schema *sc);
+const char *wb_schema_return_type(const wb_schema *sc, int k);
+wb_schema_alias wb_schema_return_alias(const wb_schema *sc, int k);
+/* The parameter index a return aliases, the intermediate base's index for
+   alias_of_intermediate, or -1. */
+int wb_schema_return_base(const wb_schema *sc, int k);
+const char *wb_schema_alias_name(wb_schema_alias a);
+
+/* NULL when the schema can be wrapped, else why not (owned by sc). */
+const char *wb_schema_unwrappable(const wb_schema *sc);
+
+/* The spec the schema describes, not yet validated; WB_ERR_SPEC with the
+   reason of wb_schema_unwrappable when there is none. */
+wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out);
+
+#endif /* WB_SCHEMA_H */
