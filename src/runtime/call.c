@@ -188,7 +188,7 @@ typedef struct wb_rt_first_frame {
 } wb_rt_first_frame;
 static _Thread_local const wb_rt_first_frame *wb_rt_first_running;
 
-enum { WB_RT_FIRST_TODO, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE };
+enum { WB_RT_FIRST_NOT_RUN, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE };
 
 static bool wb_rt_first_is_mine(const wb_env *e)
 {
@@ -223,7 +223,7 @@ wb_status wb_rt_first_call(const wb_env *e)
     wb_rt_first_running = &frame;
     int rc = s->first_call(s->first_call_ud);
     wb_rt_first_running = frame.up;
-    atomic_store_explicit(state, rc ? WB_RT_FIRST_TODO : WB_RT_FIRST_DONE,
+    atomic_store_explicit(state, rc ? WB_RT_FIRST_NOT_RUN : WB_RT_FIRST_DONE,
                           memory_order_release);
     if (rc)
         return wb_rt_callf(e, WB_ERR_HOOK, "the first-call hook failed with "

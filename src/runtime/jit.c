@@ -4,7 +4,7 @@
  * libtcc keeps process-wide state whose first initialization is racy, so
  * every compile holds wb_jit_lock, the library's one lock.  The compiler
  * gets only fixed option strings and code from the emitter (no user text
- * outside escaped comments), which keeps it off its exit() paths; the one
+ * outside escaped comments), which keeps it from ever calling exit; the one
  * left is its own allocator running out of memory, which cannot be caught
  * from outside libtcc.  The code
  * is relocated into pages of our own that turn read+execute before anyone
