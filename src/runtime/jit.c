@@ -4,11 +4,11 @@
  * libtcc keeps process-wide state whose first initialization is racy, so
  * every compile holds wb_jit_lock, the library's one lock.  The compiler
  * gets only fixed option strings and code from the emitter (no user text
- * outside escaped comments), which keeps it from ever calling exit; the one
- * left is its own allocator running out of memory, which cannot be caught
- * from outside libtcc.  The code
- * is relocated into pages of our own that turn read+execute before anyone
- * can call them, and the compiler state is deleted at once.
+ * outside escaped comments), which keeps it from calling exit, except when
+ * its own allocator runs out of memory, which cannot be caught from outside
+ * libtcc.  The code is relocated into pages of our own that turn
+ * read+execute before anyone can call them, and the compiler state is
+ * deleted at once.
  */
 #include <libtcc.h>
 #include <pthread.h>
