@@ -25,14 +25,19 @@ typedef enum wb_schema_alias {
    the text's first line and file (may be NULL) its file, both only for
    messages.  On a syntax error the status is WB_ERR_SPEC and the message
    reads "FILE:LINE:COL: expected ...", then the line, then a caret under
-   the column. */
+   the column; an error only the whole schema shows (a set on two
+   parameters, a misplaced attribute) reads "FILE:LINE:COL: parameter 2
+   'x': ..." or "... return 0: ...", with the line and caret too.  A schema
+   that parses but cannot be wrapped parses: see wb_schema_unwrappable. */
 wb_status wb_schema_parse(const char *text, const char *file, int line,
                           wb_schema **out);
 void wb_schema_free(wb_schema *sc);
 
-/* The name with its overload ("add_.Tensor"), and the base name ("add_"). */
+/* The name with its overload ("add_.Tensor"), and the base name ("add_"),
+   both without the namespace; the namespace ("aten", or "" when none). */
 const char *wb_schema_name(const wb_schema *sc);
 const char *wb_schema_base_name(const wb_schema *sc);
+const char *wb_schema_namespace(const wb_schema *sc);
 
 /* Parameters in declaration order, keyword-only ones included. */
 int wb_schema_num_args(const wb_schema *sc);
@@ -43,15 +48,33 @@ wb_direction wb_schema_arg_dir(const wb_schema *sc, int i);
 /* "wb_tensor *", "int64_t", "double", "bool", "const void *"; for lists of
    tensors "wb_tensor **". */
 const char *wb_schema_arg_ctype(const wb_schema *sc, int i);
+/* The default as ATen prints it ("1", "[1, 1]", "None"), or NULL. */
+const char *wb_schema_arg_default(const wb_schema *sc, int i);
+/* Whether the parameter comes after the keyword-only marker '*'. */
+bool wb_schema_arg_kwonly(const wb_schema *sc, int i);
 
 /* Returns. */
 int wb_schema_num_returns(const wb_schema *sc);
+/* The return's name, "" when it has none. */
+const char *wb_schema_return_name(const wb_schema *sc, int k);
 const char *wb_schema_return_type(const wb_schema *sc, int k);
+/* A return of an alias set that has a [base] return is alias_of_intermediate
+   (its base is that return, see wb_schema_return_spec_base); the [base]
+   return itself is none. */
 wb_schema_alias wb_schema_return_alias(const wb_schema *sc, int k);
 /* The parameter index a return aliases, the intermediate base's index for
-   alias_of_intermediate, or -1. */
+   alias_of_intermediate, or -1 (also for the returns of a set with a [base]
+   return). */
 int wb_schema_return_base(const wb_schema *sc, int k);
 const char *wb_schema_alias_name(wb_schema_alias a);
+/* What the return becomes in the spec: the alias kind and base that
+   wb_spec_add_output receives (for the returns of a set with a [base]
+   return, alias-of-intermediate-base-is-user-output and that return's
+   index).  Available whether or not the schema can be wrapped. */
+wb_alias wb_schema_return_kind(const wb_schema *sc, int k);
+int wb_schema_return_spec_base(const wb_schema *sc, int k);
+/* The number of intermediate bases the spec declares. */
+int wb_schema_num_bases(const wb_schema *sc);
 
 /* NULL when the schema can be wrapped, else why not (owned by sc). */
 const char *wb_schema_unwrappable(const wb_schema *sc);

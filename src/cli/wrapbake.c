@@ -1,0 +1,735 @@
+/*
+ * wrapbake.c -- the wrapbake command: checks text specs and prints the C
+ * the tcc tier compiles for one.
+ *
+ *   wrapbake check [--json] [--allowlist LIST] FILE...
+ *   wrapbake emit [--name NAME] FILE
+ *
+ * Exit status: 0 on success, 1 when any spec or file failed, 2 on a usage
+ * error.  README.md ("The wrapbake command") describes the output.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wrapbake.h"
+#include "input.h"
+#include "../spec/schema.h"
+#include "../wrappers/wrappers.h"
+
+enum { WB_CLI_OK = 0, WB_CLI_FAILED = 1, WB_CLI_USAGE = 2 };
+
+static const char wb_cli_usage_text[] =
+    "Usage: wrapbake [--help] [--version] COMMAND [OPTIONS] FILE...\n"
+    "\n"
+    "Checks wrapbake text specs (ATen function schemas, optionally with\n"
+    "wrapbake's extension; see docs/spec-format.md) and prints the C that\n"
+    "wrapbake compiles for one.\n"
+    "\n"
+    "Commands:\n"
+    "  check [--json] [--allowlist LIST] FILE...\n"
+    "      Validates each spec of each FILE and prints its name, arity (the\n"
+    "      number of returns), argument directions and C types, return alias\n"
+    "      kinds, and whether it can be wrapped, and why not.  A spec that\n"
+    "      fails is reported and the run goes on.\n"
+    "  emit [--name NAME] FILE\n"
+    "      Prints the C the tcc tier compiles for a spec of FILE.\n"
+    "\n"
+    "Options:\n"
+    "  -j, --json            check: one JSON object per spec per line\n"
+    "  -a, --allowlist LIST  check: take only the specs LIST names, one per\n"
+    "                        line (`add` takes every overload of add,\n"
+    "                        `add.Tensor` only that one; `#` comments)\n"
+    "  -n, --name NAME       emit: the spec to print; needed when FILE holds\n"
+    "                        more than one (`add.Tensor`, or `add` when add\n"
+    "                        has one overload in FILE)\n"
+    "  -h, --help            print this help and exit\n"
+    "  -V, --version         print the version and exit\n"
+    "\n"
+    "FILE is a text file of specs (one per line; `#` comments; a line whose\n"
+    "brackets are still open continues on the next), or, when its name ends\n"
+    "in .yaml or .yml, a YAML list of mappings with a `func:` key, as\n"
+    "native_functions.yaml is.  `-` reads a text file from standard input.\n"
+    "\n"
+    "Exit status: 0 on success, 1 when any spec or file failed, 2 on a usage\n"
+    "error.\n";
+
+/* ---- messages ---- */
+
+/* Errors go to stderr; stdout is flushed first so that the two stay in
+   order when they share a terminal or a file. */
+static void wb_cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void wb_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+/* A message that may or may not end in a newline, printed with exactly
+   one. */
+static void wb_cli_error_text(const char *msg)
+{
+    size_t n = strlen(msg);
+    wb_cli_error("%s%s", msg, n && msg[n - 1] == '\n' ? "" : "\n");
+}
+
+static int wb_cli_usage_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static int wb_cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("wrapbake: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nTry 'wrapbake --help' for more information.\n", stderr);
+    return WB_CLI_USAGE;
+}
+
+/* ---- JSON ---- */
+
+/* The length of the valid UTF-8 sequence at p (1 to 4), or 0 when the
+   bytes there are not one: overlong forms, surrogates and code points past
+   U+10FFFF are invalid.  p is NUL-terminated, and a NUL fails every
+   continuation test before anything past it is read. */
+static int wb_cli_utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c >= 0xe0 && c <= 0xef) {
+        unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 &&
+                       (p[3] & 0xc0) == 0x80
+                   ? 4
+                   : 0;
+    }
+    return 0;
+}
+
+/* s as a JSON string, or null for NULL.  Quotes, backslashes and control
+   characters are escaped; valid UTF-8 is written as it is; each byte that
+   is not part of valid UTF-8 becomes U+FFFD, so the output is always valid
+   UTF-8 and valid JSON. */
+static void wb_cli_json_str(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    putc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned c = *p;
+        if (c == '"' || c == '\\') {
+            putc('\\', f);
+            putc((int)c, f);
+            p++;
+        } else if (c < 0x20) {
+            switch (c) {
+            case '\n': fputs("\\n", f); break;
+            case '\t': fputs("\\t", f); break;
+            case '\r': fputs("\\r", f); break;
+            case '\b': fputs("\\b", f); break;
+            case '\f': fputs("\\f", f); break;
+            default: fprintf(f, "\\u%04x", c); break;
+            }
+            p++;
+        } else {
+            int n = wb_cli_utf8_len(p);
+            if (n == 0) {
+                fputs("\\ufffd", f);
+                p++;
+            } else {
+                fwrite(p, 1, (size_t)n, f);
+                p += n;
+            }
+        }
+    }
+    putc('"', f);
+}
+
+/* ---- what check says about one spec ---- */
+
+static const char *wb_cli_dir_name(wb_direction d)
+{
+    switch (d) {
+    case WB_DIR_IN: return "in";
+    case WB_DIR_INOUT: return "inout";
+    case WB_DIR_OUT: return "out";
+    case WB_DIR_SCALAR: return "scalar";
+    }
+    return "?";
+}
+
+typedef struct wb_cli_counts {
+    int wrappable, unwrappable, failed, skipped;
+} wb_cli_counts;
+
+static void wb_cli_json_failure(const char *name, const char *error)
+{
+    fputs("{\"name\": ", stdout);
+    wb_cli_json_str(stdout, name);
+    fputs(", \"ok\": false, \"error\": ", stdout);
+    wb_cli_json_str(stdout, error);
+    fputs("}\n", stdout);
+}
+
+static void wb_cli_json_spec(const wb_schema *sc, const char *why)
+{
+    FILE *f = stdout;
+    int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
+    fputs("{\"name\": ", f);
+    wb_cli_json_str(f, wb_schema_name(sc));
+    fprintf(f, ", \"ok\": true, \"wrappable\": %s", why ? "false" : "true");
+    if (why) {
+        fputs(", \"reason\": ", f);
+        wb_cli_json_str(f, why);
+    }
+    fprintf(f, ", \"arity\": %d, \"args\": [", nret);
+    for (int i = 0; i < nargs; i++) {
+        fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+        wb_cli_json_str(f, wb_schema_arg_name(sc, i));
+        fputs(", \"type\": ", f);
+        wb_cli_json_str(f, wb_schema_arg_type(sc, i));
+        fprintf(f, ", \"dir\": \"%s\", \"ctype\": ",
+                wb_cli_dir_name(wb_schema_arg_dir(sc, i)));
+        wb_cli_json_str(f, wb_schema_arg_ctype(sc, i));
+        putc('}', f);
+    }
+    fputs("], \"returns\": [", f);
+    for (int k = 0; k < nret; k++) {
+        wb_schema_alias a = wb_schema_return_alias(sc, k);
+        int base = wb_schema_return_base(sc, k);
+        fprintf(f, "%s{\"alias\": \"%s\", \"base\": ", k ? ", " : "",
+                wb_schema_alias_name(a));
+        /* Only the input kinds have an argument index; an intermediate
+           base is no argument. */
+        if ((a == WB_SCHEMA_IS_INPUT || a == WB_SCHEMA_ALIAS_OF_INPUT) &&
+            base >= 0)
+            fprintf(f, "%d}", base);
+        else
+            fputs("null}", f);
+    }
+    fputs("], \"signature\": [", f);
+    bool first = true;
+    for (int i = 0; i < nargs; i++) {
+        wb_direction d = wb_schema_arg_dir(sc, i);
+        if (d == WB_DIR_SCALAR)
+            continue;
+        fprintf(f, "%s\"%s\"", first ? "" : ", ", wb_cli_dir_name(d));
+        first = false;
+    }
+    fputs("]}\n", f);
+}
+
+static int wb_cli_width(const char *s) { return (int)strlen(s); }
+
+/* What a person reviewing an argument wants beside its type: whether it is
+   keyword-only and its default, as ATen prints it. */
+static bool wb_cli_has_note(const wb_schema *sc, int i)
+{
+    return wb_schema_arg_kwonly(sc, i) || wb_schema_arg_default(sc, i);
+}
+
+static void wb_cli_print_note(FILE *f, const wb_schema *sc, int i)
+{
+    const char *def = wb_schema_arg_default(sc, i);
+    bool kw = wb_schema_arg_kwonly(sc, i);
+    fprintf(f, "%s%s%s%s", kw ? "keyword-only" : "", kw && def ? ", " : "",
+            def ? "default " : "", def ? def : "");
+}
+
+/* A return as ATen writes it: its type, then its name if it has one,
+   padded to width. */
+static int wb_cli_ret_width(const wb_schema *sc, int k)
+{
+    const char *name = wb_schema_return_name(sc, k);
+    return wb_cli_width(wb_schema_return_type(sc, k)) +
+           (name && *name ? 1 + wb_cli_width(name) : 0);
+}
+
+static void wb_cli_print_ret(FILE *f, const wb_schema *sc, int k, int width)
+{
+    const char *name = wb_schema_return_name(sc, k);
+    bool named = name && *name;
+    fprintf(f, "%s%s%s%*s", wb_schema_return_type(sc, k), named ? " " : "",
+            named ? name : "", width - wb_cli_ret_width(sc, k), "");
+}
+
+/* How a return relates to the rest, in words: its alias kind, what it
+   aliases, and the spec's variant of the kind when there is one. */
+static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
+{
+    int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
+    wb_schema_alias a = wb_schema_return_alias(sc, k);
+    int base = wb_schema_return_base(sc, k);
+    wb_alias kind = wb_schema_return_kind(sc, k);
+    int spec_base = wb_schema_return_spec_base(sc, k);
+    fputs(wb_schema_alias_name(a), f);
+    if ((a == WB_SCHEMA_IS_INPUT || a == WB_SCHEMA_ALIAS_OF_INPUT) &&
+        base >= 0 && base < nargs) {
+        fprintf(f, " of arg %d '%s'", base, wb_schema_arg_name(sc, base));
+    } else if (kind == WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT &&
+               spec_base >= 0 && spec_base < nret) {
+        const char *name = wb_schema_return_name(sc, spec_base);
+        fprintf(f, " of return %d '%s', its base", spec_base,
+                name && *name ? name : wb_schema_return_type(sc, spec_base));
+    } else if (a == WB_SCHEMA_ALIAS_OF_INTERMEDIATE && base >= 0) {
+        fprintf(f, " (intermediate base %d%s)", base,
+                kind == WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT
+                    ? ", saved as an output"
+                    : "");
+    } else if (kind == WB_OUT_UNSAFE_VIEW_ALIAS) {
+        fputs(" (an unsafe view)", f);
+    } else if (kind == WB_OUT_CUSTOM_FUNCTION_VIEW) {
+        fputs(" (a custom-function view)", f);
+    }
+    /* A [base] return is a plain output that other returns view. */
+    for (int j = 0; j < nret; j++)
+        if (j != k &&
+            wb_schema_return_kind(sc, j) ==
+                WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT &&
+            wb_schema_return_spec_base(sc, j) == k) {
+            fputs(" (the base its alias set views)", f);
+            break;
+        }
+}
+
+/* The block a person reads: the verdict first, then what the wrapper's
+   signature will be, one aligned row per argument and per return. */
+static void wb_cli_text_spec(const wb_schema *sc, const char *why,
+                             const wb_cli_entry *en)
+{
+    FILE *f = stdout;
+    int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
+    int wname = 0, wtype = 0, wdir = 0, wctype = 0, wret = 0;
+    for (int i = 0; i < nargs; i++) {
+        int w = wb_cli_width(wb_schema_arg_name(sc, i));
+        wname = w > wname ? w : wname;
+        w = wb_cli_width(wb_schema_arg_type(sc, i));
+        wtype = w > wtype ? w : wtype;
+        w = wb_cli_width(wb_cli_dir_name(wb_schema_arg_dir(sc, i)));
+        wdir = w > wdir ? w : wdir;
+        w = wb_cli_width(wb_schema_arg_ctype(sc, i));
+        wctype = w > wctype ? w : wctype;
+    }
+    for (int k = 0; k < nret; k++) {
+        int w = wb_cli_ret_width(sc, k);
+        wret = w > wret ? w : wret;
+    }
+    /* The widest index is that of the last argument or return. */
+    int widx = 1;
+    for (int last = (nargs > nret ? nargs : nret) - 1; last >= 10; last /= 10)
+        widx++;
+
+    fprintf(f, "%s  (%s:%d)\n", wb_schema_name(sc), en->file, en->line);
+    if (why)
+        fprintf(f, "  wrappable  no: %s\n", why);
+    else
+        fputs("  wrappable  yes\n", f);
+    fprintf(f, "  arity      %d\n", nret);
+    if (nargs == 0)
+        fputs("  args       (none)\n", f);
+    for (int i = 0; i < nargs; i++) {
+        bool note = wb_cli_has_note(sc, i);
+        fprintf(f, "%s%*d  %-*s  %-*s  %-*s  %-*s",
+                i ? "             " : "  args       ", widx, i, wname,
+                wb_schema_arg_name(sc, i), wtype, wb_schema_arg_type(sc, i),
+                wdir, wb_cli_dir_name(wb_schema_arg_dir(sc, i)),
+                note ? wctype : 0, wb_schema_arg_ctype(sc, i));
+        if (note) {
+            fputs("  ", f);
+            wb_cli_print_note(f, sc, i);
+        }
+        putc('\n', f);
+    }
+    if (nret == 0)
+        fputs("  returns    (none)\n", f);
+    for (int k = 0; k < nret; k++) {
+        fprintf(f, "%s%*d  ", k ? "             " : "  returns    ", widx, k);
+        wb_cli_print_ret(f, sc, k, wret);
+        fputs("  ", f);
+        wb_cli_ret_relation(f, sc, k);
+        putc('\n', f);
+    }
+    fputs("  signature  (", f);
+    bool first = true;
+    for (int i = 0; i < nargs; i++) {
+        wb_direction d = wb_schema_arg_dir(sc, i);
+        if (d == WB_DIR_SCALAR)
+            continue;
+        fprintf(f, "%s%s %s", first ? "" : ", ", wb_cli_dir_name(d),
+                wb_schema_arg_name(sc, i));
+        first = false;
+    }
+    fputs(")\n\n", f);
+}
+
+/* A spec that failed: name is what names it, if anything, and error the
+   whole message (which says where). */
+static void wb_cli_report_failure(bool json, const char *name,
+                                  const char *error, wb_cli_counts *counts)
+{
+    counts->failed++;
+    if (json)
+        wb_cli_json_failure(name, error);
+    else
+        wb_cli_error_text(error);
+}
+
+/* A message of the library's that does not say where: prefixed with the
+   spec's file and line. */
+static char *wb_cli_located(const wb_cli_entry *en, const char *msg)
+{
+    size_t n = strlen(en->file) + strlen(msg) + 32;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s:%d: %s", en->file, en->line, msg);
+    return p;
+}
+
+/* Checks one entry: parses it, and when it can be wrapped builds and
+   validates its spec, which is what wrapping it would do first. */
+static void wb_cli_check_entry(const wb_cli_entry *en, bool json,
+                               wb_cli_allowlist *al, wb_cli_counts *counts)
+{
+    if (en->error) {
+        /* A reader error names no spec, so an allowlist does not take it. */
+        if (al)
+            counts->skipped++;
+        else
+            wb_cli_report_failure(json, NULL, en->error, counts);
+        return;
+    }
+    wb_schema *sc = NULL;
+    if (wb_schema_parse(en->text, en->file, en->line, &sc) != WB_OK) {
+        char *name = wb_cli_text_name(en->text);
+        if (al && (!name || !wb_cli_allowlist_takes(al, name)))
+            counts->skipped++;
+        else
+            wb_cli_report_failure(json, name, wb_last_error(), counts);
+        free(name);
+        return;
+    }
+    if (al && !wb_cli_allowlist_takes(al, wb_schema_name(sc))) {
+        counts->skipped++;
+        wb_schema_free(sc);
+        return;
+    }
+    const char *why = wb_schema_unwrappable(sc);
+    if (!why) {
+        wb_spec *spec = NULL;
+        if (wb_schema_to_spec(sc, &spec) != WB_OK ||
+            wb_spec_validate(spec) != WB_OK) {
+            char *msg = wb_cli_located(en, wb_last_error());
+            wb_cli_report_failure(json, wb_schema_name(sc),
+                                  msg ? msg : "out of memory", counts);
+            free(msg);
+            wb_spec_free(spec);
+            wb_schema_free(sc);
+            return;
+        }
+        wb_spec_free(spec);
+    }
+    if (why)
+        counts->unwrappable++;
+    else
+        counts->wrappable++;
+    if (json)
+        wb_cli_json_spec(sc, why);
+    else
+        wb_cli_text_spec(sc, why, en);
+    wb_schema_free(sc);
+}
+
+static int wb_cli_check(bool json, const char *allowlist, int nfiles,
+                        char **files)
+{
+    wb_cli_allowlist al = {0};
+    wb_cli_counts counts = {0};
+    char *err = NULL;
+    int files_failed = 0;
+    if (allowlist && wb_cli_allowlist_read(allowlist, &al, &err) != 0) {
+        wb_cli_error_text(err ? err : "out of memory");
+        free(err);
+        wb_cli_allowlist_free(&al);
+        return WB_CLI_FAILED;
+    }
+    for (int i = 0; i < nfiles; i++) {
+        wb_cli_entries entries = {0};
+        int rc = wb_cli_read_file(files[i], &entries, &err);
+        /* The entries read before a problem in the file are still
+           checked; the problem is reported after them, where it is. */
+        for (size_t k = 0; k < entries.n; k++)
+            wb_cli_check_entry(&entries.v[k], json, allowlist ? &al : NULL,
+                               &counts);
+        if (rc != 0) {
+            wb_cli_error_text(err ? err : "out of memory");
+            files_failed++;
+        }
+        free(err);
+        err = NULL;
+        wb_cli_entries_free(&entries);
+    }
+    for (size_t i = 0; i < al.n; i++)
+        if (!al.used[i])
+            wb_cli_error("%s:%d: warning: allowlist entry '%s' takes no "
+                         "spec\n", al.file, al.lines[i], al.names[i]);
+    if (!json) {
+        int total = counts.wrappable + counts.unwrappable + counts.failed;
+        printf("%d spec%s: %d wrappable, %d not wrappable, %d failed",
+               total, total == 1 ? "" : "s", counts.wrappable,
+               counts.unwrappable, counts.failed);
+        if (allowlist)
+            printf("; %d left out by the allowlist", counts.skipped);
+        if (files_failed)
+            printf("; %d file%s could not be read whole", files_failed,
+                   files_failed == 1 ? "" : "s");
+        putchar('\n');
+    }
+    wb_cli_allowlist_free(&al);
+    return counts.failed || files_failed ? WB_CLI_FAILED : WB_CLI_OK;
+}
+
+/* ---- emit ---- */
+
+/* The spec's name for picking it: the parser's, else the text's. */
+static char *wb_cli_entry_name(const wb_cli_entry *en)
+{
+    if (en->error)
+        return NULL;
+    wb_schema *sc = NULL;
+    if (wb_schema_parse(en->text, en->file, en->line, &sc) != WB_OK)
+        return wb_cli_text_name(en->text);
+    const char *n = wb_schema_name(sc);
+    char *copy = malloc(strlen(n) + 1);
+    if (copy)
+        strcpy(copy, n);
+    wb_schema_free(sc);
+    return copy;
+}
+
+/* Prints the C of the chosen entry, exactly as the tcc tier emits it
+   (src/runtime/wrapper.c): wb_emit with #line directives and the tier's
+   function name. */
+static int wb_cli_emit_entry(const wb_cli_entry *en)
+{
+    if (en->error) {
+        wb_cli_error_text(en->error);
+        return WB_CLI_FAILED;
+    }
+    wb_schema *sc = NULL;
+    wb_spec *spec = NULL;
+    char *c = NULL, *msg = NULL;
+    int rc = WB_CLI_FAILED;
+    if (wb_schema_parse(en->text, en->file, en->line, &sc) != WB_OK) {
+        wb_cli_error_text(wb_last_error());
+        return WB_CLI_FAILED;
+    }
+    if (wb_schema_to_spec(sc, &spec) != WB_OK ||
+        wb_spec_validate(spec) != WB_OK ||
+        wb_emit(spec, WB_EMIT_FN, true, &c) != WB_OK) {
+        msg = wb_cli_located(en, wb_last_error());
+        wb_cli_error_text(msg ? msg : "out of memory");
+    } else {
+        fputs(c, stdout);
+        rc = WB_CLI_OK;
+    }
+    free(msg);
+    free(c);
+    wb_spec_free(spec);
+    wb_schema_free(sc);
+    return rc;
+}
+
+static int wb_cli_emit(const char *want, const char *path)
+{
+    wb_cli_entries entries = {0};
+    char *err = NULL;
+    int rc = WB_CLI_FAILED;
+    if (wb_cli_read_file(path, &entries, &err) != 0) {
+        wb_cli_error_text(err ? err : "out of memory");
+        goto done;
+    }
+    const char *file = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    if (entries.n == 0) {
+        wb_cli_error("%s: holds no spec\n", file);
+        goto done;
+    }
+    if (!want && entries.n == 1) {
+        rc = wb_cli_emit_entry(&entries.v[0]);
+        goto done;
+    }
+    /* Several specs: list them when none was named, else find the one. */
+    size_t found = 0, pick = 0;
+    for (size_t i = 0; i < entries.n; i++) {
+        char *name = wb_cli_entry_name(&entries.v[i]);
+        if (!want) {
+            if (i == 0)
+                wb_cli_error("wrapbake: %s holds %zu specs; pick one with "
+                             "--name:\n", file, entries.n);
+            wb_cli_error("  %s:%d: %s\n", file, entries.v[i].line,
+                         name ? name : "(no name)");
+        } else if (name && wb_cli_name_matches(want, name)) {
+            if (found == 1)
+                wb_cli_error("wrapbake: several specs in %s are named "
+                             "'%s':\n  %s:%d\n", file, want, file,
+                             entries.v[pick].line);
+            if (found >= 1)
+                wb_cli_error("  %s:%d: %s\n", file, entries.v[i].line, name);
+            if (found == 0)
+                pick = i;
+            found++;
+        }
+        free(name);
+    }
+    if (!want) {
+        fputs("Try 'wrapbake --help' for more information.\n", stderr);
+        rc = WB_CLI_USAGE;
+    } else if (found == 0) {
+        wb_cli_error("wrapbake: no spec in %s is named '%s'\n", file, want);
+    } else if (found == 1) {
+        rc = wb_cli_emit_entry(&entries.v[pick]);
+    }
+done:
+    free(err);
+    wb_cli_entries_free(&entries);
+    return rc;
+}
+
+/* ---- the command line ---- */
+
+/* Reports what getopt_long rejected (its own messages are off, so that
+   they name the command). */
+static int wb_cli_bad_option(const char *cmd, int c, char **argv)
+{
+    const char *arg = argv[optind - 1], *sep = cmd[0] ? ": " : "";
+    if (c == ':')
+        return wb_cli_usage_error("%s%soption '%s' needs an argument", cmd,
+                                  sep, arg);
+    if (optopt)
+        return wb_cli_usage_error("%s%sunknown option '-%c'", cmd, sep,
+                                  optopt);
+    return wb_cli_usage_error("%s%sunknown option '%s'", cmd, sep, arg);
+}
+
+static int wb_cli_main_check(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"allowlist", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    bool json = false;
+    const char *allowlist = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, ":ja:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'a':
+            if (allowlist)
+                return wb_cli_usage_error("check: --allowlist given twice");
+            allowlist = optarg;
+            break;
+        case 'h': fputs(wb_cli_usage_text, stdout); return WB_CLI_OK;
+        default: return wb_cli_bad_option("check", c, argv);
+        }
+    }
+    if (optind >= argc)
+        return wb_cli_usage_error("check: no FILE given ('-' reads standard "
+                                  "input)");
+    return wb_cli_check(json, allowlist, argc - optind, argv + optind);
+}
+
+static int wb_cli_main_emit(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"name", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *name = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (name)
+                return wb_cli_usage_error("emit: --name given twice");
+            name = optarg;
+            break;
+        case 'h': fputs(wb_cli_usage_text, stdout); return WB_CLI_OK;
+        default: return wb_cli_bad_option("emit", c, argv);
+        }
+    }
+    if (optind >= argc)
+        return wb_cli_usage_error("emit: no FILE given ('-' reads standard "
+                                  "input)");
+    if (argc - optind > 1)
+        return wb_cli_usage_error("emit: one FILE only, %d given",
+                                  argc - optind);
+    return wb_cli_emit(name, argv[optind]);
+}
+
+static int wb_cli_finish(int rc)
+{
+    /* A full disk or a closed pipe shows up here, not in the printing. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fputs("wrapbake: error writing the output\n", stderr);
+        return rc == WB_CLI_OK ? WB_CLI_FAILED : rc;
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    /* "+": stop at the command, whose options are its own. */
+    while ((c = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(wb_cli_usage_text, stdout); return wb_cli_finish(0);
+        case 'V':
+            printf("wrapbake %s\n", wb_version());
+            return wb_cli_finish(0);
+        default: return wb_cli_bad_option("", c, argv);
+        }
+    }
+    if (optind >= argc)
+        return wb_cli_usage_error("no COMMAND given (check or emit)");
+    const char *cmd = argv[optind];
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    /* glibc starts a fresh scan, its internal state included, at optind
+       0; the command's own argv[0] is the command name. */
+    optind = 0;
+    int rc;
+    if (strcmp(cmd, "check") == 0)
+        rc = wb_cli_main_check(sub_argc, sub_argv);
+    else if (strcmp(cmd, "emit") == 0)
+        rc = wb_cli_main_emit(sub_argc, sub_argv);
+    else
+        rc = wb_cli_usage_error("unknown command '%s' (check or emit)", cmd);
+    return wb_cli_finish(rc);
+}

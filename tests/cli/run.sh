@@ -1,0 +1,381 @@
+#!/bin/sh
+# Tests of the wrapbake command: golden output of `check` (text and JSON) and
+# of `emit`, exit codes, malformed lines reported without stopping the run,
+# allowlists, YAML and text input, standard input.
+#
+#   sh tests/cli/run.sh WRAPBAKE TIER_SOURCE   the tests (make test)
+#   sh tests/cli/run.sh --bench WRAPBAKE       the timing of check --json on
+#                                              2,500 entries (make bench-check)
+#
+# WB_UPDATE_GOLDEN=1 rewrites tests/cli/golden/ from the current output first,
+# as `make golden` does; review the diff.  The last line printed is
+# "N passed, N failed"; the exit status is 1 when any check failed.
+set -u
+
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+
+bench=
+if [ "${1:-}" = --bench ]; then
+    bench=1
+    shift
+fi
+if [ $# -lt 1 ] || { [ -z "$bench" ] && [ $# -lt 2 ]; }; then
+    echo "usage: $0 WRAPBAKE TIER_SOURCE | $0 --bench WRAPBAKE" >&2
+    exit 2
+fi
+wb=$(abs "$1")
+tier_source=$(abs "${2:-}")
+# Every path in the goldens is relative to the repository root.
+cd "$(dirname "$0")/../.." || exit 2
+golden_dir=tests/cli/golden
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wrapbake-cli.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $*" >&2
+}
+
+# run NAME WANT_STATUS COMMAND...: runs COMMAND with stdin from /dev/null,
+# keeping its stdout in $tmp/NAME.out and its stderr in $tmp/NAME.err, and
+# checks its exit status.  A sanitizer report in stderr fails it too.
+run() {
+    name=$1 want=$2
+    shift 2
+    "$@" <"${run_stdin:-/dev/null}" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    status=$?
+    run_stdin=
+    if [ "$status" -eq "$want" ]; then
+        pass
+    else
+        fail "$name: exit status $status, expected $want"
+        sed 's/^/    /' "$tmp/$name.err" | head -20 >&2
+    fi
+    if grep -q 'Sanitizer' "$tmp/$name.err"; then
+        fail "$name: sanitizer report"
+        cat "$tmp/$name.err" >&2
+    fi
+}
+
+# run_in FILE NAME WANT COMMAND...: run, with stdin from FILE.
+run_in() {
+    run_stdin=$1
+    shift
+    run "$@"
+}
+
+# golden NAME.EXT GOLDEN: the output file must equal the golden file.
+golden() {
+    if [ -n "${WB_UPDATE_GOLDEN:-}" ]; then
+        mkdir -p "$golden_dir"
+        cp "$tmp/$1" "$golden_dir/$2"
+    fi
+    if [ ! -f "$golden_dir/$2" ]; then
+        fail "$golden_dir/$2 is missing; run 'make golden' and review it"
+    elif cmp -s "$tmp/$1" "$golden_dir/$2"; then
+        pass
+    else
+        fail "$1 differs from $golden_dir/$2 (if intended, run 'make golden' and review the diff):"
+        diff -u "$golden_dir/$2" "$tmp/$1" | head -40 >&2
+    fi
+}
+
+# has NAME.EXT TEXT...: the output file contains each TEXT (fixed strings).
+has() {
+    f=$1
+    shift
+    for text in "$@"; do
+        if grep -qF -e "$text" "$tmp/$f"; then
+            pass
+        else
+            fail "$f lacks '$text'"
+            head -20 "$tmp/$f" | sed 's/^/    /' >&2
+        fi
+    done
+}
+
+# lacks NAME.EXT TEXT: the output file does not contain TEXT.
+lacks() {
+    if grep -qF -e "$2" "$tmp/$1"; then
+        fail "$1 contains '$2'"
+    else
+        pass
+    fi
+}
+
+# lines NAME.EXT N: the output file has N lines.
+lines() {
+    n=$(wc -l <"$tmp/$1" | tr -d ' ')
+    if [ "$n" -eq "$2" ]; then pass; else fail "$1 has $n lines, expected $2"; fi
+}
+
+# same A B: two output files are equal.
+same() {
+    if cmp -s "$tmp/$1" "$tmp/$2"; then
+        pass
+    else
+        fail "$1 and $2 differ:"
+        diff -u "$tmp/$1" "$tmp/$2" | head -40 >&2
+    fi
+}
+
+# json NAME.EXT: every line is valid JSON, when python3 is there to say so.
+json() {
+    command -v python3 >/dev/null 2>&1 || return 0
+    if python3 -c '
+import json, sys
+for i, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    try:
+        obj = json.loads(line)
+    except ValueError as e:
+        sys.exit("line %d: %s" % (i, e))
+    if not isinstance(obj, dict) or "name" not in obj or "ok" not in obj:
+        sys.exit("line %d: not a spec object" % i)
+' "$tmp/$1" 2>"$tmp/json.err"; then
+        pass
+    else
+        fail "$1 is not one JSON object per line: $(cat "$tmp/json.err")"
+    fi
+}
+
+# The 2,500-entry YAML: the real entries of the corpus, then copies of them
+# whose overload names are made unique (add.Tensor -> add.Tensor_r1, abs ->
+# abs.r1), so that every entry is a distinct real schema shape.
+make_corpus() {
+    awk -v want=2500 '
+        /^- func: / { n++; funcs[n] = substr($0, 9) }
+        END {
+            out = 0
+            for (r = 0; out < want && n > 0; r++)
+                for (i = 1; i <= n && out < want; i++) {
+                    s = funcs[i]
+                    if (r > 0) {
+                        p = index(s, "(")
+                        name = substr(s, 1, p - 1)
+                        name = index(name, ".") ? name "_r" r : name ".r" r
+                        s = name substr(s, p)
+                    }
+                    print "- func: " s
+                    out++
+                }
+        }' tests/cli/native_functions.yaml >"$1"
+}
+
+finish() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+
+if [ -n "$bench" ]; then
+    corpus=$tmp/corpus.yaml
+    make_corpus "$corpus"
+    runs=7
+    best= all=
+    i=0
+    while [ $i -lt $runs ]; do
+        t0=$(date +%s%N)
+        "$wb" check --json "$corpus" >"$tmp/bench.out" 2>"$tmp/bench.err"
+        status=$?
+        t1=$(date +%s%N)
+        ms=$(( (t1 - t0) / 1000000 ))
+        all="$all $ms"
+        if [ -z "$best" ] || [ "$ms" -lt "$best" ]; then best=$ms; fi
+        i=$((i + 1))
+    done
+    if [ "$status" -eq 0 ]; then pass; else fail "check --json exited $status"; fi
+    lines bench.out 2500
+    lacks bench.out '"ok": false'
+    median=$(echo "$all" | tr ' ' '\n' | sed '/^$/d' | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
+    echo "wrapbake check --json on 2500 YAML entries: best $best ms, median $median ms of $runs runs (all:$all ms)"
+    echo "machine: $(uname -m), $(nproc 2>/dev/null || echo '?') cpus, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo 2>/dev/null | head -1)"
+    if [ "$best" -lt 1000 ]; then pass; else fail "check took $best ms; the target is well under a second"; fi
+    finish
+fi
+
+s=tests/cli/specs.txt
+
+# ---- check, text output --------------------------------------------------
+# Malformed and failing specs make the status 1, are reported on stderr
+# where they are, and the run goes on to the last spec.
+run check_text 1 "$wb" check $s
+golden check_text.out check_specs.txt
+golden check_text.err check_specs.err
+has check_text.out 'mul.Tensor  (tests/cli/specs.txt:34)' \
+    '20 specs: 12 wrappable, 4 not wrappable, 4 failed'
+has check_text.err 'tests/cli/specs.txt:29:24: expected' \
+    'tests/cli/specs.txt:30:' 'tests/cli/specs.txt:31:' \
+    'tests/cli/specs.txt:32:'
+
+# ---- check --json ----------------------------------------------------------
+run check_json 1 "$wb" check --json $s
+golden check_json.out check_specs.json
+lines check_json.out 20
+json check_json.out
+lines check_json.err 0
+# The spec after the failures is still checked, whole.
+has check_json.out '{"name": "mul.Tensor", "ok": true, "wrappable": true, "arity": 1, "args": [{"name": "self", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}, {"name": "other", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}], "returns": [{"alias": "none", "base": null}], "signature": ["in", "in"]}'
+# The example of the brief, to the byte.
+has check_json.out '{"name": "add_.Tensor", "ok": true, "wrappable": true, "arity": 1, "args": [{"name": "self", "type": "Tensor(a!)", "dir": "inout", "ctype": "wb_tensor *"}, {"name": "other", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}, {"name": "alpha", "type": "Scalar", "dir": "scalar", "ctype": "const void *"}], "returns": [{"alias": "is_input", "base": 0}], "signature": ["inout", "in"]}'
+# A malformed line: its name, and the place with the caret.
+has check_json.out '{"name": "f", "ok": false, "error": "tests/cli/specs.txt:29:24: expected'
+has check_json.out '"name": "cat", "ok": true, "wrappable": false, "reason": '
+has check_json.out '{"name": "unclosed", "ok": false, "error": "tests/cli/specs.txt:32:'
+
+# ---- standard input ------------------------------------------------------
+# The same file through `-` gives the same lines, named <stdin>.
+run_in $s check_stdin 1 "$wb" check --json -
+golden check_stdin.out check_stdin.json
+sed 's|tests/cli/specs.txt|<stdin>|g' "$tmp/check_json.out" >"$tmp/check_json_as_stdin.out"
+same check_stdin.out check_json_as_stdin.out
+# Lines ending in CR LF read as lines ending in LF.
+printf 'relu(Tensor self) -> Tensor\nrelu_(Tensor(a!) self,\n    int n) -> Tensor(a!)\n' >"$tmp/lf.txt"
+printf 'relu(Tensor self) -> Tensor\r\nrelu_(Tensor(a!) self,\r\n    int n) -> Tensor(a!)\r\n' >"$tmp/crlf.txt"
+run_in "$tmp/lf.txt" check_lf 0 "$wb" check --json -
+run_in "$tmp/crlf.txt" check_crlf 0 "$wb" check --json -
+lines check_crlf.out 2
+same check_lf.out check_crlf.out
+
+# ---- YAML ----------------------------------------------------------------
+run check_yaml 1 "$wb" check --json tests/cli/ops.yaml
+golden check_yaml.out check_ops.json
+lines check_yaml.out 11
+json check_yaml.out
+has check_yaml.out '"error": "tests/cli/ops.yaml:30:3: expected a `func:` key in this entry"' \
+    '{"name": "broken", "ok": false, "error": "tests/cli/ops.yaml:38:' \
+    '{"name": "relu", "ok": true' '{"name": "cummax.out", "ok": true' \
+    '{"name": "diagonal", "ok": true'
+# A YAML error stops the file where it is; what came before is checked
+# (here a `func:` whose value starts a list, which is no spec).
+run check_bad_yaml 1 "$wb" check --json tests/cli/bad.yaml
+lines check_bad_yaml.out 3
+has check_bad_yaml.out '{"name": "relu", "ok": true' '{"name": "relu_", "ok": true' \
+    '{"name": null, "ok": false, "error": "tests/cli/bad.yaml:3:9: expected a spec after `func:`, as text"}'
+has check_bad_yaml.err 'tests/cli/bad.yaml:4:7: not valid YAML: '
+lacks check_bad_yaml.out sigmoid
+run check_not_list 1 "$wb" check tests/cli/notlist.yaml
+has check_not_list.err 'tests/cli/notlist.yaml:1:1: expected a list of mappings'
+# Every real schema of the corpus checks; so do the 2,500 entries the
+# benchmark times.
+run check_corpus 0 "$wb" check --json tests/cli/native_functions.yaml
+lines check_corpus.out 513
+lacks check_corpus.out '"ok": false'
+make_corpus "$tmp/corpus.yaml"
+run check_corpus_2500 0 "$wb" check --json "$tmp/corpus.yaml"
+lines check_corpus_2500.out 2500
+has check_corpus_2500.out '{"name": "add.Tensor_r4", "ok": true' '{"name": "abs.r1", "ok": true'
+
+# ---- allowlist -------------------------------------------------------------
+# `add` takes every overload of add (not add_), `cummax.out` that overload;
+# the failing entries are not named by it, so the status is 0.
+run check_allow 0 "$wb" check --json --allowlist tests/cli/allow.txt tests/cli/ops.yaml
+golden check_allow.out check_allow.json
+cut -d'"' -f4 "$tmp/check_allow.out" >"$tmp/allow_names.out"
+printf 'add.Tensor\nadd.out\nadd.Scalar\ncummax.out\ndiagonal\n' >"$tmp/allow_names_want.out"
+same allow_names.out allow_names_want.out
+has check_allow.err "tests/cli/allow.txt:5: warning: allowlist entry 'nosuch' takes no spec"
+run check_allow_text 0 "$wb" check -a tests/cli/allow.txt $s
+has check_allow_text.out 'cummax.out  (tests/cli/specs.txt:19)' \
+    '2 specs: 2 wrappable, 0 not wrappable, 0 failed; 18 left out by the allowlist'
+lacks check_allow_text.out 'add_.Tensor'
+printf 'add mul\n' >"$tmp/two.txt"
+run check_allow_bad 1 "$wb" check --allowlist "$tmp/two.txt" $s
+has check_allow_bad.err 'two.txt:1: expected one name per line'
+lines check_allow_bad.out 0
+
+# ---- JSON escapes ----------------------------------------------------------
+# The parser's messages echo the line, with bytes that are not printable
+# ASCII written as \xNN; the JSON escapes their quotes and backslashes.
+run check_escapes 1 "$wb" check --json tests/cli/escapes.txt
+golden check_escapes.out check_escapes.json
+json check_escapes.out
+lines check_escapes.out 5
+has check_escapes.out '{"name": "q", "ok": false' '{"name": "back", "ok": false' \
+    'q\"uote(Tensor x)' 'back\\x5cslash(Tensor x)' 'ctl\\x01(Tensor x)'
+# A file name reaches the messages as it is: quotes, backslashes and control
+# characters are escaped, valid UTF-8 (2- and 4-byte sequences here) is
+# kept, and each byte that is not part of valid UTF-8 (a stray 0xff, an
+# overlong 0xc0 0xaf, a lone continuation byte) becomes \ufffd.
+mkdir "$tmp/names"
+odd=$(printf 'caf\303\251 q"b\\s\001\377\360\237\230\200\300\257\200.txt')
+printf 'bad(\n' >"$tmp/names/$odd"
+run check_odd_name 1 sh -c 'cd "$1" && shift && exec "$@"' sh "$tmp/names" "$wb" check --json "$odd"
+want=$(printf '{"name": "bad", "ok": false, "error": "caf\303\251 q\\"b\\\\s\\u0001\\ufffd\360\237\230\200\\ufffd\\ufffd\\ufffd.txt:1:5: expected')
+has check_odd_name.out "$want"
+json check_odd_name.out
+
+# ---- several files, one missing ------------------------------------------
+run check_missing 1 "$wb" check --json tests/cli/nosuch.txt "$tmp/lf.txt"
+has check_missing.err 'tests/cli/nosuch.txt: cannot read'
+lines check_missing.out 2
+run check_ok 0 "$wb" check "$tmp/lf.txt"
+has check_ok.out '2 specs: 2 wrappable, 0 not wrappable, 0 failed'
+
+# ---- emit ----------------------------------------------------------------
+# What the tcc tier compiles: the same text as the wrapper's own source.
+run emit_decode 0 "$wb" emit --name decode_step $s
+golden emit_decode.out emit_decode_step.c
+lines emit_decode.err 0
+run tier_decode 0 "$tier_source" "$(grep '^decode_step' $s | sed 's/#.*//')"
+same emit_decode.out tier_decode.out
+has emit_decode.out '#line 1 "decode_step"' 'wb_generated('
+if cc -std=c11 -fsyntax-only -x c "$tmp/emit_decode.out" 2>"$tmp/cc.err"; then
+    pass
+else
+    fail "the emitted C does not compile: $(head -5 "$tmp/cc.err")"
+fi
+# A spec written over lines, from standard input, holding only it.
+sed -n '/^fwd(/,/grad_at_end/p' $s >"$tmp/fwd.txt"
+run_in "$tmp/fwd.txt" emit_fwd_stdin 0 "$wb" emit -
+run emit_fwd 0 "$wb" emit -n fwd $s
+same emit_fwd_stdin.out emit_fwd.out
+run tier_fwd 0 "$tier_source" "$(sed 's/#.*//' "$tmp/fwd.txt")"
+same emit_fwd.out tier_fwd.out
+# A base name picks its one overload.
+run emit_base 0 "$wb" emit --name add_ $s
+has emit_base.out "from spec 'add_.Tensor'"
+# Several specs and no --name: a usage error that lists them.
+run emit_unnamed 2 "$wb" emit $s
+has emit_unnamed.err 'holds 20 specs; pick one with --name' \
+    'tests/cli/specs.txt:34: mul.Tensor'
+lines emit_unnamed.out 0
+run emit_nosuch 1 "$wb" emit --name nosuch $s
+has emit_nosuch.err "no spec in tests/cli/specs.txt is named 'nosuch'"
+run emit_unwrappable 1 "$wb" emit --name cat $s
+lines emit_unwrappable.out 0
+run emit_malformed 1 "$wb" emit --name f $s
+has emit_malformed.err 'tests/cli/specs.txt:29:24: expected'
+run emit_failing 1 "$wb" emit --name leaky_ $s
+has emit_failing.err "tests/cli/specs.txt:31:22: parameter 0 'x': attribute 'in_graph' needs"
+lines emit_failing.out 0
+
+# ---- usage -----------------------------------------------------------------
+run usage_none 2 "$wb"
+has usage_none.err 'no COMMAND given'
+run usage_command 2 "$wb" frobnicate
+has usage_command.err "unknown command 'frobnicate'"
+run usage_option 2 "$wb" --frobnicate
+has usage_option.err "unknown option '--frobnicate'"
+run usage_check_option 2 "$wb" check --frobnicate $s
+has usage_check_option.err "check: unknown option '--frobnicate'"
+run usage_check_short 2 "$wb" check -x $s
+has usage_check_short.err "check: unknown option '-x'"
+run usage_check_nofile 2 "$wb" check --json
+has usage_check_nofile.err 'check: no FILE given'
+run usage_allow_noarg 2 "$wb" check $s --allowlist
+has usage_allow_noarg.err "option '--allowlist' needs an argument"
+run usage_emit_two 2 "$wb" emit $s $s
+has usage_emit_two.err 'emit: one FILE only, 2 given'
+run help 0 "$wb" --help
+has help.out 'Usage: wrapbake' 'check [--json] [--allowlist LIST] FILE...' \
+    'emit [--name NAME] FILE' 'Exit status: 0'
+run help_check 0 "$wb" check --help
+same help.out help_check.out
+run version 0 "$wb" --version
+has version.out 'wrapbake 0.1.0'
+lines version.out 1
+
+finish
