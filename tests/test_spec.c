@@ -1141,7 +1141,7 @@ Test(spec, safe_name_escapes_and_truncates)
 Test(spec, hostile_names_appear_escaped_in_messages)
 {
     const char *spec_name = "evil*/\n\xff?\\end";
-    const char *esc_spec = "evil\\x2a\\x2f\\x0a\\xff\\x3f\\x5cend";
+    const char *esc_spec = "evil\\x2a/\\x0a\\xff?\\x5cend";
     wb_spec *s = NULL;
 
     /* An input rule. */
@@ -1150,7 +1150,7 @@ Test(spec, hostile_names_appear_escaped_in_messages)
                               NULL));
     WBT_FAILS(wb_spec_validate(s), WB_ERR_SPEC, esc_spec);
     cr_assert(strstr(wb_last_error(),
-                     "input 0 'x\\x2a\\x2fy\\x0a\\xfe\\x2f\\x2a'"),
+                     "input 0 'x\\x2a/y\\x0a\\xfe\\x2f*'"),
               "message '%s'", wb_last_error());
     ts_assert_message_is_tame();
     wb_spec_free(s);
@@ -1160,7 +1160,7 @@ Test(spec, hostile_names_appear_escaped_in_messages)
     WBT_OK(wb_spec_add_output(s, "o\r*/\x80", WB_OUT_IS_INPUT, 0, false, 0,
                               NULL));
     WBT_FAILS(wb_spec_validate(s), WB_ERR_SPEC, esc_spec);
-    cr_assert(strstr(wb_last_error(), "output 0 'o\\x0d\\x2a\\x2f\\x80'"),
+    cr_assert(strstr(wb_last_error(), "output 0 'o\\x0d\\x2a/\\x80'"),
               "message '%s'", wb_last_error());
     ts_assert_message_is_tame();
     wb_spec_free(s);
@@ -1168,7 +1168,7 @@ Test(spec, hostile_names_appear_escaped_in_messages)
     /* A spec-level rule names only the spec. */
     WBT_OK(wb_spec_new(spec_name, &s));
     WBT_OK(wb_spec_set_intermediate_bases(s, 1));
-    WBT_FAILS(wb_spec_validate(s), WB_ERR_SPEC, "spec 'evil\\x2a");
+    WBT_FAILS(wb_spec_validate(s), WB_ERR_SPEC, "spec 'evil\\x2a/");
     ts_assert_message_is_tame();
     wb_spec_free(s);
 
@@ -1178,7 +1178,7 @@ Test(spec, hostile_names_appear_escaped_in_messages)
     name[WB_MAX_NAME] = '\0';
     WBT_OK(wb_spec_new(name, &s));
     WBT_OK(wb_spec_add_tensor(s, name, WB_MUT_NONE, WB_INPUT_OUT, NULL));
-    WBT_FAILS(wb_spec_validate(s), WB_ERR_SPEC, "\\x2a...': input 0 '\\x2a");
+    WBT_FAILS(wb_spec_validate(s), WB_ERR_SPEC, "*...': input 0 '*");
     ts_assert_message_is_tame();
     cr_assert(strlen(wb_last_error()) < 700, "message of %zu bytes",
               strlen(wb_last_error()));

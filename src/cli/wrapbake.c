@@ -17,6 +17,7 @@
 #include "wrapbake.h"
 #include "input.h"
 #include "../spec/schema.h"
+#include "../spec/spec.h"
 #include "../wrappers/wrappers.h"
 
 enum { WB_CLI_OK = 0, WB_CLI_FAILED = 1, WB_CLI_USAGE = 2 };
@@ -247,15 +248,37 @@ static int wb_cli_width(const char *s) { return (int)strlen(s); }
    keyword-only and its default, as ATen prints it. */
 static bool wb_cli_has_note(const wb_schema *sc, int i)
 {
-    return wb_schema_arg_kwonly(sc, i) || wb_schema_arg_default(sc, i);
+    return wb_schema_arg_kwonly(sc, i) || wb_schema_arg_default(sc, i) ||
+           wb_schema_arg_mutation(sc, i) != WB_MUT_NONE ||
+           wb_schema_arg_flags(sc, i);
 }
 
+/* What a reviewer wants next to an argument: how the wrapper writes it back
+   and what the extension says of it, then keyword-only and the default. */
 static void wb_cli_print_note(FILE *f, const wb_schema *sc, int i)
 {
     const char *def = wb_schema_arg_default(sc, i);
-    bool kw = wb_schema_arg_kwonly(sc, i);
-    fprintf(f, "%s%s%s%s", kw ? "keyword-only" : "", kw && def ? ", " : "",
-            def ? "default " : "", def ? def : "");
+    wb_mutation m = wb_schema_arg_mutation(sc, i);
+    unsigned flags = wb_schema_arg_flags(sc, i);
+    const char *sep = "";
+    if (m != WB_MUT_NONE) {
+        fprintf(f, "%s mutation", wb_mutation_name(m));
+        sep = ", ";
+    }
+    if (flags & WB_INPUT_HIDDEN) {
+        fprintf(f, "%shidden from autograd", sep);
+        sep = ", ";
+    }
+    if (flags & WB_INPUT_DETACH) {
+        fprintf(f, "%sdetached", sep);
+        sep = ", ";
+    }
+    if (wb_schema_arg_kwonly(sc, i)) {
+        fprintf(f, "%skeyword-only", sep);
+        sep = ", ";
+    }
+    if (def)
+        fprintf(f, "%sdefault %s", sep, def);
 }
 
 /* A return as ATen writes it: its type, then its name if it has one,

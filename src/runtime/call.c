@@ -50,7 +50,7 @@ static wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    wb_spec_safe_name(e->spec->name, name, sizeof name);
+    wb_spec_print_name(e->spec->name, name, sizeof name);
     return wb_rt_fail(st, "spec '%s': %s", name, msg);
 }
 
@@ -59,7 +59,7 @@ static const char *wb_rt_input_label(const wb_env *e, int i, char *buf,
                                      size_t n)
 {
     char nm[300];
-    wb_spec_safe_name(e->spec->inputs[i].name, nm, sizeof nm);
+    wb_spec_print_name(e->spec->inputs[i].name, nm, sizeof nm);
     snprintf(buf, n, "input %d '%s'", i, nm);
     return buf;
 }
@@ -69,7 +69,7 @@ static const char *wb_rt_output_label(const wb_env *e, int k, char *buf,
 {
     char nm[300];
     const wb_output *o = &e->spec->outputs[k];
-    wb_spec_safe_name(o->name, nm, sizeof nm);
+    wb_spec_print_name(o->name, nm, sizeof nm);
     snprintf(buf, n, "output %d '%s' (%s)", k, nm, wb_alias_name(o->kind));
     return buf;
 }

@@ -220,7 +220,7 @@ static const char *wb_schema_q(const char *s, size_t n, char *buf,
         n = 65;
     memcpy(tmp, s, n);
     tmp[n] = '\0';
-    wb_spec_safe_name(tmp, buf, size);
+    wb_spec_print_name(tmp, buf, size);
     return buf;
 }
 
@@ -265,11 +265,11 @@ static wb_status wb_schema_vfail(const wb_schema_parser *p, size_t pos,
     n = pos - start;
     memcpy(seg, t + start, n);
     seg[n] = '\0';
-    wb_spec_safe_name(seg, before, sizeof before);
+    wb_spec_print_name(seg, before, sizeof before);
     n = le - start < 65 ? le - start : 65;
     memcpy(seg, t + start, n);
     seg[n] = '\0';
-    wb_spec_safe_name(seg, shown, sizeof shown);
+    wb_spec_print_name(seg, shown, sizeof shown);
     const char *dots = start > ls ? "..." : "";
     return wb_rt_fail(WB_ERR_SPEC, "%s:%ld:%zu: %s%s\n    %s%s\n    %*s^",
                       file, line, pos - ls + 1,
@@ -394,7 +394,7 @@ static const char *wb_schema_who_arg(const wb_schema *sc, int i, char *buf,
                                      size_t n)
 {
     char nm[300];
-    wb_spec_safe_name(sc->args[i].name, nm, sizeof nm);
+    wb_spec_print_name(sc->args[i].name, nm, sizeof nm);
     snprintf(buf, n, "parameter %d '%s'", i, nm);
     return buf;
 }
@@ -408,7 +408,7 @@ static const char *wb_schema_who_ret(const wb_schema *sc, int k, char *buf,
         snprintf(buf, n, "return %d", k);
         return buf;
     }
-    wb_spec_safe_name(name, nm, sizeof nm);
+    wb_spec_print_name(name, nm, sizeof nm);
     snprintf(buf, n, "return %d '%s'", k, nm);
     return buf;
 }
@@ -803,7 +803,7 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
         "detach, dtype=NAME or ndim=N", &k);
     if (st != WB_OK)
         return st;
-    wb_spec_safe_name(arg->type.text, ty, sizeof ty);
+    wb_spec_print_name(arg->type.text, ty, sizeof ty);
     if (arg->type.base != WB_SCHEMA_TENSOR || arg->type.list)
         return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
                                  "a Tensor parameter, not to '%s'", who,
@@ -885,7 +885,7 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
         "custom_function_view, save_as_output or base", &i);
     if (st != WB_OK)
         return st;
-    wb_spec_safe_name(r->type.text, ty, sizeof ty);
+    wb_spec_print_name(r->type.text, ty, sizeof ty);
     if (!wb_schema_plain_tensor(&r->type))
         return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
                                  "a Tensor return, not to '%s'", who,
@@ -1475,7 +1475,7 @@ static wb_status wb_schema_arg_reason(wb_schema *sc, int i)
     const wb_schema_arg *a = &sc->args[i];
     char who[340], ty[300];
     wb_schema_who_arg(sc, i, who, sizeof who);
-    wb_spec_safe_name(a->type.text, ty, sizeof ty);
+    wb_spec_print_name(a->type.text, ty, sizeof ty);
     if (strlen(a->name) > WB_MAX_NAME)
         return wb_schema_set_reason(sc, "parameter %d: its name of %zu bytes "
                                     "is longer than WB_MAX_NAME (%d)", i,
@@ -1499,7 +1499,7 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
     const wb_schema_type *ty = &r->type;
     char who[340], t[300], arg[340];
     wb_schema_who_ret(sc, k, who, sizeof who);
-    wb_spec_safe_name(ty->text, t, sizeof t);
+    wb_spec_print_name(ty->text, t, sizeof t);
     if (strlen(r->name) > WB_MAX_NAME)
         return wb_schema_set_reason(sc, "return %d: its name of %zu bytes is "
                                     "longer than WB_MAX_NAME (%d)", k,
@@ -1667,6 +1667,18 @@ bool wb_schema_arg_kwonly(const wb_schema *sc, int i)
     return a ? a->kwonly : false;
 }
 
+wb_mutation wb_schema_arg_mutation(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    return a && a->type.write ? a->mutation : WB_MUT_NONE;
+}
+
+unsigned wb_schema_arg_flags(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    return a ? a->flags : 0;
+}
+
 wb_direction wb_schema_arg_dir(const wb_schema *sc, int i)
 {
     const wb_schema_arg *a = wb_schema_get_arg(sc, i);
@@ -1783,7 +1795,7 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
         return wb_rt_fail(WB_ERR_INVALID, "wb_schema_to_spec: NULL schema "
                           "or out");
     if (sc->unwrappable) {
-        wb_spec_safe_name(sc->name, nm, sizeof nm);
+        wb_spec_print_name(sc->name, nm, sizeof nm);
         return wb_rt_fail(WB_ERR_SPEC, "spec '%s' cannot be wrapped: %s", nm,
                           sc->unwrappable);
     }

@@ -50,6 +50,10 @@ wb_direction wb_schema_arg_dir(const wb_schema *sc, int i);
 const char *wb_schema_arg_ctype(const wb_schema *sc, int i);
 /* The default as ATen prints it ("1", "[1, 1]", "None"), or NULL. */
 const char *wb_schema_arg_default(const wb_schema *sc, int i);
+/* The mutation a '!' parameter gets (WB_MUT_NONE for others), and its
+   WB_INPUT_DETACH and WB_INPUT_HIDDEN flags from the extension. */
+wb_mutation wb_schema_arg_mutation(const wb_schema *sc, int i);
+unsigned wb_schema_arg_flags(const wb_schema *sc, int i);
 /* Whether the parameter comes after the keyword-only marker '*'. */
 bool wb_schema_arg_kwonly(const wb_schema *sc, int i);
 

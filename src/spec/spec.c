@@ -59,7 +59,10 @@ const char *wb_direction_name(wb_direction d)
     return "?";
 }
 
-void wb_spec_safe_name(const char *name, char *buf, size_t n)
+/* Writes at most 64 bytes of name into buf, with every byte for which
+   escape() holds written as \xHH. */
+static void wb_spec_escape_name(const char *name, char *buf, size_t n,
+                                bool (*escape)(const unsigned char *p))
 {
     size_t o = 0;
     if (n == 0)
@@ -70,13 +73,39 @@ void wb_spec_safe_name(const char *name, char *buf, size_t n)
             o += (size_t)snprintf(buf + o, n - o, "...");
             break;
         }
-        if (*p < 0x20 || *p > 0x7e || *p == '*' || *p == '/' || *p == '\\' ||
-            *p == '?')
+        if (escape(p))
             o += (size_t)snprintf(buf + o, n - o, "\\x%02x", *p);
         else
             buf[o++] = (char)*p;
     }
     buf[o < n ? o : n - 1] = '\0';
+}
+
+/* In generated code: nothing that could end a comment, splice a line
+   (a backslash, or a trigraph's '?') or be anything but printable ASCII. */
+static bool wb_spec_escape_for_code(const unsigned char *p)
+{
+    return *p < 0x20 || *p > 0x7e || *p == '*' || *p == '/' || *p == '\\' ||
+           *p == '?';
+}
+
+/* In messages: readable text, but only printable ASCII, an unambiguous
+   backslash, and no comment delimiters, so a message can be pasted into a
+   comment as it is. */
+static bool wb_spec_escape_for_text(const unsigned char *p)
+{
+    return *p < 0x20 || *p > 0x7e || *p == '\\' ||
+           (*p == '*' && p[1] == '/') || (*p == '/' && p[1] == '*');
+}
+
+void wb_spec_safe_name(const char *name, char *buf, size_t n)
+{
+    wb_spec_escape_name(name, buf, n, wb_spec_escape_for_code);
+}
+
+void wb_spec_print_name(const char *name, char *buf, size_t n)
+{
+    wb_spec_escape_name(name, buf, n, wb_spec_escape_for_text);
 }
 
 /* ---- builder ---- */
@@ -384,13 +413,13 @@ static wb_status wb_spec_errorf(const wb_spec *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    wb_spec_safe_name(s->name, name, sizeof name);
+    wb_spec_print_name(s->name, name, sizeof name);
     return wb_rt_fail(WB_ERR_SPEC, "spec '%s': %s", name, msg);
 }
 
 static const char *wb_spec_item_name(const char *name, char *buf, size_t n)
 {
-    wb_spec_safe_name(name, buf, n);
+    wb_spec_print_name(name, buf, n);
     return buf;
 }
 

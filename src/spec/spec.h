@@ -95,9 +95,12 @@ struct wb_spec {
     char *signature;
 };
 
-/* The byte-safe rendering of a spec name for comments and messages: at most
-   64 bytes, printable ASCII only, no comment terminators. */
+/* A spec's text rendered byte-safe, at most 64 bytes: for comments in
+   generated code (printable ASCII but * / ? and backslash, as \xHH), and
+   for messages (printable ASCII, backslash and comment delimiters
+   escaped). */
 void wb_spec_safe_name(const char *name, char *buf, size_t n);
+void wb_spec_print_name(const char *name, char *buf, size_t n);
 
 const char *wb_mutation_name(wb_mutation m);
 const char *wb_alias_name(wb_alias a);
