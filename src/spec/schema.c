@@ -6,7 +6,7 @@
  * The parser reads straight from the NUL-terminated text with a cursor; it
  * never looks past the NUL, because every look-ahead stops at the first byte
  * that cannot continue the token, and NUL continues none.  Nothing from the
- * text reaches a message except through wb_spec_safe_name, so a hostile
+ * text reaches a message except through wb_spec_print_name, so a hostile
  * schema cannot put control bytes or unbounded text into wb_last_error().
  */
 #include <stdarg.h>
