@@ -220,10 +220,36 @@ static wb_cli_line_scan wb_cli_scan_line(const char *p, size_t n, int depth)
     return sc;
 }
 
+/* Whether a line with text can continue an entry whose brackets are open:
+   it is indented, or it starts by closing a bracket or with the arrow. */
+static bool wb_cli_continues(const char *line)
+{
+    return wb_cli_is_space(line[0]) || line[0] == ')' || line[0] == ']' ||
+           (line[0] == '-' && line[1] == '>');
+}
+
+/* Ends the entry being built, if any, and hands it to out. */
+static int wb_cli_text_flush(wb_cli_str *cur, bool *open, const char *file,
+                             int line, int col, wb_cli_entries *out)
+{
+    if (!*open || cur->oom)
+        return cur->oom ? -1 : 0;
+    wb_cli_entry en = {.text = cur->p, .file = file, .line = line,
+                       .col = col};
+    if (wb_cli_entries_push(out, en) != 0) {
+        cur->oom = true;
+        return -1;
+    }
+    *cur = (wb_cli_str){0};
+    *open = false;
+    return 0;
+}
+
 /* Cuts a text file into entries: one per line, a line whose brackets are
-   still open continuing on the next.  A blank line ends an entry even when
-   its brackets are open, so that one missing `)` costs at most the lines up
-   to the next blank line rather than the rest of the file. */
+   still open continuing on the next when that one is indented or starts
+   with `)`, `]` or `->`.  Any other line, or a blank one, ends an entry even
+   when its brackets are open, so that one missing `)` costs only its own
+   entry. */
 static int wb_cli_read_text(const char *file, const char *buf, size_t len,
                             wb_cli_entries *out, char **err)
 {
@@ -231,7 +257,10 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
     bool open = false;
     int depth = 0, first_line = 0, first_col = 0, lineno = 0;
     size_t pos = 0;
-    while (pos < len) {
+    /* A UTF-8 byte order mark is not part of the first spec. */
+    if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3))
+        pos = 3;
+    while (pos < len && !cur.oom) {
         const char *line = buf + pos;
         const char *nl = memchr(line, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - line) : len - pos;
@@ -240,6 +269,14 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
         if (n > 0 && line[n - 1] == '\r')
             n--;
         wb_cli_line_scan sc = wb_cli_scan_line(line, n, open ? depth : 0);
+        if (open && (sc.blank || (sc.has_text && !wb_cli_continues(line)))) {
+            /* The entry ends here; the parser reports what it misses. */
+            if (wb_cli_text_flush(&cur, &open, file, first_line, first_col,
+                                  out) != 0)
+                break;
+            if (sc.has_text)
+                sc = wb_cli_scan_line(line, n, 0);
+        }
         if (!open) {
             if (!sc.has_text)
                 continue;
@@ -248,10 +285,6 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
             first_col = 1;
             while (wb_cli_is_space(line[first_col - 1]))
                 first_col++;
-        } else if (sc.blank) {
-            /* A blank line inside an entry ends it; the parser reports
-               what is missing. */
-            goto finish;
         } else {
             /* A comment-only line still counts, so that the parser's line
                numbers stay those of the file. */
@@ -259,29 +292,10 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
         }
         wb_cli_str_add(&cur, line, sc.keep);
         depth = sc.depth;
-        if (depth > 0)
-            continue;
-    finish:
-        if (cur.oom)
-            break;
-        wb_cli_entry en = {.text = cur.p, .file = file, .line = first_line,
-                           .col = first_col};
-        if (wb_cli_entries_push(out, en) != 0) {
-            cur.oom = true;
-            break;
-        }
-        cur = (wb_cli_str){0};
-        open = false;
-        depth = 0;
+        if (depth == 0)
+            wb_cli_text_flush(&cur, &open, file, first_line, first_col, out);
     }
-    if (open && !cur.oom) {
-        wb_cli_entry en = {.text = cur.p, .file = file, .line = first_line,
-                           .col = first_col};
-        if (wb_cli_entries_push(out, en) == 0)
-            cur = (wb_cli_str){0};
-        else
-            cur.oom = true;
-    }
+    wb_cli_text_flush(&cur, &open, file, first_line, first_col, out);
     if (cur.oom) {
         free(cur.p);
         *err = wb_cli_format("%s: out of memory", file);

@@ -22,6 +22,20 @@
 
 enum { WB_CLI_OK = 0, WB_CLI_FAILED = 1, WB_CLI_USAGE = 2 };
 
+
+/* The name a spec is shown and picked by: "ns::name.overload" when the
+   schema names a namespace, else "name.overload"; the caller frees it, and
+   it is NULL when out of memory. */
+static char *wb_cli_full_name(const wb_schema *sc)
+{
+    const char *ns = wb_schema_namespace(sc), *name = wb_schema_name(sc);
+    size_t n = strlen(ns) + strlen(name) + 3;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s%s", ns, *ns ? "::" : "", name);
+    return p;
+}
+
 static const char wb_cli_usage_text[] =
     "Usage: wrapbake [--help] [--version] COMMAND [OPTIONS] FILE...\n"
     "\n"
@@ -199,7 +213,9 @@ static void wb_cli_json_spec(const wb_schema *sc, const char *why)
     FILE *f = stdout;
     int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
     fputs("{\"name\": ", f);
-    wb_cli_json_str(f, wb_schema_name(sc));
+    char *name = wb_cli_full_name(sc);
+    wb_cli_json_str(f, name ? name : wb_schema_name(sc));
+    free(name);
     fprintf(f, ", \"ok\": true, \"wrappable\": %s", why ? "false" : "true");
     if (why) {
         fputs(", \"reason\": ", f);
@@ -364,7 +380,10 @@ static void wb_cli_text_spec(const wb_schema *sc, const char *why,
     for (int last = (nargs > nret ? nargs : nret) - 1; last >= 10; last /= 10)
         widx++;
 
-    fprintf(f, "%s  (%s:%d)\n", wb_schema_name(sc), en->file, en->line);
+    char *name = wb_cli_full_name(sc);
+    fprintf(f, "%s  (%s:%d)\n", name ? name : wb_schema_name(sc), en->file,
+            en->line);
+    free(name);
     if (why)
         fprintf(f, "  wrappable  no: %s\n", why);
     else
@@ -453,8 +472,11 @@ static void wb_cli_check_entry(const wb_cli_entry *en, bool json,
         free(name);
         return;
     }
-    if (al && !wb_cli_allowlist_takes(al, wb_schema_name(sc))) {
+    char *full = wb_cli_full_name(sc);
+    const char *shown = full ? full : wb_schema_name(sc);
+    if (al && !wb_cli_allowlist_takes(al, shown)) {
         counts->skipped++;
+        free(full);
         wb_schema_free(sc);
         return;
     }
@@ -464,9 +486,10 @@ static void wb_cli_check_entry(const wb_cli_entry *en, bool json,
         if (wb_schema_to_spec(sc, &spec) != WB_OK ||
             wb_spec_validate(spec) != WB_OK) {
             char *msg = wb_cli_located(en, wb_last_error());
-            wb_cli_report_failure(json, wb_schema_name(sc),
-                                  msg ? msg : "out of memory", counts);
+            wb_cli_report_failure(json, shown, msg ? msg : "out of memory",
+                                  counts);
             free(msg);
+            free(full);
             wb_spec_free(spec);
             wb_schema_free(sc);
             return;
@@ -481,6 +504,7 @@ static void wb_cli_check_entry(const wb_cli_entry *en, bool json,
         wb_cli_json_spec(sc, why);
     else
         wb_cli_text_spec(sc, why, en);
+    free(full);
     wb_schema_free(sc);
 }
 
@@ -543,12 +567,9 @@ static char *wb_cli_entry_name(const wb_cli_entry *en)
     wb_schema *sc = NULL;
     if (wb_schema_parse(en->text, en->file, en->line, &sc) != WB_OK)
         return wb_cli_text_name(en->text);
-    const char *n = wb_schema_name(sc);
-    char *copy = malloc(strlen(n) + 1);
-    if (copy)
-        strcpy(copy, n);
+    char *name = wb_cli_full_name(sc);
     wb_schema_free(sc);
-    return copy;
+    return name;
 }
 
 /* Prints the C of the chosen entry, exactly as the tcc tier emits it

@@ -352,6 +352,30 @@ run emit_failing 1 "$wb" emit --name leaky_ $s
 has emit_failing.err "tests/cli/specs.txt:31:22: parameter 0 'x': attribute 'in_graph' needs"
 lines emit_failing.out 0
 
+# ---- entries that do not close ----------------------------------------------
+# An unclosed bracket ends its entry at the next unindented line, so the
+# specs after it are still checked; continuation lines are indented or start
+# with ')', ']' or '->'.  A UTF-8 byte order mark is not part of a spec.
+printf 'f(Tensor x -> Tensor\ng(Tensor x) -> Tensor\nh(Tensor x,\n  Tensor y\n) -> Tensor\n' >"$tmp/open.txt"
+run check_open 1 "$wb" check --json "$tmp/open.txt"
+lines check_open.out 3
+has check_open.out '"name": "g", "ok": true' '"name": "h", "ok": true'
+has check_open.out "open.txt:1:12: expected ',' or ')' after parameter 0 'x'"
+printf '\357\273\277k(Tensor x) -> Tensor\n' >"$tmp/bom.txt"
+run check_bom 0 "$wb" check --json "$tmp/bom.txt"
+has check_bom.out '{"name": "k", "ok": true'
+
+# ---- namespaces ----------------------------------------------------------------
+# A schema's namespace is part of the name it is shown and picked by.
+printf 'aten::add.Tensor(Tensor self, Tensor other) -> Tensor\nmyops::foo(Tensor(a!) x) -> ()\n' >"$tmp/ns.txt"
+printf 'aten::add\n' >"$tmp/ns_allow.txt"
+run check_ns_allow 0 "$wb" check --json --allowlist "$tmp/ns_allow.txt" "$tmp/ns.txt"
+lines check_ns_allow.out 1
+has check_ns_allow.out '{"name": "aten::add.Tensor", "ok": true'
+lacks check_ns_allow.err 'takes no spec'
+run emit_ns 0 "$wb" emit --name myops::foo "$tmp/ns.txt"
+has emit_ns.out "from spec 'foo'"
+
 # ---- usage -----------------------------------------------------------------
 run usage_none 2 "$wb"
 has usage_none.err 'no COMMAND given'
