@@ -77,9 +77,11 @@ $(TESTS): $(TEST_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(TEST_LIBS) $(LIBS)
 
-$(BENCH): $(BENCH_OBJ) $(LIB)
+# The benchmark reads spec files with the CLI's reader.
+$(BENCH): $(BENCH_OBJ) $(BUILD)/obj/src/cli/input.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIB) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/obj/src/cli/input.o \
+	    $(LIB) $(CLI_LIBS) $(LIBS)
 
 $(CLI): $(CLI_OBJ) $(LIB)
 	@mkdir -p $(@D)
@@ -116,7 +118,7 @@ endif
 # so any sanitizer report in the log fails the run.  Allocation stacks are
 # cut to the allocator and its caller, so that the suppression of
 # Criterion's own leak (tests/lsan.supp) cannot hide one of ours.
-test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS)) $(CLI) $(TIER_SRC)
+test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS)) $(CLI) $(TIER_SRC) $(BENCH)
 	$(EXAMPLE)
 	$(ALLOC_RUN)
 	@rc=0; LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
@@ -126,6 +128,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS)) $(CLI) $(TIER_SRC)
 	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
 	exit $$rc
 	sh tests/cli/run.sh $(CLI) $(TIER_SRC)
+	sh tests/bench/run.sh $(BENCH)
 
 test-asan:
 	$(MAKE) test BUILD=build/asan SANITIZE=address,undefined

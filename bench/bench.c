@@ -4,27 +4,44 @@
  * Cases A-E follow the reference table of PyTorch's code-generated runtime
  * wrapper: every input is a contiguous float32 [2, 4] tensor, mutations are
  * data mutations of distinct inputs, each alias is an alias-of-input view of
- * a distinct input, and one further output is not aliased.  The graph
- * stand-in does constant work: it hands out references to values prepared
- * ahead of time.  "direct" calls the graph alone and releases its values,
- * the least any caller must do: the floor no wrapper can beat.
+ * a distinct input, and one further output is not aliased.  --spec FILE
+ * benchmarks the user's own specs the same way.  The graph stand-in does
+ * constant work: it hands out references to values prepared ahead of time,
+ * shaped as the spec says.  "direct" calls the graph alone and releases its
+ * values, the least any caller must do: the floor no wrapper can beat.
+ *
+ * With --tier, wrapbake-bench makes exactly --calls calls and prints no
+ * timing, for instruction counts that do not depend on a noisy clock:
+ * callgrind's count for N calls minus its count for 0 calls, over N.
  */
+#define _GNU_SOURCE /* sched_setaffinity */
+#include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "wrapbake.h"
+#include "bench.h"
+#include "../src/cli/input.h"
+#include "../src/spec/spec.h"
 
-#define BENCH_MAX_ARGS 32
-#define BENCH_REPS 31
+#define BENCH_MAX_VALUES 64
+
+/* ---- cases ---- */
 
 typedef struct bench_case {
-    const char *name, *desc;
-    int nargs, nmut, nalias;
+    char name[64], desc[64];
+    wb_spec *spec;
 } bench_case;
 
-static const bench_case bench_cases[] = {
+static const struct {
+    const char *name, *desc;
+    int nargs, nmut, nalias;
+} bench_builtin[] = {
     {"A", "0 alias, 0 mut, 5 args", 5, 0, 0},
     {"B", "2 alias, 0 mut, 5 args", 5, 0, 2},
     {"C", "0 alias, 2 mut, 5 args", 5, 2, 0},
@@ -32,62 +49,166 @@ static const bench_case bench_cases[] = {
     {"E", "5 alias, 3 mut, 20 args", 20, 3, 5},
 };
 
-/* The graph stand-in's prepared values. */
-typedef struct bench_graph {
-    wb_tensor *values[BENCH_MAX_ARGS];
-    int nvalues;
-} bench_graph;
+#define BENCH_NBUILTIN ((int)(sizeof bench_builtin / sizeof *bench_builtin))
 
-static int bench_graph_fn(void *ctx, const wb_arg *args, int nargs,
-                          wb_tensor **values, int nvalues)
+static void bench_die(const char *what, const char *why)
 {
-    bench_graph *g = ctx;
+    fprintf(stderr, "wrapbake-bench: %s: %s\n", what, why);
+    exit(1);
+}
+
+static void bench_ok(wb_status st, const char *what)
+{
+    if (st != WB_OK)
+        bench_die(what, wb_last_error());
+}
+
+static const DLDataType bench_f32 = {kDLFloat, 32, 1};
+static const DLDevice bench_cpu = {kDLCPU, 0};
+
+static wb_spec *bench_builtin_spec(int i)
+{
+    wb_spec *s;
+    bench_ok(wb_spec_new(bench_builtin[i].name, &s), "spec");
+    for (int a = 0; a < bench_builtin[i].nargs; a++) {
+        bench_ok(wb_spec_add_tensor(s, "x", a < bench_builtin[i].nmut
+                                                ? WB_MUT_DATA : WB_MUT_NONE,
+                                    0, NULL), "input");
+        bench_ok(wb_spec_declare_input(s, a, bench_f32, 2), "declare");
+    }
+    for (int k = 0; k < bench_builtin[i].nalias; k++)
+        bench_ok(wb_spec_add_output(s, "view", WB_OUT_ALIAS_OF_INPUT,
+                                    bench_builtin[i].nmut + k, false, 0, NULL),
+                 "output");
+    bench_ok(wb_spec_add_output(s, "out", WB_OUT_NON_ALIAS, -1, false, 0,
+                                NULL), "output");
+    bench_ok(wb_spec_validate(s), "validate");
+    return s;
+}
+
+/* The specs of a text or YAML file, each a case named by its spec. */
+static int bench_file_cases(const char *path, bench_case **cases)
+{
+    wb_cli_entries es = {0};
+    char *err = NULL;
+    if (wb_cli_read_file(path, &es, &err) != 0)
+        bench_die(path, err ? err : "cannot read it");
+    *cases = calloc(es.n ? es.n : 1, sizeof **cases);
+    if (!*cases)
+        bench_die(path, "out of memory");
+    int n = 0;
+    for (size_t i = 0; i < es.n; i++) {
+        char where[300];
+        snprintf(where, sizeof where, "%s:%d", path, es.v[i].line);
+        if (es.v[i].error)
+            bench_die(where, es.v[i].error);
+        bench_case *c = &(*cases)[n++];
+        bench_ok(wb_spec_parse(es.v[i].text, &c->spec), where);
+        bench_ok(wb_spec_validate(c->spec), where);
+        snprintf(c->name, sizeof c->name, "%s", wb_spec_name(c->spec));
+        snprintf(c->desc, sizeof c->desc, "%d in, %d mut, %d out",
+                 wb_spec_num_inputs(c->spec), wb_spec_num_updated(c->spec),
+                 wb_spec_num_outputs(c->spec));
+    }
+    wb_cli_entries_free(&es);
+    return n;
+}
+
+/* ---- the graph stand-in ---- */
+
+/* Inputs, arguments and the values the graph hands out, made from a spec:
+   every tensor [2, 4] (or [2]*ndim when declared) of the declared dtype or
+   float32; updated values shaped as their input; views of the inputs,
+   intermediate bases and outputs they alias. */
+typedef struct bench_world {
+    const wb_spec *spec;
+    wb_tensor *in[WB_MAX_INPUTS];
+    wb_arg args[WB_MAX_INPUTS];
+    wb_tensor *values[BENCH_MAX_VALUES];
+    int nvalues;
+} bench_world;
+
+static int bench_graph(void *ctx, const wb_arg *args, int nargs,
+                       wb_tensor **values, int nvalues)
+{
+    bench_world *w = ctx;
     (void)args;
     (void)nargs;
-    if (nvalues != g->nvalues)
+    if (nvalues != w->nvalues)
         return -1;
     for (int i = 0; i < nvalues; i++)
-        values[i] = wb_tensor_retain(g->values[i]);
+        values[i] = wb_tensor_retain(w->values[i]);
     return nvalues;
 }
 
-static void bench_check(wb_status st, const char *what)
+static wb_tensor *bench_tensor(DLDataType dt, int ndim)
 {
-    if (st != WB_OK) {
-        fprintf(stderr, "wrapbake-bench: %s: %s\n", what, wb_last_error());
-        exit(1);
-    }
-}
-
-static wb_tensor *bench_tensor(void)
-{
-    int64_t sizes[2] = {2, 4};
+    int64_t sizes[WB_MAX_DIMS];
     wb_tensor *t;
-    bench_check(wb_tensor_new((DLDataType){kDLFloat, 32, 1},
-                              (DLDevice){kDLCPU, 0}, 2, sizes, &t),
-                "tensor");
+    for (int d = 0; d < ndim; d++)
+        sizes[d] = d == ndim - 1 && ndim == 2 ? 4 : 2;
+    bench_ok(wb_tensor_new(dt, bench_cpu, ndim, sizes, &t), "tensor");
     return t;
 }
 
-static wb_spec *bench_spec(const bench_case *c)
+static wb_tensor *bench_view(const wb_tensor *base)
 {
-    wb_spec *s;
-    bench_check(wb_spec_new(c->name, &s), "spec");
-    for (int i = 0; i < c->nargs; i++) {
-        bench_check(wb_spec_add_tensor(s, "x", i < c->nmut ? WB_MUT_DATA
-                                                          : WB_MUT_NONE,
-                                       0, NULL), "input");
-        bench_check(wb_spec_declare_input(s, i, (DLDataType){kDLFloat, 32, 1},
-                                          2), "declare");
-    }
-    for (int k = 0; k < c->nalias; k++)
-        bench_check(wb_spec_add_output(s, "view", WB_OUT_ALIAS_OF_INPUT,
-                                       c->nmut + k, false, 0, NULL), "output");
-    bench_check(wb_spec_add_output(s, "out", WB_OUT_NON_ALIAS, -1, false, 0,
-                                   NULL), "output");
-    bench_check(wb_spec_validate(s), "validate");
-    return s;
+    wb_tensor *v;
+    bench_ok(wb_tensor_as_strided(base, wb_tensor_ndim(base),
+                                  wb_tensor_sizes(base),
+                                  wb_tensor_strides(base),
+                                  wb_tensor_offset(base), &v), "view");
+    return v;
 }
+
+static void bench_world_make(bench_world *w, const wb_spec *s)
+{
+    memset(w, 0, sizeof *w);
+    w->spec = s;
+    w->nvalues = s->nvalues;
+    if (s->nvalues > BENCH_MAX_VALUES)
+        bench_die(s->name, "more graph values than the benchmark prepares");
+    for (int i = 0; i < s->ninputs; i++) {
+        const wb_input *in = &s->inputs[i];
+        if (!in->is_tensor)
+            continue;
+        w->in[i] = bench_tensor(in->dtype.bits ? in->dtype : bench_f32,
+                                in->ndim >= 0 ? in->ndim : 2);
+        w->args[i].t = w->in[i];
+    }
+    int m = s->nupdated, nout = s->noutputs;
+    for (int j = 0; j < m; j++) {
+        const wb_tensor *t = w->in[s->muts[j].input];
+        w->values[j] = bench_tensor(wb_tensor_dtype(t), wb_tensor_ndim(t));
+    }
+    for (int b = 0; b < s->nbases; b++)
+        w->values[m + nout + b] = bench_tensor(bench_f32, 2);
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < nout; k++) {
+            const wb_spec_out *d = &s->outs[k];
+            /* Plain outputs first: other outputs may view them. */
+            bool plain = d->kind == WB_OUT_NON_ALIAS ||
+                         d->kind == WB_OUT_IS_INPUT;
+            if (plain != (pass == 0))
+                continue;
+            if (plain)
+                w->values[d->value] = bench_tensor(bench_f32, 2);
+            else if (d->kind == WB_OUT_ALIAS_OF_INPUT)
+                w->values[d->value] = bench_view(w->in[d->base]);
+            else
+                w->values[d->value] = bench_view(w->values[d->base]);
+        }
+}
+
+static void bench_world_free(bench_world *w)
+{
+    for (int i = 0; i < w->nvalues; i++)
+        wb_tensor_release(w->values[i]);
+    for (int i = 0; i < w->spec->ninputs; i++)
+        wb_tensor_release(w->in[i]);
+}
+
+/* ---- measuring ---- */
 
 static double bench_now_ns(void)
 {
@@ -102,92 +223,288 @@ static int bench_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-typedef struct bench_stat {
-    double median, min, max;
-} bench_stat;
-
-/* ns per call of `calls` calls through w (NULL: the graph alone). */
-static bench_stat bench_time(wb_wrapper *w, bench_graph *g, const wb_arg *args,
-                             int nargs, int nouts, long calls)
+/* calls calls through w, or of the graph alone when w is NULL. */
+static void bench_calls(bench_world *world, wb_wrapper *w, long calls)
 {
-    double per[BENCH_REPS];
-    wb_tensor *outs[BENCH_MAX_ARGS];
-    wb_graph_fn volatile graph = bench_graph_fn;
-    for (int rep = -1; rep < BENCH_REPS; rep++) {
-        double t0 = bench_now_ns();
-        for (long i = 0; i < calls; i++) {
-            if (w) {
-                bench_check(wb_call(w, args, nargs, outs, nouts), "call");
-                for (int k = 0; k < nouts; k++)
-                    wb_tensor_release(outs[k]);
-            } else {
-                int n = graph(g, args, nargs, outs, g->nvalues);
-                for (int k = 0; k < n; k++)
-                    wb_tensor_release(outs[k]);
-            }
+    wb_tensor *outs[BENCH_MAX_VALUES];
+    int nouts = world->spec->noutputs, nargs = world->spec->ninputs;
+    wb_graph_fn volatile graph = bench_graph;
+    for (long i = 0; i < calls; i++) {
+        if (w) {
+            bench_ok(wb_call(w, world->args, nargs, outs, nouts), "call");
+            for (int k = 0; k < nouts; k++)
+                wb_tensor_release(outs[k]);
+        } else {
+            int n = graph(world, world->args, nargs, outs, world->nvalues);
+            for (int k = 0; k < n; k++)
+                wb_tensor_release(outs[k]);
         }
-        if (rep >= 0) /* rep -1 warms up */
-            per[rep] = (bench_now_ns() - t0) / (double)calls;
     }
-    qsort(per, BENCH_REPS, sizeof *per, bench_cmp);
-    return (bench_stat){per[BENCH_REPS / 2], per[0], per[BENCH_REPS - 1]};
+}
+
+static bench_stat bench_time(bench_world *world, wb_wrapper *w, long calls,
+                             long reps)
+{
+    double *per = malloc(sizeof *per * (size_t)reps);
+    if (!per)
+        bench_die("timing", "out of memory");
+    bench_calls(world, w, calls); /* warm-up */
+    for (long r = 0; r < reps; r++) {
+        double t0 = bench_now_ns();
+        bench_calls(world, w, calls);
+        per[r] = (bench_now_ns() - t0) / (double)calls;
+    }
+    qsort(per, (size_t)reps, sizeof *per, bench_cmp);
+    bench_stat st = {per[reps / 2], per[0], per[reps - 1]};
+    free(per);
+    return st;
+}
+
+/* Heap allocations per call in steady state, counted over calls calls. */
+static double bench_count_allocs(bench_world *world, wb_wrapper *w, long calls)
+{
+    if (!bench_allocs_counted())
+        return -1;
+    bench_calls(world, w, 16);
+    long before = bench_allocs();
+    bench_calls(world, w, calls);
+    return (double)(bench_allocs() - before) / (double)calls;
+}
+
+static wb_wrapper *bench_wrapper(const wb_spec *s, bench_world *world,
+                                 wb_tier tier, double *compile_us)
+{
+    wb_options o = {.tier = tier};
+    wb_wrapper *w;
+    double t0 = bench_now_ns();
+    bench_ok(wb_wrapper_new(s, bench_graph, world, &o, &w), "wrapper");
+    if (compile_us)
+        *compile_us = (bench_now_ns() - t0) / 1e3;
+    return w;
+}
+
+/* The median time of building one tcc wrapper, over a few fresh ones. */
+static double bench_compile_us(const wb_spec *s, bench_world *world)
+{
+    double us[9];
+    for (int i = 0; i < 9; i++)
+        wb_wrapper_free(bench_wrapper(s, world, WB_TIER_TCC, &us[i]));
+    qsort(us, 9, sizeof *us, bench_cmp);
+    return us[4];
+}
+
+static void bench_progress(const char *c, const char *tier)
+{
+    if (isatty(2))
+        fprintf(stderr, "\r\033[Kwrapbake-bench: case %s, %s", c, tier);
+}
+
+static void bench_measure(const bench_case *c, long calls, long reps,
+                          bench_case_result *out)
+{
+    bench_world world;
+    bench_world_make(&world, c->spec);
+    out->name = c->name;
+    out->desc = c->desc;
+    for (int x = 0; x < BENCH_NTIERS; x++) {
+        bench_tier_result *t = &out->tiers[x];
+        t->available = true;
+        t->allocs_per_call = -1;
+        t->compile_us = -1;
+        bench_progress(c->name, bench_tier_names[x]);
+        if (x == BENCH_CC) {
+            t->available = false;
+            t->why_not = "not available: this build has no cc tier";
+            continue;
+        }
+        wb_wrapper *w = NULL;
+        if (x != BENCH_DIRECT)
+            w = bench_wrapper(c->spec, &world,
+                              x == BENCH_INTERP ? WB_TIER_INTERP : WB_TIER_TCC,
+                              NULL);
+        if (x == BENCH_TCC)
+            t->compile_us = bench_compile_us(c->spec, &world);
+        t->ns = bench_time(&world, w, calls, reps);
+        t->allocs_per_call = bench_count_allocs(&world, w, calls);
+        wb_wrapper_free(w);
+    }
+    bench_world_free(&world);
+}
+
+/* ---- the machine ---- */
+
+static void bench_machine(char *buf, size_t n)
+{
+    char model[128] = "unknown CPU", line[256];
+    struct utsname u;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+    if (f)
+        fclose(f);
+    if (uname(&u) != 0)
+        snprintf(u.machine, sizeof u.machine, "?");
+    snprintf(buf, n, "%s, %ld CPUs, %s", model, sysconf(_SC_NPROCESSORS_ONLN),
+             u.machine);
+}
+
+/* ---- main ---- */
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f,
+        "Usage: wrapbake-bench [OPTION]...\n"
+        "Times each tier of wrapbake against a bare call of the graph.\n\n"
+        "  -c, --case NAME    only this case (A-E, or a spec name with --spec)\n"
+        "  -s, --spec FILE    the specs of FILE (text or YAML) instead of A-E\n"
+        "  -n, --calls N      calls per timed run (default 20000)\n"
+        "  -r, --reps N       timed runs per column (default 31)\n"
+        "  -p, --cpu N        pin the benchmark to CPU N\n"
+        "  -j, --json         one JSON object instead of the table\n"
+        "      --csv          CSV instead of the table\n"
+        "      --svg FILE     also write a bar chart to FILE\n"
+        "  -t, --tier T       counting mode: make exactly --calls calls on\n"
+        "                     tier T (direct, interp, tcc, cc) of one --case,\n"
+        "                     printing nothing; for valgrind --tool=callgrind\n"
+        "  -h, --help         this text\n");
 }
 
 int main(int argc, char **argv)
 {
-    long calls = argc > 1 ? strtol(argv[1], NULL, 10) : 20000;
-    printf("wrapbake-bench %s: ns per call, median over %d runs of %ld calls "
-           "(min-max)\n\n", wb_version(), BENCH_REPS, calls);
-    printf("%-4s %-24s %16s %16s %16s %9s %9s %8s %10s\n", "case", "desc",
-           "direct", "interp", "tcc", "interp-d", "tcc-d", "tcc/int", "tcc us");
-    for (size_t ci = 0; ci < sizeof bench_cases / sizeof *bench_cases; ci++) {
-        const bench_case *c = &bench_cases[ci];
-        wb_tensor *in[BENCH_MAX_ARGS];
-        wb_arg args[BENCH_MAX_ARGS];
-        bench_graph g = {.nvalues = c->nmut + c->nalias + 1};
-        for (int i = 0; i < c->nargs; i++) {
-            in[i] = bench_tensor();
-            args[i].t = in[i];
+    static const struct option opts[] = {
+        {"case", required_argument, NULL, 'c'},
+        {"spec", required_argument, NULL, 's'},
+        {"calls", required_argument, NULL, 'n'},
+        {"reps", required_argument, NULL, 'r'},
+        {"cpu", required_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},
+        {"csv", no_argument, NULL, 'v'},
+        {"svg", required_argument, NULL, 'g'},
+        {"tier", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *only = NULL, *spec_file = NULL, *svg = NULL, *tier = NULL;
+    long calls = 20000, reps = 31;
+    int cpu = -1, opt;
+    bool json = false, csv = false, counting_calls_given = false;
+    while ((opt = getopt_long(argc, argv, "c:s:n:r:p:jt:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': only = optarg; break;
+        case 's': spec_file = optarg; break;
+        case 'n': calls = strtol(optarg, NULL, 10); counting_calls_given = true; break;
+        case 'r': reps = strtol(optarg, NULL, 10); break;
+        case 'p': cpu = atoi(optarg); break;
+        case 'j': json = true; break;
+        case 'v': csv = true; break;
+        case 'g': svg = optarg; break;
+        case 't': tier = optarg; break;
+        case 'h': bench_usage(stdout); return 0;
+        default: bench_usage(stderr); return 2;
         }
-        for (int j = 0; j < c->nmut; j++)
-            g.values[j] = bench_tensor();
-        for (int k = 0; k < c->nalias; k++)
-            bench_check(wb_tensor_as_strided(in[c->nmut + k], 2,
-                                             wb_tensor_sizes(in[c->nmut + k]),
-                                             NULL, 0, &g.values[c->nmut + k]),
-                        "view");
-        g.values[c->nmut + c->nalias] = bench_tensor();
-
-        wb_spec *s = bench_spec(c);
-        wb_wrapper *wi, *wt;
-        wb_options oi = {WB_TIER_INTERP}, ot = {WB_TIER_TCC};
-        bench_check(wb_wrapper_new(s, bench_graph_fn, &g, &oi, &wi), "interp");
-        double t0 = bench_now_ns();
-        bench_check(wb_wrapper_new(s, bench_graph_fn, &g, &ot, &wt), "tcc");
-        double compile_us = (bench_now_ns() - t0) / 1e3;
-
-        int nouts = c->nalias + 1;
-        bench_stat d = bench_time(NULL, &g, args, c->nargs, nouts, calls);
-        bench_stat i = bench_time(wi, &g, args, c->nargs, nouts, calls);
-        bench_stat t = bench_time(wt, &g, args, c->nargs, nouts, calls);
-        char cd[32], cint[32], ct[32];
-        snprintf(cd, sizeof cd, "%.1f (%.1f-%.1f)", d.median, d.min, d.max);
-        snprintf(cint, sizeof cint, "%.1f (%.1f-%.1f)", i.median, i.min, i.max);
-        snprintf(ct, sizeof ct, "%.1f (%.1f-%.1f)", t.median, t.min, t.max);
-        double oi_ns = i.median - d.median, ot_ns = t.median - d.median;
-        printf("%-4s %-24s %16s %16s %16s %9.1f %9.1f %8.2f %10.1f\n", c->name,
-               c->desc, cd, cint, ct, oi_ns, ot_ns,
-               oi_ns > 0 ? ot_ns / oi_ns : 0.0, compile_us);
-
-        wb_wrapper_free(wi);
-        wb_wrapper_free(wt);
-        wb_spec_free(s);
-        for (int v = 0; v < g.nvalues; v++)
-            wb_tensor_release(g.values[v]);
-        for (int a = 0; a < c->nargs; a++)
-            wb_tensor_release(in[a]);
     }
-    printf("\ninterp-d, tcc-d: overhead above direct; tcc/int: their ratio; "
-           "tcc us: one JIT compile\n");
-    return 0;
+    if (optind < argc || calls < 0 || reps < 1 || (json && csv) ||
+        (!tier && calls < 1) || (tier && (!only || !counting_calls_given))) {
+        bench_usage(stderr);
+        return 2;
+    }
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            bench_die("--cpu", "cannot pin to that CPU");
+    }
+
+    bench_case *cases;
+    int ncases;
+    if (spec_file) {
+        ncases = bench_file_cases(spec_file, &cases);
+    } else {
+        ncases = BENCH_NBUILTIN;
+        cases = calloc((size_t)ncases, sizeof *cases);
+        if (!cases)
+            bench_die("cases", "out of memory");
+        for (int i = 0; i < ncases; i++) {
+            snprintf(cases[i].name, sizeof cases[i].name, "%s",
+                     bench_builtin[i].name);
+            snprintf(cases[i].desc, sizeof cases[i].desc, "%s",
+                     bench_builtin[i].desc);
+            cases[i].spec = bench_builtin_spec(i);
+        }
+    }
+    if (only) {
+        int k = 0;
+        for (int i = 0; i < ncases; i++) {
+            if (!strcmp(cases[i].name, only))
+                cases[k++] = cases[i];
+            else
+                wb_spec_free(cases[i].spec);
+        }
+        if (k == 0)
+            bench_die(only, "no such case");
+        ncases = k;
+    }
+
+    int status = 0;
+    if (tier) {
+        /* Counting mode: exactly `calls` calls, nothing printed. */
+        int x = 0;
+        while (x < BENCH_NTIERS && strcmp(tier, bench_tier_names[x]))
+            x++;
+        if (x == BENCH_NTIERS) {
+            bench_usage(stderr);
+            return 2;
+        }
+        if (x == BENCH_CC)
+            bench_die("--tier cc", "this build has no cc tier");
+        bench_world world;
+        bench_world_make(&world, cases[0].spec);
+        wb_wrapper *w = NULL;
+        if (x != BENCH_DIRECT)
+            w = bench_wrapper(cases[0].spec, &world,
+                              x == BENCH_INTERP ? WB_TIER_INTERP : WB_TIER_TCC,
+                              NULL);
+        bench_calls(&world, w, calls);
+        wb_wrapper_free(w);
+        bench_world_free(&world);
+    } else {
+        bench_case_result *res = calloc((size_t)ncases, sizeof *res);
+        if (!res)
+            bench_die("results", "out of memory");
+        bench_report r = {.calls = calls, .reps = reps, .cases = res,
+                          .ncases = ncases};
+        bench_machine(r.machine, sizeof r.machine);
+        time_t now = time(NULL);
+        strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));
+        for (int i = 0; i < ncases; i++)
+            bench_measure(&cases[i], calls, reps, &res[i]);
+        if (isatty(2))
+            fprintf(stderr, "\r\033[K");
+        if (json)
+            bench_print_json(stdout, &r);
+        else if (csv)
+            bench_print_csv(stdout, &r);
+        else
+            bench_print_table(stdout, &r);
+        if (svg) {
+            FILE *f = fopen(svg, "w");
+            if (!f) {
+                fprintf(stderr, "wrapbake-bench: cannot write %s\n", svg);
+                status = 1;
+            } else {
+                bench_print_svg(f, &r);
+                fclose(f);
+            }
+        }
+        free(res);
+    }
+    for (int i = 0; i < ncases; i++)
+        wb_spec_free(cases[i].spec);
+    free(cases);
+    return status;
 }

@@ -1,0 +1,50 @@
+/*
+ * bench.h -- wrapbake-bench's pieces: measurement results and the reports
+ * made of them.
+ */
+#ifndef WB_BENCH_H
+#define WB_BENCH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* The columns, in order: the floor first. */
+enum { BENCH_DIRECT, BENCH_INTERP, BENCH_TCC, BENCH_CC, BENCH_NTIERS };
+extern const char *const bench_tier_names[BENCH_NTIERS];
+
+typedef struct bench_stat {
+    double median, min, max;  /* ns per call over the repetitions */
+} bench_stat;
+
+typedef struct bench_tier_result {
+    bool available;
+    const char *why_not;      /* when not available */
+    bench_stat ns;
+    double allocs_per_call;   /* -1 when this build cannot count them */
+    double compile_us;        /* one wrapper alone; -1 when none is built */
+} bench_tier_result;
+
+typedef struct bench_case_result {
+    const char *name, *desc;
+    bench_tier_result tiers[BENCH_NTIERS];
+} bench_case_result;
+
+typedef struct bench_report {
+    char machine[160];
+    char date[32];
+    long calls, reps;
+    const bench_case_result *cases;
+    int ncases;
+} bench_report;
+
+void bench_print_table(FILE *f, const bench_report *r);
+void bench_print_json(FILE *f, const bench_report *r);
+void bench_print_csv(FILE *f, const bench_report *r);
+void bench_print_svg(FILE *f, const bench_report *r);
+
+/* Heap allocations made by the process so far (allocs.c), and whether this
+   build can count them at all. */
+long bench_allocs(void);
+bool bench_allocs_counted(void);
+
+#endif /* WB_BENCH_H */
