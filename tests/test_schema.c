@@ -53,6 +53,15 @@ static void tsc_rejects_msg(const char *text, const char *want)
                      text, wb_last_error(), want);
 }
 
+/* Whether messages show the byte at c escaped, as wb_spec_print_name
+   does: outside printable ASCII, a backslash, or the first byte of a
+   comment delimiter. */
+static bool tsc_shown_escaped(const char *c)
+{
+    return *c < 0x20 || *c > 0x7e || *c == '\\' ||
+           (*c == '*' && c[1] == '/') || (*c == '/' && c[1] == '*');
+}
+
 /* Asserts that a one-line text of at most 64 bytes, none of which is shown
    escaped, is rejected at column col with message msg: the line follows,
    then a caret under the column. */
@@ -61,7 +70,7 @@ static void tsc_rejects(const char *text, int col, const char *msg)
     char want[1024];
     cr_assert(strlen(text) <= 64, "test text '%s' is too long", text);
     for (const char *c = text; *c; c++)
-        cr_assert(*c >= 0x20 && *c <= 0x7e && !strchr("*/\\?", *c),
+        cr_assert(!tsc_shown_escaped(c),
                   "test text '%s' holds a byte shown escaped", text);
     snprintf(want, sizeof want, "<text>:1:%d: %s\n    %s\n    %*s^", col,
              msg, text, col - 1, "");
@@ -191,6 +200,16 @@ Test(schema, every_base_type_and_its_c_type)
         {"DimVector", "const void *", WB_DIR_SCALAR},
         {"GraphModule", "const void *", WB_DIR_SCALAR},
         {"ConstQuantizerPtr", "const void *", WB_DIR_SCALAR},
+        /* Those the C++ schema parser knows besides. */
+        {"complex", "const void *", WB_DIR_SCALAR},
+        {"Quantizer", "const void *", WB_DIR_SCALAR},
+        {"None", "const void *", WB_DIR_SCALAR},
+        {"NoneType", "const void *", WB_DIR_SCALAR},
+        {"Capsule", "const void *", WB_DIR_SCALAR},
+        {"Any", "const void *", WB_DIR_SCALAR},
+        {"AnyClassType", "const void *", WB_DIR_SCALAR},
+        {"AnyEnumType", "const void *", WB_DIR_SCALAR},
+        {"PyObject", "const void *", WB_DIR_SCALAR},
     };
     char text[1024] = "f(";
     for (int i = 0; i < TSC_COUNT(c); i++) {
@@ -256,6 +275,21 @@ Test(schema, type_forms_print_as_aten_prints_them)
         {"Tensor ( k ! )", "Tensor(k!)", "wb_tensor *", WB_DIR_INOUT},
         {"Tensor(l|m!->n)", "Tensor(l|m! -> n)", "wb_tensor *",
          WB_DIR_INOUT},
+        /* The '!' shorthand, named sets, the wildcard, annotated lists. */
+        {"Tensor!", "Tensor!", "wb_tensor *", WB_DIR_INOUT},
+        {"Tensor !", "Tensor!", "wb_tensor *", WB_DIR_INOUT},
+        {"Tensor!?", "Tensor!?", "wb_tensor *", WB_DIR_INOUT},
+        {"Tensor![]", "Tensor![]", "wb_tensor **", WB_DIR_INOUT},
+        {"Tensor(self)", "Tensor(self)", "wb_tensor *", WB_DIR_IN},
+        {"Tensor(o|self!)", "Tensor(o|self!)", "wb_tensor *", WB_DIR_INOUT},
+        {"Tensor(Big_2 -> x1|*)", "Tensor(Big_2 -> x1|*)", "wb_tensor *",
+         WB_DIR_IN},
+        {"Tensor(*)", "Tensor(*)", "wb_tensor *", WB_DIR_IN},
+        {"Tensor( * ! )", "Tensor(*!)", "wb_tensor *", WB_DIR_INOUT},
+        {"Tensor(p|*|*)", "Tensor(p|*|*)", "wb_tensor *", WB_DIR_IN},
+        {"Tensor[](q!)", "Tensor[](q!)", "wb_tensor **", WB_DIR_INOUT},
+        {"Tensor(r)[](s)?", "Tensor(r)[](s)?", "wb_tensor **", WB_DIR_IN},
+        {"Tensor[]!", "Tensor[]!", "wb_tensor **", WB_DIR_INOUT},
     };
     char text[2048] = "f(";
     for (int i = 0; i < TSC_COUNT(c); i++) {
@@ -294,7 +328,7 @@ Test(schema, defaults_of_every_form)
         {"float k=-0.0", "-0.0"},
         {"str l='none'", "'none'"},
         {"str m=\"mean\"", "\"mean\""},
-        {"str n=\"it's \\\"so\\\"\"", "\"it's \\\"so\\\"\""},
+        {"str n=\"it's \\\"so\\\"\"", "\"it's \\x5c\"so\\x5c\"\""},
         {"str o='#not a comment'", "'#not a comment'"},
         {"int[] p=[]", "[]"},
         {"int[2] q=[1, 1]", "[1, 1]"},
@@ -308,6 +342,9 @@ Test(schema, defaults_of_every_form)
         {"ScalarType y=long", "long"},
         {"int[] z=[[1], [2, -3], []]", "[[1], [2, -3], []]"},
         {"str zz = 'spaced'", "'spaced'"},
+        {"complex c1=1j", "1j"},
+        {"complex c2=-2.5j", "-2.5j"},
+        {"complex c3=1e-3j", "1e-3j"},
         {"int nodefault", NULL},
     };
     char text[2048] = "f(";
@@ -326,6 +363,53 @@ Test(schema, defaults_of_every_form)
             cr_assert_null(wb_schema_arg_default(sc, i));
     }
     cr_assert_str_eq(wb_schema_arg_name(sc, 26), "zz");
+    cr_assert_str_eq(wb_schema_arg_name(sc, 29), "c3");
+    wb_schema_free(sc);
+}
+
+/* Defaults leave the parser as messages show text: bytes outside printable
+   ASCII, backslashes and the first byte of a comment delimiter as \xHH, at
+   most 64 bytes of the default, then "...". */
+Test(schema, defaults_are_shown_escaped)
+{
+    static const struct {
+        const char *param, *dflt;
+    } c[] = {
+        {"str a='x\x01y\tz'", "'x\\x01y\\x09z'"},
+        {"str b='\\n'", "'\\x5cn'"},
+        {"str c='/*x*/'", "'\\x2f*x\\x2a/'"},
+        {"str d='a*b/c'", "'a*b/c'"},
+        {"str e='caf\xc3\xa9'", "'caf\\xc3\\xa9'"},
+        {"str f=\"\x7f\"", "\"\\x7f\""},
+        {"str g='#x'", "'#x'"},
+        {"int[] i=[1, -2, 3]", "[1, -2, 3]"},
+    };
+    char text[1024] = "f(";
+    for (int i = 0; i < TSC_COUNT(c); i++) {
+        strcat(text, i ? ", " : "");
+        strcat(text, c[i].param);
+    }
+    strcat(text, ") -> ()");
+    wb_schema *sc = tsc_parse(text);
+    cr_assert_eq(wb_schema_num_args(sc), TSC_COUNT(c));
+    for (int i = 0; i < TSC_COUNT(c); i++) {
+        const char *d = wb_schema_arg_default(sc, i);
+        cr_assert_str_eq(d, c[i].dflt, "%s", c[i].param);
+        for (const unsigned char *b = (const unsigned char *)d; *b; b++)
+            cr_assert(*b >= 0x20 && *b <= 0x7e, "byte 0x%02x in the default "
+                      "of %s", *b, c[i].param);
+    }
+    wb_schema_free(sc);
+    /* A long default: its first 64 bytes, then "...". */
+    char t[256], want[80];
+    strcpy(t, "f(str s='");
+    memset(t + 9, 'a', 100);
+    strcpy(t + 109, "') -> ()");
+    want[0] = '\'';
+    memset(want + 1, 'a', 63);
+    strcpy(want + 64, "...");
+    sc = tsc_parse(t);
+    cr_assert_str_eq(wb_schema_arg_default(sc, 0), want);
     wb_schema_free(sc);
 }
 
@@ -465,35 +549,61 @@ Test(schema, grammar_rejections_annotations)
 {
     static const tsc_case c[] = {
         {"f(Tensor(1) x) -> Tensor", 10,
-         "expected an alias set (a letter a-z) after '('"},
-        {"f(Tensor(A) x) -> Tensor", 10,
-         "expected an alias set (a letter a-z) after '('"},
+         "expected an alias set (a name or '*') after '('"},
+        {"f(Tensor(1a) x) -> Tensor", 10,
+         "expected an alias set (a name or '*') after '('"},
         {"f(Tensor() x) -> Tensor", 10,
-         "expected an alias set (a letter a-z) after '('"},
-        {"f(Tensor(ab) x) -> Tensor", 11,
+         "expected an alias set (a name or '*') after '('"},
+        {"f(Tensor(!) x) -> Tensor", 10,
+         "expected an alias set (a name or '*') after '('"},
+        {"f(Tensor(a b) x) -> Tensor", 12,
          "expected '|', '!', '->' or ')' in the alias annotation"},
         {"f(Tensor(a x) -> Tensor", 12,
          "expected '|', '!', '->' or ')' in the alias annotation"},
-        {"f(Tensor(a|) x) -> Tensor", 12, "expected a letter a-z after '|'"},
+        {"f(Tensor(a.b) x) -> Tensor", 11,
+         "expected '|', '!', '->' or ')' in the alias annotation"},
+        {"f(Tensor(a|) x) -> Tensor", 12,
+         "expected an alias set (a name or '*') after '|'"},
+        {"f(Tensor(*|) x) -> Tensor", 12,
+         "expected an alias set (a name or '*') after '|'"},
+        {"f(Tensor(*|a) x) -> Tensor", 12,
+         "alias set 'a' follows the wildcard '*', which stands for every "
+         "set; write it before the '*'"},
+        {"f(Tensor(a -> *|b) x) -> Tensor", 17,
+         "alias set 'b' follows the wildcard '*', which stands for every "
+         "set; write it before the '*'"},
+        {"f(Tensor(* x) -> Tensor", 12,
+         "expected '|', '!', '->' or ')' in the alias annotation"},
         {"f(Tensor(a!b) x) -> Tensor", 12,
          "expected '->' or ')' in the alias annotation"},
         {"f(Tensor(a!!) x) -> Tensor", 12,
          "expected '->' or ')' in the alias annotation"},
         {"f(Tensor(a ->) x) -> Tensor", 14,
-         "expected '*' or an alias set after '->'"},
+         "expected an alias set (a name or '*') after '->'"},
         {"f(Tensor(a -> b c) x) -> Tensor", 17,
          "expected '|' or ')' in the alias annotation"},
         {"f(Tensor(a -> b|) x) -> Tensor", 17,
-         "expected a letter a-z after '|'"},
+         "expected an alias set (a name or '*') after '|'"},
         {"f(Tensor x) -> Tensor(", 23,
-         "expected an alias set (a letter a-z) after '('"},
+         "expected an alias set (a name or '*') after '('"},
+        /* The '!' shorthand is the whole annotation, before any '?'. */
+        {"f(Tensor!! x) -> Tensor", 10,
+         "expected a parameter name after the type 'Tensor!'"},
+        {"f(Tensor!(a) x) -> Tensor", 10,
+         "expected a parameter name after the type 'Tensor!'"},
+        {"f(Tensor(a)! x) -> Tensor", 12,
+         "expected a parameter name after the type 'Tensor(a)'"},
+        {"f(Tensor[]!! x) -> Tensor", 12,
+         "expected a parameter name after the type 'Tensor[]!'"},
+        {"f(Tensor[](a x) -> Tensor", 14,
+         "expected '|', '!', '->' or ')' in the alias annotation"},
         {"f(Tensor x) -> Tensor(a", 24,
          "expected '|', '!', '->' or ')' in the alias annotation"},
     };
     tsc_rejects_all(c, TSC_COUNT(c));
     /* Texts whose echo shows an escaped '*' or '?'. */
     tsc_rejects_msg("f(Tensor(a -> *!) x) -> Tensor",
-                    "<text>:1:16: expected ')' to close the alias "
+                    "<text>:1:16: expected '|' or ')' in the alias "
                     "annotation\n"
                     "    f(Tensor(a -> *!) x) -> Tensor\n"
                     "                   ^");
@@ -502,6 +612,11 @@ Test(schema, grammar_rejections_annotations)
                     "'Tensor(a)?'\n"
                     "    f(Tensor(a)?? x) -> Tensor\n"
                     "                ^");
+    tsc_rejects_msg("f(Tensor?! x) -> Tensor",
+                    "<text>:1:10: expected a parameter name after the type "
+                    "'Tensor?'\n"
+                    "    f(Tensor?! x) -> Tensor\n"
+                    "             ^");
 }
 
 Test(schema, grammar_rejections_defaults)
@@ -679,20 +794,39 @@ Test(schema, error_positions_and_echo)
               "or '*'\n");
 }
 
+/* Numbers of any length saturate instead of overflowing. */
+Test(schema, long_numbers_saturate)
+{
+    static const tsc_case c[] = {
+        {"f(int[99999999999999999999999999999999] x) -> ()", 7,
+         "expected a list size of at most 999999999"},
+        {"f(int[1000000000] x) -> ()", 7,
+         "expected a list size of at most 999999999"},
+        {"f(Tensor x) -> Tensor [dynamic=99999999999999999999999]", 32,
+         "return 0: dynamic takes dims 0..15 separated by '|'"},
+        {"f(Tensor x) -> Tensor [dynamic=1|99999999999999999999999]", 32,
+         "return 0: dynamic takes dims 0..15 separated by '|'"},
+        {"f(Tensor x [ndim=9999999999999999999999999999]) -> ()", 18,
+         "parameter 0 'x': ndim takes one number 0..16"},
+    };
+    tsc_rejects_all(c, TSC_COUNT(c));
+    wb_schema *sc = tsc_parse("f(int[999999999] a, "
+                              "int[00000000000000000000001] b) -> ()");
+    cr_assert_str_eq(wb_schema_arg_type(sc, 0), "int[999999999]");
+    cr_assert_str_eq(wb_schema_arg_type(sc, 1), "int[1]");
+    wb_schema_free(sc);
+    wb_spec *s = tsc_spec("f(Tensor x [ndim=00000000000000000000016]) -> "
+                          "Tensor [dynamic=0000000000000000000015]");
+    cr_assert_eq(s->inputs[0].ndim, 16);
+    cr_assert_eq(s->outputs[0].dyn, (uint64_t)1 << 15);
+    wb_spec_free(s);
+}
+
 /* ---- rejections that need the whole schema ------------------------------ */
 
 Test(schema, semantic_rejections)
 {
     static const tsc_case c[] = {
-        {"f(Tensor(a) x, Tensor(a) y) -> Tensor", 22,
-         "parameter 1 'y': alias set 'a' is already used by parameter 0 "
-         "'x'"},
-        {"f(Tensor(a!) x, Tensor(b|a) y) -> Tensor", 23,
-         "parameter 1 'y': alias set 'a' is already used by parameter 0 "
-         "'x'"},
-        {"f(Tensor(a)[] x, Tensor(a!) y) -> Tensor", 24,
-         "parameter 1 'y': alias set 'a' is already used by parameter 0 "
-         "'x'"},
         {"f(Tensor x, Tensor y, Tensor x) -> Tensor", 30,
          "parameter 2 'x': parameter 0 has the same name"},
         {"f(Tensor x) -> (Tensor a, Tensor b, Tensor a)", 44,
@@ -704,6 +838,15 @@ Test(schema, semantic_rejections)
                                            "'Storage'"},
         {"f(Tensor x) -> Scalar(a)", 22,
          "return 0: only a Tensor has an alias annotation, not 'Scalar'"},
+        {"f(int! x) -> Tensor", 6,
+         "parameter 0 'x': only a Tensor has an alias annotation, not 'int'"},
+        {"f(int[2](a) x) -> Tensor", 9,
+         "parameter 0 'x': only a Tensor has an alias annotation, not 'int'"},
+        {"f(complex(a) x) -> Tensor", 10,
+         "parameter 0 'x': only a Tensor has an alias annotation, not "
+         "'complex'"},
+        {"f(Tensor x) -> float!", 21,
+         "return 0: only a Tensor has an alias annotation, not 'float'"},
         {"f(Tensor x) -> Tensor(c) [base, base]", 33,
          "return 0: attribute 'base' is given twice"},
     };
@@ -838,7 +981,11 @@ Test(schema, extension_rejections_returns_and_graph)
          "base of alias set 'c'"},
         {"f(Tensor x) -> Tensor with bogus", 28,
          "graph: unknown attribute 'bogus'; the graph takes training, "
-         "keep_input_mutations or grad_at_end=on|off"},
+         "keep_input_mutations, inplace_view or grad_at_end=on|off"},
+        {"f(Tensor x) -> Tensor with inplace_view, inplace_view", 42,
+         "graph: attribute 'inplace_view' is given twice"},
+        {"f(Tensor x) -> Tensor with inplace_view=on", 41,
+         "graph: attribute 'inplace_view' takes no value"},
         {"f(Tensor x) -> Tensor with training, training", 38,
          "graph: attribute 'training' is given twice"},
         {"f(Tensor x) -> Tensor with training=1", 37,
@@ -1098,6 +1245,29 @@ Test(schema, unwrappable_reasons)
          "return 0: writes alias set 'a', which parameter 0 'x' only reads"},
         {"f(Tensor x) -> (Tensor, Tensor(c!) w)",
          "return 1 'w': writes alias set 'c', which no parameter has"},
+        {"f(Tensor x) -> (Tensor, Tensor! w)",
+         "return 1 'w': writes a fresh alias set ('!'), which no parameter "
+         "has"},
+        {"f(Tensor(self) x) -> Tensor(self!)",
+         "return 0: writes alias set 'self', which parameter 0 'x' only "
+         "reads"},
+        {"f(Tensor!? x) -> ()",
+         "parameter 0 'x': an optional tensor ('Tensor!?') may be NULL, so "
+         "it cannot be mutated"},
+        {"copy_blocks(Tensor(a!)[] key_caches, Tensor[](b!) value_caches, "
+         "Tensor block_mapping) -> ()",
+         "parameter 0 'key_caches': a tensor list ('Tensor(a!)[]') has no "
+         "fixed arity"},
+        {"f(Tensor x) -> Tensor[](c)",
+         "return 0: a list ('Tensor[](c)') has no fixed arity"},
+        {"f(Tensor(*) x) -> Tensor(*)",
+         "return 0: 'Tensor(*)' is in the wildcard set '*', so it may alias "
+         "any tensor; an output needs one known base"},
+        {"f(Tensor(a!) x, Tensor(a!) y) -> Tensor(a!)",
+         "return 0: 'Tensor(a!)' names alias set 'a', which parameters 0 "
+         "'x' and 1 'y' share, so its base is ambiguous; an output has one"},
+        {"f(Tensor x) -> complex",
+         "return 0: 'complex' is not a tensor"},
     };
     for (int i = 0; i < TSC_COUNT(c); i++) {
         wb_schema *sc = tsc_parse(c[i].text);
@@ -1419,6 +1589,18 @@ static const struct {
      "-> Tensor", 1},
     {"_functional_sym_constrain_range(Scalar size, int? min, int? max, "
      "Tensor dep_token) -> Tensor", 1},
+    /* TORCH_LIBRARY definitions (vLLM's), as the C++ parser takes them. */
+    {"rms_norm(Tensor! result, Tensor input, Tensor weight, float epsilon) "
+     "-> ()", 1},
+    {"fused_add_rms_norm(Tensor! input, Tensor! residual, Tensor weight, "
+     "float epsilon) -> ()", 1},
+    {"rotary_embedding(Tensor positions, Tensor! query, Tensor!? key, int "
+     "head_size, Tensor cos_sin_cache, bool is_neox) -> ()", 0},
+    {"copy_blocks(Tensor(a!)[] key_caches, Tensor[](b!) value_caches, "
+     "Tensor block_mapping) -> ()", 0},
+    {"merge_attn_states(Tensor! output, Tensor!? output_lse, Tensor "
+     "prefix_output, Tensor prefix_lse, Tensor suffix_output, Tensor "
+     "suffix_lse) -> ()", 0},
 };
 
 /* Prints a schema as ATen does (torchgen's FunctionSchema.__str__). */
@@ -1727,6 +1909,402 @@ Test(schema, a_parsed_spec_runs)
     wb_spec_free(s);
 }
 
+/* ---- alias sets --------------------------------------------------------- */
+
+/* Tensor! is a mutable tensor with a fresh, anonymous write set of its own,
+   as in TORCH_LIBRARY definitions. */
+Test(schema, bang_shorthand_is_a_fresh_write_set)
+{
+    const char *text = "forward_static(Tensor q, Tensor! out, float scale) -> "
+                       "()";
+    wb_schema *sc = tsc_parse(text);
+    cr_assert_null(wb_schema_unwrappable(sc));
+    cr_assert_str_eq(wb_schema_arg_type(sc, 1), "Tensor!");
+    cr_assert_eq(wb_schema_arg_dir(sc, 1), WB_DIR_INOUT);
+    cr_assert_eq(wb_schema_arg_mutation(sc, 1), WB_MUT_DATA);
+    cr_assert_eq(wb_schema_arg_mutation(sc, 0), WB_MUT_NONE);
+    wb_schema_free(sc);
+    wb_spec *s = tsc_spec(text);
+    cr_assert_eq(s->inputs[1].mutation, WB_MUT_DATA);
+    cr_assert_eq(s->inputs[1].flags, 0);
+    cr_assert_str_eq(wb_spec_signature(s), "(IN q, INOUT out)");
+    cr_assert_eq(wb_spec_num_updated(s), 1);
+    wb_spec_free(s);
+    tsc_wraps(text);
+    /* Keyword-only, it is an out argument. */
+    sc = tsc_parse("f(Tensor x, *, Tensor! out) -> ()");
+    cr_assert_eq(wb_schema_arg_dir(sc, 1), WB_DIR_OUT);
+    cr_assert(wb_schema_arg_kwonly(sc, 1));
+    wb_schema_free(sc);
+    s = tsc_spec("f(Tensor x, *, Tensor! out) -> ()");
+    cr_assert_eq(s->inputs[1].flags, WB_INPUT_OUT);
+    cr_assert_eq(s->inputs[1].mutation, WB_MUT_DATA);
+    wb_spec_free(s);
+    /* Every '!' makes a set of its own: two never share one. */
+    sc = tsc_parse("fused_add_rms_norm(Tensor! input, Tensor! residual, "
+                   "Tensor weight, float epsilon) -> (Tensor, Tensor)");
+    cr_assert_null(wb_schema_unwrappable(sc));
+    cr_assert_eq(wb_schema_arg_mutation(sc, 0), WB_MUT_DATA);
+    cr_assert_eq(wb_schema_arg_mutation(sc, 1), WB_MUT_DATA);
+    wb_schema_free(sc);
+    /* The extension's mutation attributes apply as to Tensor(a!). */
+    s = tsc_spec("f(Tensor! x [metadata], Tensor ! y [in_graph], Tensor! z "
+                 "[resize, detach]) -> () with keep_input_mutations, "
+                 "training");
+    cr_assert_eq(s->inputs[0].mutation, WB_MUT_METADATA);
+    cr_assert_eq(s->inputs[1].mutation, WB_MUT_IN_GRAPH);
+    cr_assert_eq(s->inputs[2].mutation, WB_MUT_RESIZE);
+    cr_assert_eq(s->inputs[2].flags, WB_INPUT_DETACH);
+    wb_spec_free(s);
+    /* On a return, the set is one no parameter has. */
+    sc = tsc_parse("f(Tensor x) -> Tensor!");
+    cr_assert_eq(wb_schema_return_alias(sc, 0),
+                 WB_SCHEMA_ALIAS_OF_INTERMEDIATE);
+    cr_assert_str_eq(wb_schema_unwrappable(sc), "return 0: writes a fresh "
+                     "alias set ('!'), which no parameter has");
+    wb_schema_free(sc);
+    /* The same C as Tensor(a!), and as the builder. */
+    wb_spec *a = tsc_spec("rms_norm(Tensor! result, Tensor input, Tensor "
+                          "weight, float epsilon) -> ()");
+    wb_spec *b = tsc_spec("rms_norm(Tensor(a!) result, Tensor input, Tensor "
+                          "weight, float epsilon) -> ()");
+    char *ca, *cb;
+    WBT_OK(wb_emit_c(a, &ca));
+    WBT_OK(wb_emit_c(b, &cb));
+    cr_assert_str_eq(ca, cb);
+    free(ca);
+    free(cb);
+    wb_spec_free(a);
+    wb_spec_free(b);
+    WBT_OK(wb_spec_new("rms_norm", &s));
+    WBT_OK(wb_spec_add_tensor(s, "result", WB_MUT_DATA, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(s, "input", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(s, "weight", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_add_scalar(s, "epsilon", WB_SCALAR_FLOAT, NULL));
+    tsc_assert_same_c("rms_norm(Tensor! result, Tensor input, Tensor weight, "
+                      "float epsilon) -> ()", s);
+}
+
+/* Alias sets are identifiers, compared whole and case by case. */
+Test(schema, alias_sets_are_names)
+{
+    static const struct {
+        const char *text;
+        int k;
+        wb_schema_alias alias;
+        int base;
+    } c[] = {
+        {"g(Tensor(self) self, Tensor(other!) other) -> (Tensor(self), "
+         "Tensor(other!))", 0, WB_SCHEMA_ALIAS_OF_INPUT, 0},
+        {"g(Tensor(self) self, Tensor(other!) other) -> (Tensor(self), "
+         "Tensor(other!))", 1, WB_SCHEMA_IS_INPUT, 1},
+        {"g(Tensor(a|self!) x, Tensor y) -> Tensor(self!)", 0,
+         WB_SCHEMA_IS_INPUT, 0},
+        {"g(Tensor(a|self!) x, Tensor y) -> Tensor(a|self!)", 0,
+         WB_SCHEMA_IS_INPUT, 0},
+        {"g(Tensor(A) x, Tensor(a) y) -> (Tensor(A), Tensor(a))", 0,
+         WB_SCHEMA_ALIAS_OF_INPUT, 0},
+        {"g(Tensor(A) x, Tensor(a) y) -> (Tensor(A), Tensor(a))", 1,
+         WB_SCHEMA_ALIAS_OF_INPUT, 1},
+        {"g(Tensor(ab) x, Tensor(a) y) -> Tensor(ab)", 0,
+         WB_SCHEMA_ALIAS_OF_INPUT, 0},
+        {"g(Tensor(a_1) x, Tensor(a_2) y) -> Tensor(a_2)", 0,
+         WB_SCHEMA_ALIAS_OF_INPUT, 1},
+        {"g(Tensor x) -> (Tensor(tmp), Tensor(view) v, Tensor(tmp))", 2,
+         WB_SCHEMA_ALIAS_OF_INTERMEDIATE, 0},
+        {"g(Tensor x) -> (Tensor(tmp), Tensor(view) v, Tensor(tmp))", 1,
+         WB_SCHEMA_ALIAS_OF_INTERMEDIATE, 1},
+    };
+    for (int i = 0; i < TSC_COUNT(c); i++) {
+        wb_schema *sc = tsc_parse(c[i].text);
+        cr_assert_null(wb_schema_unwrappable(sc), "%s: %s", c[i].text,
+                       wb_schema_unwrappable(sc));
+        cr_assert_eq(wb_schema_return_alias(sc, c[i].k), c[i].alias, "%s",
+                     c[i].text);
+        cr_assert_eq(wb_schema_return_base(sc, c[i].k), c[i].base, "%s",
+                     c[i].text);
+        wb_schema_free(sc);
+        tsc_wraps(c[i].text);
+    }
+    /* Messages name the sets. */
+    static const tsc_case r[] = {
+        {"f(Tensor x) -> (Tensor(view) a [base], Tensor(view) b [base])", 56,
+         "return 1 'b': alias set 'view' already has its base, return 0 "
+         "'a'"},
+        {"f() -> (Tensor(tmp) a [base], Tensor(tmp) b [save_as_output])", 46,
+         "return 1 'b': attribute 'save_as_output' does not apply: alias "
+         "set 'tmp' has a base return, return 0 'a'"},
+    };
+    tsc_rejects_all(r, TSC_COUNT(r));
+}
+
+/* At most WB_SCHEMA_MAX_SETS (256) distinct sets, fresh ones included;
+   repeated names and the sets after '->' do not count. */
+Test(schema, alias_set_limit)
+{
+    size_t cap = 300 * 32 + 64, n;
+    char *t = malloc(cap), want[256];
+    cr_assert_not_null(t);
+    wb_schema *sc = NULL;
+    /* 256 named sets, each named twice. */
+    n = (size_t)sprintf(t, "f(");
+    for (int i = 0; i < 256; i++)
+        n += (size_t)sprintf(t + n, "%sTensor(s%d) p%d", i ? ", " : "", i, i);
+    sprintf(t + n, ") -> (Tensor(s0), Tensor(s255!), Tensor(s1))");
+    sc = tsc_parse(t);
+    cr_assert_str_eq(wb_schema_unwrappable(sc), "return 1: writes alias set "
+                     "'s255', which parameter 255 'p255' only reads");
+    cr_assert_eq(wb_schema_return_base(sc, 2), 1);
+    wb_schema_free(sc);
+    sc = NULL;
+    /* A 257th, on a parameter or a return. */
+    n = (size_t)sprintf(t, "f(");
+    for (int i = 0; i < 257; i++)
+        n += (size_t)sprintf(t + n, "%sTensor(s%d) p%d", i ? ", " : "", i, i);
+    sprintf(t + n, ") -> ()");
+    snprintf(want, sizeof want, "<text>:1:%d: too many alias sets: 's256' "
+             "would be set 257, and a schema has at most 256 (each "
+             "'Tensor!' makes one of its own)\n",
+             (int)(strstr(t, "(s256)") - t) + 2);
+    WBT_FAILS(wb_schema_parse(t, NULL, 1, &sc), WB_ERR_SPEC, want);
+    cr_assert_null(sc);
+    tsc_assert_tame();
+    n = (size_t)sprintf(t, "f() -> (");
+    for (int i = 0; i < 257; i++)
+        n += (size_t)sprintf(t + n, "%sTensor(r%d)", i ? ", " : "", i);
+    sprintf(t + n, ")");
+    WBT_FAILS(wb_schema_parse(t, NULL, 1, &sc), WB_ERR_SPEC,
+              ": too many alias sets: 'r256' would be set 257, and a schema "
+              "has at most 256");
+    /* Fresh sets count: 256 '!' parameters parse, a 257th does not. */
+    n = (size_t)sprintf(t, "f(");
+    for (int i = 0; i < 256; i++)
+        n += (size_t)sprintf(t + n, "%sTensor! p%d", i ? ", " : "", i);
+    sprintf(t + n, ") -> ()");
+    sc = tsc_parse(t);
+    cr_assert_null(wb_schema_unwrappable(sc));
+    cr_assert_eq(wb_schema_arg_mutation(sc, 255), WB_MUT_DATA);
+    wb_schema_free(sc);
+    sc = NULL;
+    sprintf(t + n, ", Tensor! q) -> ()");
+    snprintf(want, sizeof want, "<text>:1:%d: too many alias sets: this '!' "
+             "would make set 257, and a schema has at most 256 (each "
+             "'Tensor!' makes one of its own)\n",
+             (int)(strstr(t, "Tensor! q") - t) + 7);
+    WBT_FAILS(wb_schema_parse(t, NULL, 1, &sc), WB_ERR_SPEC, want);
+    cr_assert_null(sc);
+    sprintf(t + n, ", Tensor(s) q) -> ()");
+    WBT_FAILS(wb_schema_parse(t, NULL, 1, &sc), WB_ERR_SPEC,
+              ": too many alias sets: 's' would be set 257");
+    /* One set named 300 times, and 300 sets after '->', are fine. */
+    n = (size_t)sprintf(t, "f(");
+    for (int i = 0; i < 300; i++)
+        n += (size_t)sprintf(t + n, "%sTensor(a) p%d", i ? ", " : "", i);
+    sprintf(t + n, ") -> ()");
+    wb_schema_free(tsc_parse(t));
+    n = (size_t)sprintf(t, "f(Tensor(a -> ");
+    for (int i = 0; i < 300; i++)
+        n += (size_t)sprintf(t + n, "%sb%d", i ? "|" : "", i);
+    sprintf(t + n, ") x) -> ()");
+    wb_schema_free(tsc_parse(t));
+    free(t);
+}
+
+/* Tensor(*) may alias anything: fine on a parameter, checkable but not
+   wrappable on a return. */
+Test(schema, wildcard_set)
+{
+    const char *text = "f(Tensor(*) x, Tensor(*) y, Tensor(*!) z, Tensor(a|*) "
+                       "w) -> (Tensor, Tensor(a))";
+    wb_schema *sc = tsc_parse(text);
+    cr_assert_null(wb_schema_unwrappable(sc));
+    cr_assert_eq(wb_schema_arg_dir(sc, 0), WB_DIR_IN);
+    cr_assert_eq(wb_schema_arg_dir(sc, 2), WB_DIR_INOUT);
+    cr_assert_eq(wb_schema_arg_mutation(sc, 2), WB_MUT_DATA);
+    cr_assert_eq(wb_schema_return_alias(sc, 1), WB_SCHEMA_ALIAS_OF_INPUT);
+    cr_assert_eq(wb_schema_return_base(sc, 1), 3);
+    wb_schema_free(sc);
+    tsc_wraps(text);
+    static const struct {
+        const char *text;
+        int k;
+        wb_schema_alias alias;
+        const char *reason;
+    } c[] = {
+        {"f(Tensor(*) x) -> Tensor(*)", 0, WB_SCHEMA_ALIAS_OF_INPUT,
+         "return 0: 'Tensor(*)' is in the wildcard set '*', so it may alias "
+         "any tensor; an output needs one known base"},
+        {"f(Tensor(a!) x) -> Tensor(a|*!) y", 0, WB_SCHEMA_IS_INPUT,
+         "return 0 'y': 'Tensor(a|*!)' is in the wildcard set '*', so it may "
+         "alias any tensor; an output needs one known base"},
+        {"f(Tensor(a) x) -> (Tensor(a), Tensor(*))", 1,
+         WB_SCHEMA_ALIAS_OF_INPUT,
+         "return 1: 'Tensor(*)' is in the wildcard set '*', so it may alias "
+         "any tensor; an output needs one known base"},
+    };
+    for (int i = 0; i < TSC_COUNT(c); i++) {
+        sc = tsc_parse(c[i].text);
+        cr_assert_str_eq(wb_schema_unwrappable(sc), c[i].reason);
+        cr_assert_eq(wb_schema_return_alias(sc, c[i].k), c[i].alias);
+        cr_assert_eq(wb_schema_return_base(sc, c[i].k), -1,
+                     "which input cannot be told");
+        cr_assert_eq(wb_schema_return_spec_base(sc, c[i].k), -1);
+        wb_schema_free(sc);
+    }
+    sc = tsc_parse("f(Tensor(a) x) -> (Tensor(a), Tensor(*))");
+    cr_assert_eq(wb_schema_return_base(sc, 0), 0);
+    wb_schema_free(sc);
+    static const tsc_case r[] = {
+        {"f(Tensor x) -> Tensor(*) [unsafe_view]", 27,
+         "return 0: attribute 'unsafe_view' applies to a return that "
+         "aliases nothing"},
+        {"f(Tensor x) -> Tensor(*) [base]", 27,
+         "return 0: attribute 'base' applies to a return whose alias set no "
+         "parameter has"},
+    };
+    tsc_rejects_all(r, TSC_COUNT(r));
+}
+
+/* Several parameters may share a set; a return that names it has no one
+   base. */
+Test(schema, shared_alias_sets)
+{
+    /* Parses; the optional mutated parameter is what keeps it from being
+       wrapped. */
+    wb_schema *sc = tsc_parse("f(Tensor(a!) grad_input, Tensor(a!)? "
+                              "grad_weight) -> ()");
+    cr_assert_eq(wb_schema_arg_dir(sc, 0), WB_DIR_INOUT);
+    cr_assert_eq(wb_schema_arg_dir(sc, 1), WB_DIR_INOUT);
+    cr_assert_str_eq(wb_schema_unwrappable(sc), "parameter 1 'grad_weight': "
+                     "an optional tensor ('Tensor(a!)?') may be NULL, so it "
+                     "cannot be mutated");
+    wb_schema_free(sc);
+    /* Returns that do not name the shared set stay wrappable. */
+    const char *ok[] = {
+        "f(Tensor(a!) x, Tensor(a!) y, Tensor(b) z) -> (Tensor, Tensor(b))",
+        "f(Tensor(a|b) x, Tensor(b) y) -> Tensor(a)",
+        "f(Tensor x, *, Tensor(a!) out, Tensor(a!) out2) -> ()",
+        "f(Tensor(a) x, Tensor(a) y, Tensor(a|b) z) -> (Tensor(c), "
+        "Tensor(b))",
+    };
+    for (int i = 0; i < TSC_COUNT(ok); i++) {
+        sc = tsc_parse(ok[i]);
+        cr_assert_null(wb_schema_unwrappable(sc), "%s: %s", ok[i],
+                       wb_schema_unwrappable(sc));
+        wb_schema_free(sc);
+        tsc_wraps(ok[i]);
+    }
+    wb_spec *s = tsc_spec(ok[0]);
+    cr_assert_eq(s->inputs[0].mutation, WB_MUT_DATA);
+    cr_assert_eq(s->inputs[1].mutation, WB_MUT_DATA);
+    cr_assert_eq(s->outputs[1].kind, WB_OUT_ALIAS_OF_INPUT);
+    cr_assert_eq(s->outputs[1].base, 2);
+    wb_spec_free(s);
+    sc = tsc_parse(ok[1]);
+    cr_assert_eq(wb_schema_return_alias(sc, 0), WB_SCHEMA_ALIAS_OF_INPUT);
+    cr_assert_eq(wb_schema_return_base(sc, 0), 0);
+    wb_schema_free(sc);
+    /* Returns that name it: the alias kind, no base, and who shares it. */
+    static const struct {
+        const char *text;
+        wb_schema_alias alias;
+        const char *reason;
+    } c[] = {
+        {"f(Tensor(a!) x, Tensor(a!) y) -> Tensor(a!)", WB_SCHEMA_IS_INPUT,
+         "return 0: 'Tensor(a!)' names alias set 'a', which parameters 0 "
+         "'x' and 1 'y' share, so its base is ambiguous; an output has one"},
+        {"f(Tensor(a|b) x, Tensor(b) y) -> Tensor(b) v",
+         WB_SCHEMA_ALIAS_OF_INPUT,
+         "return 0 'v': 'Tensor(b)' names alias set 'b', which parameters 0 "
+         "'x' and 1 'y' share, so its base is ambiguous; an output has one"},
+        {"f(Tensor(a|b) x, Tensor(b) y) -> Tensor(a|b)",
+         WB_SCHEMA_ALIAS_OF_INPUT,
+         "return 0: 'Tensor(a|b)' names alias set 'b', which parameters 0 "
+         "'x' and 1 'y' share, so its base is ambiguous; an output has one"},
+        {"f(Tensor(s) a, int n, Tensor(s) b, Tensor(s!) c) -> Tensor(s)",
+         WB_SCHEMA_ALIAS_OF_INPUT,
+         "return 0: 'Tensor(s)' names alias set 's', which parameters 0 'a', "
+         "2 'b' and 3 'c' share, so its base is ambiguous; an output has "
+         "one"},
+        {"f(Tensor(s) a, Tensor(s) b, Tensor(s) c, Tensor(s) d, Tensor(s) e) "
+         "-> Tensor(s)", WB_SCHEMA_ALIAS_OF_INPUT,
+         "return 0: 'Tensor(s)' names alias set 's', which parameters 0 'a', "
+         "1 'b', 2 'c', 3 'd' and 1 more share, so its base is ambiguous; "
+         "an output has one"},
+    };
+    for (int i = 0; i < TSC_COUNT(c); i++) {
+        sc = tsc_parse(c[i].text);
+        cr_assert_str_eq(wb_schema_unwrappable(sc), c[i].reason);
+        cr_assert_eq(wb_schema_return_alias(sc, 0), c[i].alias);
+        cr_assert_eq(wb_schema_return_base(sc, 0), -1);
+        wb_schema_free(sc);
+    }
+}
+
+/* with inplace_view: every '!' parameter without a mutation attribute of
+   its own is a metadata mutation, as for the ops native_functions.yaml
+   tags inplace_view. */
+Test(schema, inplace_view_graph_attribute)
+{
+    static const char *const views[] = {
+        "transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!) with "
+        "inplace_view",
+        "unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!) with "
+        "inplace_view",
+        "as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, "
+        "SymInt? storage_offset=None) -> Tensor(a!) with inplace_view",
+        "rename_(Tensor(a!) self, Dimname[]? names) -> Tensor(a!) with "
+        "inplace_view",
+    };
+    for (int i = 0; i < TSC_COUNT(views); i++) {
+        wb_schema *sc = tsc_parse(views[i]);
+        cr_assert_eq(wb_schema_arg_mutation(sc, 0), WB_MUT_METADATA, "%s",
+                     views[i]);
+        cr_assert_eq(wb_schema_return_alias(sc, 0), WB_SCHEMA_IS_INPUT);
+        wb_schema_free(sc);
+        wb_spec *s = tsc_spec(views[i]);
+        cr_assert_eq(s->inputs[0].mutation, WB_MUT_METADATA);
+        wb_spec_free(s);
+        tsc_wraps(views[i]);
+    }
+    /* An attribute of the parameter's own wins; parameters without '!'
+       stay unmutated. */
+    const char *text = "f(Tensor(a!) x [data], Tensor! y, Tensor(c!) z "
+                       "[resize], Tensor w, Tensor(e!) v [in_graph], *, "
+                       "Tensor(d!) out) -> () with keep_input_mutations, "
+                       "inplace_view, training";
+    static const wb_mutation muts[] = {WB_MUT_DATA, WB_MUT_METADATA,
+                                       WB_MUT_RESIZE, WB_MUT_NONE,
+                                       WB_MUT_IN_GRAPH, WB_MUT_METADATA};
+    wb_schema *sc = tsc_parse(text);
+    wb_spec *s = tsc_spec(text);
+    for (int i = 0; i < TSC_COUNT(muts); i++) {
+        cr_assert_eq(wb_schema_arg_mutation(sc, i), muts[i], "arg %d", i);
+        cr_assert_eq(s->inputs[i].mutation, muts[i], "input %d", i);
+    }
+    cr_assert_eq(wb_schema_arg_dir(sc, 5), WB_DIR_OUT);
+    cr_assert(s->training);
+    wb_schema_free(sc);
+    wb_spec_free(s);
+    /* Without it, '!' is a data mutation. */
+    sc = tsc_parse("transpose_(Tensor(a!) self, int dim0, int dim1) -> "
+                   "Tensor(a!)");
+    cr_assert_eq(wb_schema_arg_mutation(sc, 0), WB_MUT_DATA);
+    wb_schema_free(sc);
+    /* Lists too, for check. */
+    sc = tsc_parse("f(Tensor(a!)[] x, Tensor[](b!) y) -> () with "
+                   "inplace_view");
+    cr_assert_eq(wb_schema_arg_mutation(sc, 0), WB_MUT_METADATA);
+    cr_assert_eq(wb_schema_arg_mutation(sc, 1), WB_MUT_METADATA);
+    wb_schema_free(sc);
+    /* The builder agrees. */
+    WBT_OK(wb_spec_new("t_", &s));
+    WBT_OK(wb_spec_add_tensor(s, "self", WB_MUT_METADATA, 0, NULL));
+    WBT_OK(wb_spec_add_output(s, "", WB_OUT_IS_INPUT, 0, false, 0, NULL));
+    tsc_assert_same_c("t_(Tensor(a!) self) -> Tensor(a!) with inplace_view",
+                      s);
+}
+
 /* ---- arbitrary bytes ---------------------------------------------------- */
 
 /* Parses a copy of n bytes of text in a buffer of exactly n + 1 bytes, so
@@ -1787,6 +2365,9 @@ static const char *const tsc_seeds[] = {
     "Tensor indices)",
     "f(int[1]? a=None, Tensor(a!)[] b, *, Tensor(c!) out) -> (int, "
     "Tensor(c!), Scalar)",
+    "g(Tensor(self) x, Tensor(a|self!) y, Tensor! z, Tensor(*) w, Tensor[](b!)"
+    " v, complex c=-1.5j, str s='a*/b') -> (Tensor(self), Tensor(a!) t, "
+    "Tensor(*), Tensor!) with inplace_view",
 };
 
 Test(schema, every_prefix_of_valid_schemas)

@@ -404,10 +404,57 @@ static int wb_cli_yaml_func(wb_cli_yaml *y, const yaml_event_t *ev)
     return 0;
 }
 
+/* Whether a `tags:` value (one scalar or a list of them) names
+   inplace_view; consumes the value. */
+static int wb_cli_yaml_tags(wb_cli_yaml *y, const yaml_event_t *val,
+                            bool *inplace_view)
+{
+    if (val->type == YAML_SCALAR_EVENT) {
+        *inplace_view |= strcmp((const char *)val->data.scalar.value,
+                                "inplace_view") == 0;
+        return 0;
+    }
+    if (val->type != YAML_SEQUENCE_START_EVENT)
+        return wb_cli_yaml_skip(y, val);
+    for (;;) {
+        yaml_event_t ev;
+        if (wb_cli_yaml_next(y, &ev) != 0)
+            return -1;
+        bool end = ev.type == YAML_SEQUENCE_END_EVENT;
+        int rc = 0;
+        if (ev.type == YAML_SCALAR_EVENT)
+            *inplace_view |= strcmp((const char *)ev.data.scalar.value,
+                                    "inplace_view") == 0;
+        else
+            rc = wb_cli_yaml_skip(y, &ev);
+        yaml_event_delete(&ev);
+        if (end || rc != 0)
+            return rc;
+    }
+}
+
+/* Ops tagged inplace_view change their `!` arguments' views, not their
+   data: the entry says so with the extension's graph attribute. */
+static int wb_cli_yaml_mark_view(wb_cli_yaml *y, wb_cli_entry *en)
+{
+    const char *how = strstr(en->text, " with ") ? ", inplace_view"
+                                                 : " with inplace_view";
+    size_t n = strlen(en->text), m = strlen(how);
+    char *p = realloc(en->text, n + m + 1);
+    if (!p) {
+        y->err = wb_cli_format("%s: out of memory", y->file);
+        return -1;
+    }
+    memcpy(p + n, how, m + 1);
+    en->text = p;
+    return 0;
+}
+
 /* One item of the top-level list, whose MAPPING_START is start. */
 static int wb_cli_yaml_item(wb_cli_yaml *y, const yaml_event_t *start)
 {
-    bool found = false;
+    bool found = false, inplace_view = false;
+    size_t entry = 0;
     for (;;) {
         yaml_event_t key, val;
         if (wb_cli_yaml_next(y, &key) != 0)
@@ -416,23 +463,29 @@ static int wb_cli_yaml_item(wb_cli_yaml *y, const yaml_event_t *start)
             yaml_event_delete(&key);
             break;
         }
-        bool is_func = key.type == YAML_SCALAR_EVENT &&
-                       strcmp((const char *)key.data.scalar.value,
-                              "func") == 0;
+        bool is_scalar = key.type == YAML_SCALAR_EVENT;
+        const char *k = is_scalar ? (const char *)key.data.scalar.value : "";
+        bool is_func = is_scalar && strcmp(k, "func") == 0;
+        bool is_tags = is_scalar && strcmp(k, "tags") == 0;
         int rc = wb_cli_yaml_skip(y, &key);
         yaml_event_delete(&key);
         if (rc != 0 || wb_cli_yaml_next(y, &val) != 0)
             return -1;
         if (is_func && !found) {
             found = true;
+            entry = y->out->n;
             rc = val.type == YAML_SCALAR_EVENT
                      ? wb_cli_yaml_func(y, &val)
                      : wb_cli_yaml_entry_error(y, val.start_mark,
                                                "expected a spec after "
                                                "`func:`, as text");
-        }
-        if (rc == 0)
+            if (rc == 0)
+                rc = wb_cli_yaml_skip(y, &val);
+        } else if (is_tags) {
+            rc = wb_cli_yaml_tags(y, &val, &inplace_view);
+        } else {
             rc = wb_cli_yaml_skip(y, &val);
+        }
         yaml_event_delete(&val);
         if (rc != 0)
             return -1;
@@ -441,6 +494,8 @@ static int wb_cli_yaml_item(wb_cli_yaml *y, const yaml_event_t *start)
         return wb_cli_yaml_entry_error(y, start->start_mark,
                                        "expected a `func:` key in this "
                                        "entry");
+    if (inplace_view && !y->out->v[entry].error)
+        return wb_cli_yaml_mark_view(y, &y->out->v[entry]);
     return 0;
 }
 

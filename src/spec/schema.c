@@ -6,8 +6,10 @@
  * The parser reads straight from the NUL-terminated text with a cursor; it
  * never looks past the NUL, because every look-ahead stops at the first byte
  * that cannot continue the token, and NUL continues none.  Nothing from the
- * text reaches a message except through wb_spec_print_name, so a hostile
- * schema cannot put control bytes or unbounded text into wb_last_error().
+ * text reaches a message or a default except through wb_spec_print_name, so
+ * a hostile schema cannot put control bytes or unbounded text into
+ * wb_last_error() or wb_schema_arg_default(); what else it exposes (names,
+ * types) is made of identifiers, digits and punctuation.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -21,8 +23,10 @@
 
 /* ---- the model ---------------------------------------------------------- */
 
-/* ATen's base types (torchgen's BaseTy); the first five map onto scalars the
-   wrapper passes by value, every other non-tensor is opaque. */
+/* ATen's base types: torchgen's BaseTy and every base type the C++ schema
+   parser (torch/csrc/jit/frontend/schema_type_parser.cpp) knows; the first
+   five map onto scalars the wrapper passes by value, every other non-tensor
+   is opaque. */
 enum {
     WB_SCHEMA_TENSOR = 0,
     WB_SCHEMA_INT,
@@ -35,7 +39,9 @@ static const char *const wb_schema_base_names[] = {
     "Tensor", "int", "SymInt", "float", "bool", "str", "Scalar",
     "ScalarType", "Layout", "Device", "DeviceIndex", "MemoryFormat",
     "Generator", "Dimname", "Storage", "Stream", "QScheme", "SymBool",
-    "DimVector", "GraphModule", "ConstQuantizerPtr",
+    "DimVector", "GraphModule", "ConstQuantizerPtr", "complex", "Quantizer",
+    "None", "NoneType", "Capsule", "Any", "AnyClassType", "AnyEnumType",
+    "PyObject",
 };
 
 #define WB_SCHEMA_COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
@@ -48,15 +54,54 @@ static const char *const wb_schema_base_names[] = {
    whatever the input. */
 #define WB_SCHEMA_MAX_DEPTH 16
 
-/* The largest fixed list size accepted, far above any real one. */
+/* The largest fixed list size accepted, far above any real one; numbers
+   saturate just above it (wb_schema_digits). */
 #define WB_SCHEMA_MAX_LIST 999999999
+
+/* The distinct alias sets one schema may have, named or fresh (each
+   'Tensor!' makes one of its own), far above any real schema. */
+#define WB_SCHEMA_MAX_SETS 256
+
+/* A set of alias sets, a bit for each index into wb_schema.sets. */
+typedef struct wb_schema_bits {
+    uint64_t w[WB_SCHEMA_MAX_SETS / 64];
+} wb_schema_bits;
+
+static void wb_schema_bits_add(wb_schema_bits *b, int i)
+{
+    b->w[i / 64] |= (uint64_t)1 << (i % 64);
+}
+
+static bool wb_schema_bits_has(const wb_schema_bits *b, int i)
+{
+    return (b->w[i / 64] >> (i % 64)) & 1;
+}
+
+/* The first set at or after from in b, or -1. */
+static int wb_schema_bits_next(const wb_schema_bits *b, int from)
+{
+    for (int i = from; i < WB_SCHEMA_MAX_SETS;) {
+        uint64_t w = b->w[i / 64] >> (i % 64);
+        if (!w) {
+            i = (i / 64 + 1) * 64;
+            continue;
+        }
+        while (!(w & 1)) {
+            w >>= 1;
+            i++;
+        }
+        return i;
+    }
+    return -1;
+}
 
 typedef struct wb_schema_type {
     int base;              /* index into wb_schema_base_names */
     bool annotated;        /* an alias annotation follows the base */
-    uint32_t sets;         /* the alias sets before any "->", a bit each */
-    char first_set;        /* the first set written, for messages */
-    bool write;            /* '!' */
+    wb_schema_bits sets;   /* the named or fresh sets before any "->" */
+    int first_set;         /* the first of them written, or -1 */
+    bool wildcard;         /* '*' among the sets before any "->" */
+    bool write;            /* '!', or the '!' shorthand */
     bool after;            /* a "->" part (wildcard or sets) */
     bool optional;         /* '?' on the element: Tensor?, int?[] */
     bool list;             /* a list suffix: [] or [n], optional or not */
@@ -81,8 +126,12 @@ typedef struct wb_schema_arg {
     size_t mut_pos, hidden_pos, detach_pos;
 } wb_schema_arg;
 
-/* How a return relates to the parameters, before it becomes an output. */
-enum { WB_SCHEMA_CLS_NONE, WB_SCHEMA_CLS_PARAM, WB_SCHEMA_CLS_INTER };
+/* How a return relates to the parameters, before it becomes an output:
+   it aliases nothing, one parameter, an intermediate (sets no parameter
+   has), or an input it cannot name (the wildcard, or a set several
+   parameters share). */
+enum { WB_SCHEMA_CLS_NONE, WB_SCHEMA_CLS_PARAM, WB_SCHEMA_CLS_INTER,
+       WB_SCHEMA_CLS_AMBIG };
 
 typedef struct wb_schema_ret {
     char *name;            /* "" when unnamed */
@@ -98,13 +147,21 @@ typedef struct wb_schema_ret {
     size_t rg_pos, variant_pos, save_pos, base_pos;
     /* Resolved. */
     int cls;               /* WB_SCHEMA_CLS_* */
-    int key;               /* the parameter, or the letter (0..25) */
+    int key;               /* the parameter, or the set (an index) */
+    int shared;            /* a set of its that parameters share, or -1 */
     bool multi;            /* its sets name more than one target */
     wb_schema_alias alias;
     int base;              /* as wb_schema_return_base says */
     wb_alias kind;         /* what the output becomes */
     int spec_base;         /* the base wb_spec_add_output gets */
 } wb_schema_ret;
+
+/* An alias set of the schema. */
+typedef struct wb_schema_set {
+    char *name;            /* NULL for the fresh set of a '!' shorthand */
+    int owner;             /* the first parameter that has it, or -1 */
+    int nowners;           /* how many parameters have it */
+} wb_schema_set;
 
 struct wb_schema {
     char *ns;              /* the namespace, "" when none */
@@ -114,9 +171,12 @@ struct wb_schema {
     int nargs, cap_args;
     wb_schema_ret *rets;
     int nrets, cap_rets;
+    wb_schema_set *sets;   /* in order of first appearance */
+    int nsets, cap_sets;
     int nbases;
     bool training;
     bool keep_input_mutations;
+    bool inplace_view;
     int grad_at_end;
     unsigned graph_seen;
     char *unwrappable;     /* why it cannot be wrapped, or NULL */
@@ -176,6 +236,22 @@ static wb_status wb_schema_dup(const char *s, size_t n, char **out)
     wb_schema_buf b = {0};
     wb_schema_buf_add(&b, s, n);
     return wb_schema_buf_take(&b, out);
+}
+
+/* Makes room for item n of an array of *cap. */
+static wb_status wb_schema_grow(void **items, int *cap, int n, size_t size)
+{
+    if (n < *cap)
+        return WB_OK;
+    if (*cap > INT32_MAX / 4)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory parsing a schema");
+    int ncap = *cap ? *cap * 2 : 8;
+    void *q = realloc(*items, (size_t)ncap * size);
+    if (!q)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory parsing a schema");
+    *items = q;
+    *cap = ncap;
+    return WB_OK;
 }
 
 /* ---- characters --------------------------------------------------------- */
@@ -375,13 +451,16 @@ static bool wb_schema_is_word(const char *s, size_t n, const char *word)
     return strlen(word) == n && memcmp(s, word, n) == 0;
 }
 
-/* Takes digits, saturating far above any meaningful value. */
+/* Takes digits; a value above WB_SCHEMA_MAX_LIST reads as
+   WB_SCHEMA_MAX_LIST + 1, so that the arithmetic stays far inside even a
+   32-bit long, however many digits there are. */
 static long wb_schema_digits(wb_schema_parser *p)
 {
     long v = 0;
     while (wb_schema_is_digit(p->text[p->pos])) {
-        if (v <= 1000000000L)
-            v = v * 10 + (p->text[p->pos] - '0');
+        int d = p->text[p->pos] - '0';
+        v = v > (WB_SCHEMA_MAX_LIST - d) / 10 ? WB_SCHEMA_MAX_LIST + 1L
+                                              : v * 10 + d;
         p->pos++;
     }
     p->tok_end = p->pos;
@@ -415,45 +494,136 @@ static const char *wb_schema_who_ret(const wb_schema *sc, int k, char *buf,
 
 /* ---- types -------------------------------------------------------------- */
 
-/* letter { "|" letter }: the sets go to *sets (may be NULL) and, as ATen
-   prints them, to b; *first receives the first letter. */
-static wb_status wb_schema_parse_sets(wb_schema_parser *p, uint32_t *sets,
-                                      char *first, wb_schema_buf *b,
+/* How a set is named in messages: "alias set 'a'", or "a fresh alias set
+   ('!')" for the set of a '!' shorthand. */
+static const char *wb_schema_set_desc(const wb_schema *sc, int set, char *buf,
+                                      size_t n)
+{
+    char nm[300];
+    if (!sc->sets[set].name) {
+        snprintf(buf, n, "a fresh alias set ('!')");
+        return buf;
+    }
+    wb_spec_print_name(sc->sets[set].name, nm, sizeof nm);
+    snprintf(buf, n, "alias set '%s'", nm);
+    return buf;
+}
+
+/* The index of the set named by the n bytes at name, made the next one if
+   the schema has no such set yet; name NULL makes a fresh set.  pos is
+   where the set is written, for the message when there are too many. */
+static wb_status wb_schema_intern_set(wb_schema_parser *p, size_t pos,
+                                      const char *name, size_t n, int *out)
+{
+    wb_schema *sc = p->sc;
+    wb_status st;
+    char q[300];
+    for (int i = 0; name && i < sc->nsets; i++)
+        if (sc->sets[i].name && wb_schema_is_word(name, n, sc->sets[i].name)) {
+            *out = i;
+            return WB_OK;
+        }
+    if (sc->nsets >= WB_SCHEMA_MAX_SETS) {
+        if (!name)
+            return wb_schema_fail_at(p, pos, "too many alias sets: this '!' "
+                                     "would make set %d, and a schema has at "
+                                     "most %d (each 'Tensor!' makes one of "
+                                     "its own)", WB_SCHEMA_MAX_SETS + 1,
+                                     WB_SCHEMA_MAX_SETS);
+        return wb_schema_fail_at(p, pos, "too many alias sets: '%s' would be "
+                                 "set %d, and a schema has at most %d (each "
+                                 "'Tensor!' makes one of its own)",
+                                 wb_schema_q(name, n, q, sizeof q),
+                                 WB_SCHEMA_MAX_SETS + 1, WB_SCHEMA_MAX_SETS);
+    }
+    if ((st = wb_schema_grow((void **)&sc->sets, &sc->cap_sets, sc->nsets,
+                             sizeof *sc->sets)) != WB_OK)
+        return st;
+    wb_schema_set *set = &sc->sets[sc->nsets];
+    *set = (wb_schema_set){.owner = -1};
+    if (name && (st = wb_schema_dup(name, n, &set->name)) != WB_OK)
+        return st;
+    *out = sc->nsets++;
+    return WB_OK;
+}
+
+/* set { "|" set }, set = ident | "*", as ATen prints it to b.  The sets
+   before "->" (before true) are the type's own; those after it are only
+   shown.  As in ATen, no name follows a '*': the wildcard takes them all. */
+static wb_status wb_schema_parse_sets(wb_schema_parser *p, wb_schema_type *ty,
+                                      bool before, wb_schema_buf *b,
                                       const char *what)
 {
+    wb_status st;
+    bool wild = false;
+    size_t s, n;
+    char q[300];
     for (bool initial = true;; initial = false) {
-        char c = wb_schema_peek(p);
-        if (c < 'a' || c > 'z')
-            return initial ? wb_schema_expected(p, "%s", what)
-                           : wb_schema_expected(p, "a letter a-z after '|'");
-        wb_schema_advance(p, 1);
         if (!initial)
             wb_schema_buf_str(b, "|");
-        wb_schema_buf_add(b, &c, 1);
-        if (sets)
-            *sets |= 1u << (c - 'a');
-        if (!*first)
-            *first = c;
+        if (wb_schema_accept(p, "*")) {
+            wild = true;
+            wb_schema_buf_str(b, "*");
+            if (before)
+                ty->wildcard = true;
+        } else if (wb_schema_ident(p, &s, &n)) {
+            if (wild)
+                return wb_schema_fail_at(p, s, "alias set '%s' follows the "
+                                         "wildcard '*', which stands for "
+                                         "every set; write it before the "
+                                         "'*'",
+                                         wb_schema_q(p->text + s, n, q,
+                                                     sizeof q));
+            wb_schema_buf_add(b, p->text + s, n);
+            if (before) {
+                int set;
+                if ((st = wb_schema_intern_set(p, s, p->text + s, n, &set)) !=
+                    WB_OK)
+                    return st;
+                wb_schema_bits_add(&ty->sets, set);
+                if (ty->first_set < 0)
+                    ty->first_set = set;
+            }
+        } else {
+            return initial ? wb_schema_expected(p, "%s", what)
+                           : wb_schema_expected(p, "an alias set (a name or "
+                                                   "'*') after '|'");
+        }
         if (!wb_schema_accept(p, "|"))
             return WB_OK;
     }
 }
 
-/* "(" alias-set [ "!" ] [ "->" ( "*" | alias-set ) ] ")" */
+/* annotation = "(" sets [ "!" ] [ "->" sets ] ")" | "!"; a list may have
+   one on its elements and one on itself ("Tensor(a!)[](b)"), and the type
+   then has the sets of both, and is written if either is. */
 static wb_status wb_schema_parse_annotation(wb_schema_parser *p,
                                             wb_schema_type *ty,
                                             wb_schema_buf *b)
 {
     wb_status st;
-    char after_first = 0;
     wb_schema_skip(p);
+    if (!ty->annotated)
+        ty->annot_pos = p->pos;
     ty->annotated = true;
-    ty->annot_pos = p->pos;
+    if (wb_schema_peek(p) == '!') {
+        /* Tensor!: a fresh, anonymous set of its own, written. */
+        int set;
+        if ((st = wb_schema_intern_set(p, p->pos, NULL, 0, &set)) != WB_OK)
+            return st;
+        wb_schema_advance(p, 1);
+        wb_schema_bits_add(&ty->sets, set);
+        if (ty->first_set < 0)
+            ty->first_set = set;
+        ty->write = true;
+        wb_schema_buf_str(b, "!");
+        return WB_OK;
+    }
     wb_schema_advance(p, 1);
     wb_schema_buf_str(b, "(");
-    if ((st = wb_schema_parse_sets(p, &ty->sets, &ty->first_set, b,
-                                   "an alias set (a letter a-z) after '('")) !=
-        WB_OK)
+    if ((st = wb_schema_parse_sets(p, ty, true, b,
+                                   "an alias set (a name or '*') after "
+                                   "'('")) != WB_OK)
         return st;
     if (wb_schema_accept(p, "!")) {
         ty->write = true;
@@ -462,19 +632,14 @@ static wb_status wb_schema_parse_annotation(wb_schema_parser *p,
     if (wb_schema_accept(p, "->")) {
         ty->after = true;
         wb_schema_buf_str(b, " -> ");
-        if (wb_schema_accept(p, "*"))
-            wb_schema_buf_str(b, "*");
-        else if ((st = wb_schema_parse_sets(p, NULL, &after_first, b,
-                                            "'*' or an alias set after "
-                                            "'->'")) != WB_OK)
+        if ((st = wb_schema_parse_sets(p, ty, false, b,
+                                       "an alias set (a name or '*') after "
+                                       "'->'")) != WB_OK)
             return st;
     }
     if (!wb_schema_accept(p, ")")) {
-        if (after_first)
-            return wb_schema_expected(p, "'|' or ')' in the alias "
-                                      "annotation");
         if (ty->after)
-            return wb_schema_expected(p, "')' to close the alias "
+            return wb_schema_expected(p, "'|' or ')' in the alias "
                                       "annotation");
         if (ty->write)
             return wb_schema_expected(p, "'->' or ')' in the alias "
@@ -496,7 +661,8 @@ static bool wb_schema_list_follows(wb_schema_parser *p)
     return p->text[i] == ']' || wb_schema_is_digit(p->text[i]);
 }
 
-/* type = base [ annotation ] [ "?" ] [ "[" [ int ] "]" [ "?" ] ] */
+/* type = base [ annotation ] [ "?" ]
+          [ "[" [ int ] "]" [ annotation ] [ "?" ] ] */
 static wb_status wb_schema_parse_type(wb_schema_parser *p, wb_schema_type *ty,
                                       const char *what)
 {
@@ -506,7 +672,7 @@ static wb_status wb_schema_parse_type(wb_schema_parser *p, wb_schema_type *ty,
     char q[300];
     if (!wb_schema_ident(p, &s, &n))
         return wb_schema_expected(p, "%s", what);
-    ty->base = -1;
+    ty->base = ty->first_set = -1;
     for (int i = 0; i < WB_SCHEMA_COUNT(wb_schema_base_names); i++)
         if (wb_schema_is_word(p->text + s, n, wb_schema_base_names[i]))
             ty->base = i;
@@ -515,7 +681,7 @@ static wb_status wb_schema_parse_type(wb_schema_parser *p, wb_schema_type *ty,
                                  "ATen type",
                                  wb_schema_q(p->text + s, n, q, sizeof q));
     wb_schema_buf_str(&b, wb_schema_base_names[ty->base]);
-    if (wb_schema_peek(p) == '(' &&
+    if ((wb_schema_peek(p) == '(' || wb_schema_peek(p) == '!') &&
         (st = wb_schema_parse_annotation(p, ty, &b)) != WB_OK)
         goto fail;
     if (wb_schema_accept(p, "?")) {
@@ -546,6 +712,9 @@ static wb_status wb_schema_parse_type(wb_schema_parser *p, wb_schema_type *ty,
             goto fail;
         }
         wb_schema_buf_str(&b, "]");
+        if ((wb_schema_peek(p) == '(' || wb_schema_peek(p) == '!') &&
+            (st = wb_schema_parse_annotation(p, ty, &b)) != WB_OK)
+            goto fail;
         if (wb_schema_accept(p, "?"))
             wb_schema_buf_str(&b, "?");
     }
@@ -564,7 +733,9 @@ static bool wb_schema_plain_tensor(const wb_schema_type *ty)
 
 /* ---- defaults ----------------------------------------------------------- */
 
-/* number = [ "-" ] ( digits [ "." [ digits ] ] [ exponent ] | "inf" | "nan" ) */
+/* number = [ "-" ] ( digits [ "." [ digits ] ] [ exponent ] [ "j" ]
+                    | "inf" | "nan" ); a "j" makes it imaginary, as in
+   the defaults of complex parameters. */
 static wb_status wb_schema_parse_number(wb_schema_parser *p, wb_schema_buf *b)
 {
     const char *t = p->text;
@@ -591,6 +762,8 @@ static wb_status wb_schema_parse_number(wb_schema_parser *p, wb_schema_buf *b)
                 j++;
             i = j;
         }
+        if (t[i] == 'j' && !wb_schema_is_ident_char(t[i + 1]))
+            i++;
     } else {
         return wb_schema_fail_at(p, i, "expected a number after '-'");
     }
@@ -925,8 +1098,10 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
 }
 
 static const char *const wb_schema_graph_attrs[] = {
-    "training", "keep_input_mutations", "grad_at_end",
+    "training", "keep_input_mutations", "grad_at_end", "inplace_view",
 };
+enum { WB_SCHEMA_GA_TRAINING, WB_SCHEMA_GA_KEEP, WB_SCHEMA_GA_GRAD,
+       WB_SCHEMA_GA_INPLACE_VIEW };
 
 static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
                                       const wb_schema_attr *a)
@@ -935,14 +1110,17 @@ static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
     int i;
     wb_status st = wb_schema_attr_common(
         p, a, "graph", "the graph", wb_schema_graph_attrs,
-        WB_SCHEMA_COUNT(wb_schema_graph_attrs), 1u << 2, &sc->graph_seen,
-        "training, keep_input_mutations or grad_at_end=on|off", &i);
+        WB_SCHEMA_COUNT(wb_schema_graph_attrs), 1u << WB_SCHEMA_GA_GRAD,
+        &sc->graph_seen, "training, keep_input_mutations, inplace_view or "
+        "grad_at_end=on|off", &i);
     if (st != WB_OK)
         return st;
-    if (i == 0) {
+    if (i == WB_SCHEMA_GA_TRAINING) {
         sc->training = true;
-    } else if (i == 1) {
+    } else if (i == WB_SCHEMA_GA_KEEP) {
         sc->keep_input_mutations = true;
+    } else if (i == WB_SCHEMA_GA_INPLACE_VIEW) {
+        sc->inplace_view = true;
     } else {
         bool on = a->vkind == WB_SCHEMA_V_IDENT &&
                   wb_schema_is_word(p->text + a->vpos, a->vlen, "on");
@@ -986,21 +1164,6 @@ static wb_status wb_schema_parse_attrs(wb_schema_parser *p, bool param,
 }
 
 /* ---- parameters and returns --------------------------------------------- */
-
-static wb_status wb_schema_grow(void **items, int *cap, int n, size_t size)
-{
-    if (n < *cap)
-        return WB_OK;
-    if (*cap > INT32_MAX / 4)
-        return wb_rt_fail(WB_ERR_NOMEM, "out of memory parsing a schema");
-    int ncap = *cap ? *cap * 2 : 8;
-    void *q = realloc(*items, (size_t)ncap * size);
-    if (!q)
-        return wb_rt_fail(WB_ERR_NOMEM, "out of memory parsing a schema");
-    *items = q;
-    *cap = ncap;
-    return WB_OK;
-}
 
 /* An alias annotation belongs to a tensor; torchgen takes it only on
    Tensor. */
@@ -1058,11 +1221,18 @@ static wb_status wb_schema_parse_param(wb_schema_parser *p)
     if (a->type.write)
         a->mutation = WB_MUT_DATA;
     if (wb_schema_accept(p, "=")) {
-        if ((st = wb_schema_parse_default(p, &b, 0)) != WB_OK) {
-            free(b.p);
-            return st;
-        }
-        if ((st = wb_schema_buf_take(&b, &a->dflt)) != WB_OK)
+        /* Kept as wb_spec_print_name shows text, so that no raw byte of
+           the input leaves the parser through a default. */
+        char shown[300] = "";
+        if ((st = wb_schema_parse_default(p, &b, 0)) == WB_OK)
+            wb_schema_buf_add(&b, "", 0);
+        if (st == WB_OK && !b.nomem)
+            wb_spec_print_name(b.p, shown, sizeof shown);
+        if (st == WB_OK && b.nomem)
+            st = wb_rt_fail(WB_ERR_NOMEM, "out of memory parsing a schema");
+        free(b.p);
+        if (st != WB_OK ||
+            (st = wb_schema_dup(shown, strlen(shown), &a->dflt)) != WB_OK)
             return st;
     }
     if (wb_schema_peek(p) == '[' &&
@@ -1296,36 +1466,31 @@ static wb_status wb_schema_check_names(const wb_schema_parser *p)
     return st;
 }
 
-/* Each alias set belongs to at most one parameter; owner[letter] is it. */
-static wb_status wb_schema_check_sets(const wb_schema_parser *p, int *owner)
+/* Which parameters have each set: several may share one. */
+static void wb_schema_find_owners(wb_schema *sc)
 {
-    const wb_schema *sc = p->sc;
-    char who[340], prev[340];
-    for (int c = 0; c < 26; c++)
-        owner[c] = -1;
     for (int i = 0; i < sc->nargs; i++) {
-        const wb_schema_type *ty = &sc->args[i].type;
-        for (int c = 0; c < 26; c++) {
-            if (!(ty->sets & (1u << c)))
-                continue;
-            if (owner[c] >= 0)
-                return wb_schema_fail_at(
-                    p, ty->annot_pos, "%s: alias set '%c' is already used by %s",
-                    wb_schema_who_arg(sc, i, who, sizeof who), 'a' + c,
-                    wb_schema_who_arg(sc, owner[c], prev, sizeof prev));
-            owner[c] = i;
+        const wb_schema_bits *b = &sc->args[i].type.sets;
+        for (int s = wb_schema_bits_next(b, 0); s >= 0;
+             s = wb_schema_bits_next(b, s + 1)) {
+            if (sc->sets[s].owner < 0)
+                sc->sets[s].owner = i;
+            sc->sets[s].nowners++;
         }
     }
-    return WB_OK;
 }
 
-/* Attributes whose meaning needs a graph attribute. */
+/* Attributes whose meaning needs a graph attribute; inplace_view makes
+   each '!' parameter that has no mutation attribute of its own a metadata
+   mutation. */
 static wb_status wb_schema_check_graph_needs(const wb_schema_parser *p)
 {
-    const wb_schema *sc = p->sc;
+    wb_schema *sc = p->sc;
     char who[340];
     for (int i = 0; i < sc->nargs; i++) {
-        const wb_schema_arg *a = &sc->args[i];
+        wb_schema_arg *a = &sc->args[i];
+        if (sc->inplace_view && a->type.write && !a->mut_attr)
+            a->mutation = WB_MUT_METADATA;
         if (a->mutation == WB_MUT_IN_GRAPH && a->mut_attr &&
             !sc->keep_input_mutations)
             return wb_schema_fail_at(p, a->mut_pos, "%s: attribute "
@@ -1344,22 +1509,34 @@ static wb_status wb_schema_check_graph_needs(const wb_schema_parser *p)
 }
 
 /* Classifies each return by what its alias sets name: one parameter, an
-   intermediate (sets no parameter has), or nothing. */
-static void wb_schema_classify(wb_schema *sc, const int *owner)
+   intermediate (sets no parameter has), nothing, or an input it cannot
+   tell (the wildcard, or a set several parameters share). */
+static void wb_schema_classify(wb_schema *sc)
 {
     for (int k = 0; k < sc->nrets; k++) {
         wb_schema_ret *r = &sc->rets[k];
         const wb_schema_type *ty = &r->type;
+        r->shared = -1;
         if (!ty->annotated) {
             r->cls = WB_SCHEMA_CLS_NONE;
             continue;
         }
-        int first = ty->first_set - 'a', o = owner[first];
+        const wb_schema_bits *b = &ty->sets;
+        for (int s = wb_schema_bits_next(b, 0); s >= 0 && r->shared < 0;
+             s = wb_schema_bits_next(b, s + 1))
+            if (sc->sets[s].nowners > 1)
+                r->shared = s;
+        if (ty->wildcard || r->shared >= 0 || ty->first_set < 0) {
+            r->cls = WB_SCHEMA_CLS_AMBIG;
+            r->key = -1;
+            continue;
+        }
+        int first = ty->first_set, o = sc->sets[first].owner;
         r->cls = o >= 0 ? WB_SCHEMA_CLS_PARAM : WB_SCHEMA_CLS_INTER;
         r->key = o >= 0 ? o : first;
-        for (int c = 0; c < 26; c++)
-            if ((ty->sets & (1u << c)) &&
-                (o >= 0 ? owner[c] != o : c != first))
+        for (int s = wb_schema_bits_next(b, 0); s >= 0;
+             s = wb_schema_bits_next(b, s + 1))
+            if (o >= 0 ? sc->sets[s].owner != o : s != first)
                 r->multi = true;
     }
 }
@@ -1370,9 +1547,9 @@ static void wb_schema_classify(wb_schema *sc, const int *owner)
 static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
 {
     wb_schema *sc = p->sc;
-    int base_ret[26], base_index[26];
-    char who[340], other[340], arg[340];
-    for (int c = 0; c < 26; c++)
+    int base_ret[WB_SCHEMA_MAX_SETS], base_index[WB_SCHEMA_MAX_SETS];
+    char who[340], other[340], arg[340], set[340];
+    for (int c = 0; c < WB_SCHEMA_MAX_SETS; c++)
         base_ret[c] = base_index[c] = -1;
     for (int k = 0; k < sc->nrets; k++) {
         const wb_schema_ret *r = &sc->rets[k];
@@ -1389,8 +1566,8 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
             continue;
         if (base_ret[r->key] >= 0)
             return wb_schema_fail_at(
-                p, r->base_pos, "%s: alias set '%c' already has its base, %s",
-                who, 'a' + r->key,
+                p, r->base_pos, "%s: %s already has its base, %s", who,
+                wb_schema_set_desc(sc, r->key, set, sizeof set),
                 wb_schema_who_ret(sc, base_ret[r->key], other, sizeof other));
         base_ret[r->key] = k;
     }
@@ -1416,15 +1593,16 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
             if (r->save_as_output)
                 return wb_schema_fail_at(p, r->save_pos, "%s: attribute "
                                          "'save_as_output' does not apply to "
-                                         "the base of alias set '%c'", who,
-                                         'a' + r->key);
+                                         "the base of %s", who,
+                                         wb_schema_set_desc(sc, r->key, set,
+                                                            sizeof set));
             continue;  /* the base itself: a plain output */
         } else if (r->cls == WB_SCHEMA_CLS_INTER && base_ret[r->key] >= 0) {
             if (r->save_as_output)
                 return wb_schema_fail_at(
                     p, r->save_pos, "%s: attribute 'save_as_output' does not "
-                    "apply: alias set '%c' has a base return, %s", who,
-                    'a' + r->key,
+                    "apply: %s has a base return, %s", who,
+                    wb_schema_set_desc(sc, r->key, set, sizeof set),
                     wb_schema_who_ret(sc, base_ret[r->key], other,
                                       sizeof other));
             r->alias = WB_SCHEMA_ALIAS_OF_INTERMEDIATE;
@@ -1438,6 +1616,11 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
                           ? WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT
                           : WB_OUT_ALIAS_OF_INTERMEDIATE;
             r->base = r->spec_base = base_index[r->key];
+        } else if (r->cls == WB_SCHEMA_CLS_AMBIG) {
+            /* An input, but which one cannot be told: no base. */
+            r->alias = r->type.write ? WB_SCHEMA_IS_INPUT
+                                     : WB_SCHEMA_ALIAS_OF_INPUT;
+            r->kind = r->type.write ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
         } else {
             continue;  /* no annotation: the variant as given */
         }
@@ -1462,7 +1645,7 @@ static wb_status wb_schema_set_reason(wb_schema *sc, const char *fmt, ...)
 
 static wb_status wb_schema_set_reason(wb_schema *sc, const char *fmt, ...)
 {
-    char msg[800];
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -1493,11 +1676,36 @@ static wb_status wb_schema_arg_reason(wb_schema *sc, int i)
     return WB_OK;
 }
 
+/* The parameters that share set s, as "parameters 0 'x' and 2 'y'" (the
+   first four, then how many more). */
+static const char *wb_schema_owners(const wb_schema *sc, int s, char *buf,
+                                    size_t n)
+{
+    int shown = 0, total = sc->sets[s].nowners;
+    size_t o = (size_t)snprintf(buf, n, "parameters");
+    for (int i = sc->sets[s].owner; i < sc->nargs && shown < 4 && o < n;
+         i++) {
+        char nm[300];
+        if (!wb_schema_bits_has(&sc->args[i].type.sets, s))
+            continue;
+        wb_spec_print_name(sc->args[i].name, nm, sizeof nm);
+        shown++;
+        o += (size_t)snprintf(buf + o, n - o, "%s %d '%s'",
+                              shown == 1       ? ""
+                              : shown == total ? " and"
+                                               : ",",
+                              i, nm);
+    }
+    if (shown < total && o < n)
+        snprintf(buf + o, n - o, " and %d more", total - shown);
+    return buf;
+}
+
 static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
 {
     const wb_schema_ret *r = &sc->rets[k];
     const wb_schema_type *ty = &r->type;
-    char who[340], t[300], arg[340];
+    char who[340], t[300], arg[340], set[340], owners[1400];
     wb_schema_who_ret(sc, k, who, sizeof who);
     wb_spec_print_name(ty->text, t, sizeof t);
     if (strlen(r->name) > WB_MAX_NAME)
@@ -1516,6 +1724,16 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
         return wb_schema_set_reason(sc, "%s: the '->' of '%s' leaves open "
                                     "what it aliases after the call", who,
                                     t);
+    if (ty->wildcard)
+        return wb_schema_set_reason(sc, "%s: '%s' is in the wildcard set "
+                                    "'*', so it may alias any tensor; an "
+                                    "output needs one known base", who, t);
+    if (r->shared >= 0)
+        return wb_schema_set_reason(
+            sc, "%s: '%s' names %s, which %s share, so its base is "
+            "ambiguous; an output has one", who, t,
+            wb_schema_set_desc(sc, r->shared, set, sizeof set),
+            wb_schema_owners(sc, r->shared, owners, sizeof owners));
     if (r->multi)
         return wb_schema_set_reason(sc, "%s: '%s' names the alias sets of "
                                     "more than one base; an output has one",
@@ -1524,16 +1742,20 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
         const wb_schema_arg *a = &sc->args[r->key];
         wb_schema_who_arg(sc, r->key, arg, sizeof arg);
         if (ty->write && !a->type.write)
-            return wb_schema_set_reason(sc, "%s: writes alias set '%c', "
-                                        "which %s only reads", who,
-                                        ty->first_set, arg);
+            return wb_schema_set_reason(sc, "%s: writes %s, which %s only "
+                                        "reads", who,
+                                        wb_schema_set_desc(sc, ty->first_set,
+                                                           set, sizeof set),
+                                        arg);
         if (a->type.optional)
             return wb_schema_set_reason(sc, "%s: aliases %s, an optional "
                                         "tensor that may be NULL", who, arg);
     }
     if (r->cls == WB_SCHEMA_CLS_INTER && ty->write)
-        return wb_schema_set_reason(sc, "%s: writes alias set '%c', which no "
-                                    "parameter has", who, ty->first_set);
+        return wb_schema_set_reason(sc, "%s: writes %s, which no parameter "
+                                    "has", who,
+                                    wb_schema_set_desc(sc, ty->first_set, set,
+                                                       sizeof set));
     return WB_OK;
 }
 
@@ -1575,6 +1797,9 @@ void wb_schema_free(wb_schema *sc)
         free(sc->rets[k].name);
         free(sc->rets[k].type.text);
     }
+    for (int s = 0; s < sc->nsets; s++)
+        free(sc->sets[s].name);
+    free(sc->sets);
     free(sc->args);
     free(sc->rets);
     free(sc->ns);
@@ -1587,7 +1812,6 @@ void wb_schema_free(wb_schema *sc)
 wb_status wb_schema_parse(const char *text, const char *file, int line,
                           wb_schema **out)
 {
-    int owner[26];
     wb_status st;
     if (!text || !out)
         return wb_rt_fail(WB_ERR_INVALID, "wb_schema_parse: NULL text or "
@@ -1599,9 +1823,9 @@ wb_status wb_schema_parse(const char *text, const char *file, int line,
     wb_schema_parser p = {.text = text, .file = file, .line = line, .sc = sc};
     if ((st = wb_schema_parse_spec(&p)) == WB_OK &&
         (st = wb_schema_check_names(&p)) == WB_OK &&
-        (st = wb_schema_check_sets(&p, owner)) == WB_OK &&
         (st = wb_schema_check_graph_needs(&p)) == WB_OK) {
-        wb_schema_classify(sc, owner);
+        wb_schema_find_owners(sc);
+        wb_schema_classify(sc);
         if ((st = wb_schema_resolve_returns(&p)) == WB_OK)
             st = wb_schema_find_reason(sc);
     }

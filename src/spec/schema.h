@@ -25,10 +25,12 @@ typedef enum wb_schema_alias {
    the text's first line and file (may be NULL) its file, both only for
    messages.  On a syntax error the status is WB_ERR_SPEC and the message
    reads "FILE:LINE:COL: expected ...", then the line, then a caret under
-   the column; an error only the whole schema shows (a set on two
-   parameters, a misplaced attribute) reads "FILE:LINE:COL: parameter 2
-   'x': ..." or "... return 0: ...", with the line and caret too.  A schema
-   that parses but cannot be wrapped parses: see wb_schema_unwrappable. */
+   the column; an error only the whole schema shows (two items with one
+   name, a misplaced attribute) reads "FILE:LINE:COL: parameter 2 'x': ..."
+   or "... return 0: ...", with the line and caret too.  A schema has at
+   most 256 distinct alias sets (each "Tensor!" makes one); one more is a
+   syntax error, "... too many alias sets: ...".  A schema that parses but
+   cannot be wrapped parses: see wb_schema_unwrappable. */
 wb_status wb_schema_parse(const char *text, const char *file, int line,
                           wb_schema **out);
 void wb_schema_free(wb_schema *sc);
@@ -42,16 +44,23 @@ const char *wb_schema_namespace(const wb_schema *sc);
 /* Parameters in declaration order, keyword-only ones included. */
 int wb_schema_num_args(const wb_schema *sc);
 const char *wb_schema_arg_name(const wb_schema *sc, int i);
-/* The type as ATen writes it, annotation included: "Tensor(a!)", "int[2]?". */
+/* The type as ATen writes it, annotation included: "Tensor(a!)", "Tensor!",
+   "int[2]?". */
 const char *wb_schema_arg_type(const wb_schema *sc, int i);
 wb_direction wb_schema_arg_dir(const wb_schema *sc, int i);
 /* "wb_tensor *", "int64_t", "double", "bool", "const void *"; for lists of
    tensors "wb_tensor **". */
 const char *wb_schema_arg_ctype(const wb_schema *sc, int i);
-/* The default as ATen prints it ("1", "[1, 1]", "None"), or NULL. */
+/* The default as ATen prints it ("1", "[1, 1]", "None"), or NULL; escaped
+   as wb_spec_print_name shows text, so that no raw byte of the input
+   leaves the parser: bytes outside printable ASCII, backslashes and the
+   first byte of a "/" "*" or "*" "/" pair as \xHH, and at most 64 bytes of
+   the default, then "..." ("'a\x09b'" for a tab between a and b). */
 const char *wb_schema_arg_default(const wb_schema *sc, int i);
-/* The mutation a '!' parameter gets (WB_MUT_NONE for others), and its
-   WB_INPUT_DETACH and WB_INPUT_HIDDEN flags from the extension. */
+/* The mutation a '!' parameter gets (data, or metadata with the graph
+   attribute inplace_view, unless an attribute of its own says otherwise;
+   WB_MUT_NONE for others), and its WB_INPUT_DETACH and WB_INPUT_HIDDEN
+   flags from the extension. */
 wb_mutation wb_schema_arg_mutation(const wb_schema *sc, int i);
 unsigned wb_schema_arg_flags(const wb_schema *sc, int i);
 /* Whether the parameter comes after the keyword-only marker '*'. */
@@ -68,13 +77,17 @@ const char *wb_schema_return_type(const wb_schema *sc, int k);
 wb_schema_alias wb_schema_return_alias(const wb_schema *sc, int k);
 /* The parameter index a return aliases, the intermediate base's index for
    alias_of_intermediate, or -1 (also for the returns of a set with a [base]
-   return). */
+   return, and for an is_input or alias_of_input return whose parameter
+   cannot be told: one in the wildcard set, Tensor(*), or naming a set that
+   several parameters share). */
 int wb_schema_return_base(const wb_schema *sc, int k);
 const char *wb_schema_alias_name(wb_schema_alias a);
 /* What the return becomes in the spec: the alias kind and base that
    wb_spec_add_output receives (for the returns of a set with a [base]
    return, alias-of-intermediate-base-is-user-output and that return's
-   index).  Available whether or not the schema can be wrapped. */
+   index; for a return whose parameter cannot be told, is-input or
+   alias-of-input and -1).  Available whether or not the schema can be
+   wrapped. */
 wb_alias wb_schema_return_kind(const wb_schema *sc, int k);
 int wb_schema_return_spec_base(const wb_schema *sc, int k);
 /* The number of intermediate bases the spec declares. */

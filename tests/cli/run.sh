@@ -365,6 +365,16 @@ printf '\357\273\277k(Tensor x) -> Tensor\n' >"$tmp/bom.txt"
 run check_bom 0 "$wb" check --json "$tmp/bom.txt"
 has check_bom.out '{"name": "k", "ok": true'
 
+# ---- YAML tags ---------------------------------------------------------------
+# An op tagged inplace_view changes its arguments' views, not their data.
+printf -- '- func: transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)\n  tags: inplace_view\n- func: unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)\n  tags: [core, inplace_view]\n- func: add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)\n  tags: core\n' >"$tmp/tags.yaml"
+run check_tags 0 "$wb" check "$tmp/tags.yaml"
+has check_tags.out 'wb_tensor *  metadata mutation'
+run emit_tags 0 "$wb" emit --name transpose_ "$tmp/tags.yaml"
+has emit_tags.out 'wb_rt_prep_meta('
+run emit_tags_data 0 "$wb" emit --name add_.Tensor "$tmp/tags.yaml"
+has emit_tags_data.out 'wb_rt_prep_data('
+
 # ---- namespaces ----------------------------------------------------------------
 # A schema's namespace is part of the name it is shown and picked by.
 printf 'aten::add.Tensor(Tensor self, Tensor other) -> Tensor\nmyops::foo(Tensor(a!) x) -> ()\n' >"$tmp/ns.txt"
