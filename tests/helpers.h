@@ -7,6 +7,8 @@
 
 #include <criterion/criterion.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wrapbake.h"
@@ -107,6 +109,24 @@ static inline void wbt_release_last(wb_tensor *t)
     cr_assert_eq(wb_tensor_refcount(t), 1, "refcount %ld at the end",
                  wb_tensor_refcount(t));
     wb_tensor_release(t);
+}
+
+/* A whole file, NUL-terminated and malloc'ed, or NULL when it cannot be
+   opened; tests run from the repository root. */
+static inline char *wbt_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *p = malloc((size_t)n + 1);
+    cr_assert_not_null(p);
+    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+    p[n] = '\0';
+    fclose(f);
+    return p;
 }
 
 #endif /* WB_TEST_HELPERS_H */

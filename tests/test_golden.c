@@ -85,21 +85,6 @@ static wb_spec *golden_training(void)
     return s;
 }
 
-static char *golden_read(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *p = malloc((size_t)n + 1);
-    cr_assert(p);
-    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
-    p[n] = '\0';
-    fclose(f);
-    return p;
-}
 
 /* The emitted C compiles with the system compiler, warnings as errors. */
 static void golden_compiles(const char *path)
@@ -123,7 +108,7 @@ static void golden_check(const char *name, wb_spec *s)
         fputs(text, f);
         fclose(f);
     }
-    char *want = golden_read(path);
+    char *want = wbt_read_file(path);
     cr_assert(want, "%s is missing; run `make golden` and review it", path);
     cr_assert_str_eq(text, want, "%s differs from the emitter's output; if "
                      "the change is intended, run `make golden` and review "

@@ -104,17 +104,9 @@ static void tsc_assert_tame(void)
 
 static char *tsc_read_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s (tests run from the repository "
+    char *p = wbt_read_file(path);
+    cr_assert_not_null(p, "cannot open %s (tests run from the repository "
                        "root)", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *p = malloc((size_t)n + 1);
-    cr_assert_not_null(p);
-    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
-    p[n] = '\0';
-    fclose(f);
     return p;
 }
 
