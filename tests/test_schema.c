@@ -14,9 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "spec_helpers.h"
 #include "../src/spec/schema.h"
-#include "../src/spec/spec.h"
 
 /* ---- local helpers ---------------------------------------------------- */
 
@@ -1763,41 +1762,12 @@ Test(schema, error_examples_of_the_document)
 
 /* ---- text and builder agree: the same IR, the same C ---------------------- */
 
-/* The two specs' items and graph-level settings are the same. */
-static void tsc_assert_same_ir(const wb_spec *p, const wb_spec *b)
-{
-    cr_assert_str_eq(p->name, b->name);
-    cr_assert_eq(p->ninputs, b->ninputs);
-    for (int i = 0; i < p->ninputs; i++) {
-        const wb_input *x = &p->inputs[i], *y = &b->inputs[i];
-        cr_assert_str_eq(x->name, y->name, "input %d", i);
-        cr_assert(x->is_tensor == y->is_tensor && x->mutation == y->mutation &&
-                  x->flags == y->flags && x->ndim == y->ndim &&
-                  x->dtype.code == y->dtype.code &&
-                  x->dtype.bits == y->dtype.bits &&
-                  x->dtype.lanes == y->dtype.lanes &&
-                  (x->is_tensor || x->scalar == y->scalar),
-                  "input %d differs", i);
-    }
-    cr_assert_eq(p->noutputs, b->noutputs);
-    for (int k = 0; k < p->noutputs; k++) {
-        const wb_output *x = &p->outputs[k], *y = &b->outputs[k];
-        cr_assert_str_eq(x->name, y->name, "output %d", k);
-        cr_assert(x->kind == y->kind && x->base == y->base &&
-                  x->requires_grad == y->requires_grad && x->dyn == y->dyn,
-                  "output %d differs", k);
-    }
-    cr_assert(p->nbases == b->nbases && p->training == b->training &&
-              p->keep_input_mutations == b->keep_input_mutations &&
-              p->grad_at_end == b->grad_at_end, "graph settings differ");
-}
-
 static void tsc_assert_same_c(const char *text, wb_spec *built)
 {
     wb_spec *parsed = tsc_spec(text);
     char *a, *b;
     WBT_OK(wb_spec_validate(built));
-    tsc_assert_same_ir(parsed, built);
+    wbt_assert_same_items(parsed, built);
     WBT_OK(wb_emit_c(parsed, &a));
     WBT_OK(wb_emit_c(built, &b));
     cr_assert_str_eq(a, b, "the parsed and the built spec emit different C");

@@ -347,9 +347,9 @@ wb_status wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
     return st != WB_OK ? st : wb_rt_prep_copy(e, input, t, v);
 }
 
-/* v's view must fit the storage of t. */
-static wb_status wb_rt_prep_restride(const wb_env *e, int input,
-                                     const wb_tensor *t, const wb_tensor *v)
+/* A metadata mutation: v's view must fit the storage of t. */
+wb_status wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
+                          const wb_tensor *v)
 {
     char lb[400];
     wb_status st = wb_rt_prep_like(e, input, t, v);
@@ -365,16 +365,10 @@ static wb_status wb_rt_prep_restride(const wb_env *e, int input,
     return WB_OK;
 }
 
-wb_status wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
-                          const wb_tensor *v)
-{
-    return wb_rt_prep_restride(e, input, t, v);
-}
-
 wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
                                const wb_tensor *v)
 {
-    wb_status st = wb_rt_prep_restride(e, input, t, v);
+    wb_status st = wb_rt_prep_meta(e, input, t, v);
     if (st != WB_OK)
         return st;
     wb_tensor after;
