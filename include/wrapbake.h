@@ -339,22 +339,58 @@ typedef int (*wb_graph_fn)(void *ctx, const wb_arg *args, int nargs,
 typedef enum wb_tier {
     WB_TIER_DEFAULT = 0,  /* tcc */
     WB_TIER_INTERP,       /* the reference interpreter */
-    WB_TIER_TCC           /* straight-line C compiled by libtcc */
+    WB_TIER_TCC,          /* straight-line C compiled by libtcc */
+    WB_TIER_CC,           /* the same C built by the system compiler at -O2 */
+    WB_TIER_AUTO,         /* tcc at once, then cc from a background compile */
+    WB_TIER_AOT           /* the same C compiled into the program ahead of
+                             time by `wrapbake emit --aot` */
 } wb_tier;
+
+/* wb_options.flags */
+#define WB_OPT_NO_SHARE      0x1u  /* compile code of its own, even when a
+                                      wrapper of an equal spec has some */
+#define WB_OPT_NO_DISK_CACHE 0x2u  /* cc: neither read nor fill the disk
+                                      cache */
 
 /* Wrapper options; a zeroed struct (or NULL) gives the defaults. */
 typedef struct wb_options {
     wb_tier tier;
+    unsigned flags;          /* WB_OPT_* */
+    /* WB_TIER_AUTO: the background compile starts after this many calls
+       (0: 1000) or this many milliseconds after creation (0: never by
+       time), whichever comes first. */
+    uint64_t promote_calls;
+    uint32_t promote_ms;
+    /* cc and auto: the seconds the system compiler may run (0: 60). */
+    uint32_t cc_timeout_s;
+    /* cc and auto: the compiler command, split at blanks and run without a
+       shell (NULL: $CC, then "cc"). */
+    const char *cc;
 } wb_options;
 
 typedef struct wb_wrapper wb_wrapper;
 
 /* A wrapper for graph over a private copy of spec (validated here if it was
    not); spec stays the caller's.  The wrapper is immutable and may be called
-   from many threads at once. */
+   from many threads at once.  Wrappers of equal specs on one compiled tier
+   share one compiled function (see WB_OPT_NO_SHARE).  On WB_TIER_CC a
+   failing system compiler fails the call with its diagnostics; on
+   WB_TIER_AUTO the wrapper stays on tcc and wb_wrapper_note() says why. */
 wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
                          void *graph_ctx, const wb_options *options,
                          wb_wrapper **out);
+
+/* n wrappers at once: specs[i] over graphs[i] with ctxs[i] (ctxs may be
+   NULL).  On tcc every spec not already compiled goes through one libtcc
+   state, which costs a fraction of n separate compiles.  All or nothing: on
+   failure no wrapper is left and the message names the failing spec. */
+wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
+                          const wb_graph_fn *graphs, void *const *ctxs,
+                          const wb_options *options, wb_wrapper **out);
+
+/* Frees w once no call on it is running; the caller must not free a
+   wrapper another thread may still call.  A pending promotion is cancelled
+   (a running system compiler is stopped). */
 void wb_wrapper_free(wb_wrapper *w);
 
 /*
@@ -365,12 +401,81 @@ void wb_wrapper_free(wb_wrapper *w);
 wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
                   wb_tensor **outs, int nouts);
 
+/* The tier serving calls now (never WB_TIER_AUTO or WB_TIER_DEFAULT). */
 wb_tier wb_wrapper_tier(const wb_wrapper *w);
 const char *wb_tier_name(wb_tier tier);
+/* Why the wrapper serves on its tier, when there is something to say (an
+   auto wrapper that could not promote and the compiler's reason, a cc
+   wrapper loaded from the disk cache, a disk-cache miss explained); NULL
+   otherwise.  Owned by w; stable once the tier no longer changes. */
+const char *wb_wrapper_note(const wb_wrapper *w);
 /* The generated C the wrapper runs (NULL for the interpreter); owned by w. */
 const char *wb_wrapper_source(const wb_wrapper *w);
 /* The wrapper's own copy of its spec. */
 const wb_spec *wb_wrapper_spec(const wb_wrapper *w);
+
+/* ---------------------------------------------------------------------- */
+/* Ahead-of-time wrappers                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* The part of a wrapper generated code sees, and the function it defines. */
+typedef struct wb_env wb_env;
+typedef int (*wb_entry_fn)(const wb_env *e, const wb_arg *args, int nargs,
+                           wb_tensor **outs, int nouts);
+
+/* Hex digits of a fingerprint, without the terminating NUL. */
+#define WB_FINGERPRINT_LEN 64
+
+/* The SHA-256, in hex, of the C this library generates for spec: what
+   ahead-of-time code records to prove it was generated for this spec by an
+   emitter that agrees with this library. */
+wb_status wb_spec_fingerprint(const wb_spec *spec,
+                              char out[WB_FINGERPRINT_LEN + 1]);
+
+/* A wrapper over entry, the function `wrapbake emit --aot` generated for
+   spec, which records fingerprint.  Refused (WB_ERR_SPEC) when the
+   fingerprint is not spec's here: the code is stale or for another spec.
+   Needs no compiler; links without libtcc. */
+wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
+                             const char *fingerprint, wb_graph_fn graph,
+                             void *graph_ctx, wb_wrapper **out);
+
+/* ---------------------------------------------------------------------- */
+/* Caches                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Compiled code is cached twice.  In the process, wrappers of equal specs
+ * on one tier share one function, freed with the last of them.  On disk,
+ * cc-tier shared objects live under $WRAPBAKE_CACHE_DIR (default
+ * $XDG_CACHE_HOME/wrapbake, then ~/.cache/wrapbake), keyed by the SHA-256
+ * of the generated C, the compiler's identity and version, the flags and
+ * WB_ABI_VERSION.  Entries are written atomically, checked against their
+ * recorded hash before loading (a damaged one is rebuilt), and the
+ * directory is kept under a size bound ($WRAPBAKE_CACHE_MAX bytes, default
+ * 256 MiB; oldest used first out).
+ */
+typedef struct wb_cache_stats {
+    uint64_t shared;         /* wrappers that reused in-process code */
+    uint64_t compiled;       /* functions compiled (tcc or cc) */
+    uint64_t disk_hits;      /* cc objects loaded from the disk cache */
+    uint64_t disk_misses;    /* cc lookups that had to compile */
+    uint64_t disk_rebuilt;   /* damaged entries found and rebuilt */
+    uint64_t disk_evicted;   /* entries removed to keep the size bound */
+    double compile_ms_saved; /* recorded compile time of the hits */
+} wb_cache_stats;
+
+void wb_cache_stats_get(wb_cache_stats *out);
+/* Removes every entry of the disk cache this process may remove.  In-process
+   code stays until its last wrapper goes. */
+wb_status wb_cache_clear(void);
+/* The disk cache's directory; owned by the library. */
+const char *wb_cache_dir(void);
+/* Why a cc wrapper for spec with options would hit or miss the disk cache:
+   the entry it would load, or the nearest entry and which part of the key
+   differs.  *out is malloc'ed and the caller's to free(). */
+wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
+                           char **out);
 
 /* The generated C for a validated spec, without compiling it.  *out is
    malloc'ed and the caller's to free(). */

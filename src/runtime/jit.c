@@ -75,14 +75,37 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
     return WB_OK;
 }
 
-wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
-                         void **entry)
+/* Compiles source i of a batch.  In a batch of several, a define in front
+   renames the function, since every source defines the same one; libtcc
+   compiles each string as a translation unit of its own, so nothing else
+   can clash. */
+static int wb_jit_add(TCCState *s, int n, int i, const char *src,
+                      const char *fn)
+{
+    if (n == 1)
+        return tcc_compile_string(s, src);
+    size_t len = strlen(src), cap = 2 * strlen(fn) + 40 + len;
+    char *unit = malloc(cap);
+    if (!unit)
+        return -2;
+    int head = snprintf(unit, cap, "#define %s %s_%d\n", fn, fn, i);
+    memcpy(unit + head, src, len + 1);
+    int rc = tcc_compile_string(s, unit);
+    free(unit);
+    return rc;
+}
+
+wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
+                               wb_jit_code **code, void **entries)
 {
     wb_jit_diag diag = {{0}, 0};
     wb_status st = WB_OK;
-    void *sym = NULL;
-    if (!src || !fn || !code || !entry)
+    if (n < 1 || !srcs || !fn || !code || !entries)
         return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
+    for (int i = 0; i < n; i++)
+        if (!srcs[i])
+            return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL "
+                              "source %d", i);
     wb_jit_code *c = calloc(1, sizeof *c);
     if (!c)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
@@ -103,13 +126,31 @@ wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
         memcpy(&addr, &y->addr, sizeof addr);
         tcc_add_symbol(s, y->name, addr);
     }
-    if (tcc_compile_string(s, src) < 0)
-        st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
-                        "code: %s", diag.text);
-    else if ((st = wb_jit_place(s, c, &diag)) == WB_OK &&
-             !(sym = tcc_get_symbol(s, fn)))
-        st = wb_rt_fail(WB_ERR_COMPILE, "the generated code has no "
-                        "function '%s'", fn);
+    for (int i = 0; i < n && st == WB_OK; i++) {
+        int rc = wb_jit_add(s, n, i, srcs[i], fn);
+        if (rc == -2)
+            st = wb_rt_fail(WB_ERR_NOMEM, "out of memory for source %d of "
+                            "a batch", i);
+        else if (rc < 0 && n == 1)
+            st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
+                            "code: %s", diag.text);
+        else if (rc < 0)
+            st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
+                            "code of source %d of the batch: %s", i,
+                            diag.text);
+    }
+    if (st == WB_OK)
+        st = wb_jit_place(s, c, &diag);
+    for (int i = 0; i < n && st == WB_OK; i++) {
+        char name[300];
+        if (n == 1)
+            snprintf(name, sizeof name, "%s", fn);
+        else
+            snprintf(name, sizeof name, "%s_%d", fn, i);
+        if (!(entries[i] = tcc_get_symbol(s, name)))
+            st = wb_rt_fail(WB_ERR_COMPILE, "the generated code has no "
+                            "function '%s'", name);
+    }
 #ifdef TCC_RELOCATE_AUTO
     tcc_delete(s);
 #else
@@ -129,8 +170,15 @@ wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
         return st;
     }
     *code = c;
-    *entry = sym;
     return WB_OK;
+}
+
+wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
+                         void **entry)
+{
+    if (!entry)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
+    return wb_jit_compile_batch(1, &src, fn, code, entry);
 }
 
 void wb_jit_free(wb_jit_code *c)

@@ -51,9 +51,6 @@ _Static_assert(offsetof(struct wb_tensor, ndim) == 2 * sizeof(long) + 4,
 /* The graph-facing part of a wrapper, passed first to every entry point.
    Generated code declares only the first two members (see emit.c), so they
    must stay first and in this order. */
-typedef struct wb_env wb_env;
-typedef int (*wb_entry_fn)(const wb_env *e, const wb_arg *args, int nargs,
-                           wb_tensor **outs, int nouts);
 struct wb_env {
     wb_graph_fn graph;
     void *graph_ctx;
@@ -208,6 +205,11 @@ typedef struct wb_jit_code wb_jit_code;
    Compiler messages land in the error message. */
 wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
                          void **entry);
+/* Compiles n sources, each defining function fn, in one libtcc state into
+   one block of code; entries[i] is source i's fn.  A failure names the
+   index of the source that failed. */
+wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
+                               wb_jit_code **code, void **entries);
 void wb_jit_free(wb_jit_code *code);
 
 #endif /* WB_RT_H */

@@ -1,25 +1,20 @@
 /*
- * wrapper.c -- wrapper objects and their tiers.
+ * wrapper.c -- wrapper objects: creation, calls, and the ahead-of-time
+ * constructor.
  *
- * A wrapper owns a validated copy of its spec and an entry point: the
- * interpreter, or the spec's generated C compiled by libtcc.  Both take the
- * same wb_env, so wb_call is one indirect call whatever the tier.
+ * Every tier comes down to an entry point over the wrapper's wb_env, so
+ * wb_call is one indirect call whatever the tier.  The entry is an atomic
+ * pointer: promotion from tcc to cc is one release store, and a caller
+ * sees either the old function or the new one, both complete.  This file
+ * reaches neither libtcc nor the system compiler (tiers.c does), so a
+ * program of ahead-of-time wrappers links without them.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "wrapper.h"
 #include "../spec/spec.h"
 #include "../wrappers/wrappers.h"
-
-struct wb_wrapper {
-    wb_env env;         /* first: generated code reads its leading members */
-    wb_entry_fn entry;
-    wb_tier tier;
-    wb_spec *spec;
-    char *source;       /* the generated C (tcc tier) */
-    wb_jit_code *code;
-};
 
 const char *wb_tier_name(wb_tier tier)
 {
@@ -27,65 +22,61 @@ const char *wb_tier_name(wb_tier tier)
     case WB_TIER_DEFAULT: return "default";
     case WB_TIER_INTERP: return "interp";
     case WB_TIER_TCC: return "tcc";
+    case WB_TIER_CC: return "cc";
+    case WB_TIER_AUTO: return "auto";
+    case WB_TIER_AOT: return "aot";
     }
     return "?";
 }
 
-static wb_status wb_wrapper_compile(wb_wrapper *w)
+void wb_code_release(wb_code *c)
 {
-    void *entry;
-    wb_status st = wb_emit(w->spec, WB_EMIT_FN, true, &w->source);
-    if (st != WB_OK)
-        return st;
-    st = wb_jit_compile(w->source, WB_EMIT_FN, &w->code, &entry);
-    if (st != WB_OK)
-        return st;
-    /* POSIX guarantees function and object pointers convert both ways. */
-    memcpy(&w->entry, &entry, sizeof entry);
-    return WB_OK;
+    if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1)
+        c->destroy(c);
 }
 
-wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
-                         void *graph_ctx, const wb_options *options,
-                         wb_wrapper **out)
+wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
+                           void *graph_ctx, wb_wrapper **out)
 {
-    wb_tier tier = options ? options->tier : WB_TIER_DEFAULT;
     wb_status st;
     if (!spec || !graph || !out)
         return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new: NULL spec, graph "
                           "or out");
-    if (tier == WB_TIER_DEFAULT)
-        tier = WB_TIER_TCC;
-    if (tier != WB_TIER_INTERP && tier != WB_TIER_TCC)
-        return wb_rt_fail(WB_ERR_UNSUPPORTED, "wb_wrapper_new: tier %d is "
-                          "not available in this build", (int)tier);
     wb_wrapper *w = calloc(1, sizeof *w);
     if (!w)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a wrapper");
     if ((st = wb_spec_clone(spec, &w->spec)) != WB_OK ||
-        (st = wb_spec_validate(w->spec)) != WB_OK)
-        goto fail;
+        (st = wb_spec_validate(w->spec)) != WB_OK) {
+        wb_spec_free(w->spec);
+        free(w);
+        return st;
+    }
     w->env.graph = graph;
     w->env.graph_ctx = graph_ctx;
     w->env.spec = w->spec;
     atomic_init(&w->env.first_call_state, 0);
-    w->tier = tier;
-    if (tier == WB_TIER_INTERP)
-        w->entry = wb_interp_call;
-    else if ((st = wb_wrapper_compile(w)) != WB_OK)
-        goto fail;
+    atomic_init(&w->entry, (wb_entry_fn)0);
+    atomic_init(&w->tier, WB_TIER_DEFAULT);
+    atomic_init(&w->promoted, (wb_code *)0);
+    atomic_init(&w->note, (char *)0);
     *out = w;
     return WB_OK;
-fail:
-    wb_wrapper_free(w);
-    return st;
+}
+
+void wb_wrapper_set_note(wb_wrapper *w, char *text)
+{
+    free(atomic_exchange(&w->note, text));
 }
 
 void wb_wrapper_free(wb_wrapper *w)
 {
     if (!w)
         return;
-    wb_jit_free(w->code);
+    if (w->retire)
+        w->retire(w);
+    wb_code_release(atomic_load(&w->promoted));
+    wb_code_release(w->code);
+    free(atomic_load(&w->note));
     free(w->source);
     wb_spec_free(w->spec);
     free(w);
@@ -97,9 +88,93 @@ wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
     if (!w || (nargs > 0 && !args) || (nouts > 0 && !outs))
         return wb_rt_fail(WB_ERR_INVALID, "wb_call: NULL wrapper, args or "
                           "outs");
-    return (wb_status)w->entry(&w->env, args, nargs, outs, nouts);
+    wb_entry_fn entry = atomic_load_explicit(&w->entry, memory_order_acquire);
+    return (wb_status)entry(&w->env, args, nargs, outs, nouts);
 }
 
-wb_tier wb_wrapper_tier(const wb_wrapper *w) { return w ? w->tier : WB_TIER_DEFAULT; }
+wb_tier wb_wrapper_tier(const wb_wrapper *w)
+{
+    return w ? (wb_tier)atomic_load_explicit(&w->tier, memory_order_acquire)
+             : WB_TIER_DEFAULT;
+}
+
+const char *wb_wrapper_note(const wb_wrapper *w)
+{
+    /* A note is only replaced while the tier is still settling; the last
+       one stays until the wrapper goes. */
+    return w ? atomic_load_explicit(&((wb_wrapper *)w)->note,
+                                    memory_order_acquire)
+             : NULL;
+}
+
 const char *wb_wrapper_source(const wb_wrapper *w) { return w ? w->source : NULL; }
 const wb_spec *wb_wrapper_spec(const wb_wrapper *w) { return w ? w->spec : NULL; }
+
+/* ---- ahead-of-time wrappers ---- */
+
+/* The fingerprint of the C generated for a validated spec. */
+static wb_status wb_fingerprint_of(const wb_spec *spec, char **src,
+                                   char out[WB_FINGERPRINT_LEN + 1])
+{
+    wb_status st = wb_emit(spec, WB_EMIT_FN, false, src);
+    if (st == WB_OK)
+        wb_sha256_str(*src, strlen(*src), out);
+    return st;
+}
+
+wb_status wb_spec_fingerprint(const wb_spec *spec,
+                              char out[WB_FINGERPRINT_LEN + 1])
+{
+    wb_spec *copy = NULL;
+    char *src = NULL;
+    wb_status st;
+    if (!spec || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_fingerprint: NULL "
+                          "argument");
+    /* The caller's spec is const: an unvalidated one is validated in a
+       copy. */
+    if (!spec->valid) {
+        if ((st = wb_spec_clone(spec, &copy)) != WB_OK ||
+            (st = wb_spec_validate(copy)) != WB_OK)
+            goto done;
+        spec = copy;
+    }
+    st = wb_fingerprint_of(spec, &src, out);
+done:
+    free(src);
+    wb_spec_free(copy);
+    return st;
+}
+
+wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
+                             const char *fingerprint, wb_graph_fn graph,
+                             void *graph_ctx, wb_wrapper **out)
+{
+    char mine[WB_FINGERPRINT_LEN + 1];
+    wb_wrapper *w;
+    wb_status st;
+    if (!entry || !fingerprint)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new_aot: NULL entry "
+                          "or fingerprint");
+    if ((st = wb_wrapper_alloc(spec, graph, graph_ctx, &w)) != WB_OK)
+        return st;
+    if ((st = wb_fingerprint_of(w->spec, &w->source, mine)) != WB_OK)
+        goto fail;
+    if (strcmp(mine, fingerprint) != 0) {
+        char name[WB_MAX_NAME * 4 + 1];
+        wb_spec_print_name(w->spec->name, name, sizeof name);
+        st = wb_rt_fail(WB_ERR_SPEC, "spec '%s': the ahead-of-time code "
+                        "was generated for fingerprint %.16s..., but this "
+                        "library generates %.16s... for the spec; "
+                        "regenerate it with `wrapbake emit --aot`",
+                        name, fingerprint, mine);
+        goto fail;
+    }
+    atomic_store(&w->entry, entry);
+    atomic_store(&w->tier, WB_TIER_AOT);
+    *out = w;
+    return WB_OK;
+fail:
+    wb_wrapper_free(w);
+    return st;
+}

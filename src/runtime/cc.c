@@ -1,0 +1,294 @@
+/*
+ * cc.c -- the cc tier: the emitted C built by the system compiler.
+ *
+ * The source is the one the tcc tier compiles.  The system compiler turns
+ * it into a shared object in a private temporary directory; dlopen loads
+ * it.  A shared object cannot see the helpers of a statically linked
+ * library, so a header forced in front of the source renames every helper
+ * the code calls into a function pointer of the object's own
+ * (`#define wb_rt_x (*wb_rt_x_ptr)`): the prototypes the emitter writes
+ * become pointer definitions with the very same types, and the loader
+ * fills them in after dlopen.  No process address reaches the object, so
+ * one object serves every process through the disk cache.
+ *
+ * The compiler runs without a shell: argv is the compiler command split at
+ * blanks plus fixed flags and paths of our own making.  It runs under a
+ * time limit, and its diagnostics land in the error message.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wrapper.h"
+
+extern char **environ;
+
+/* The flags every cc-tier object is built with; part of the disk cache's
+   key. */
+static const char *const wb_cc_flags[] = {"-O2", "-fPIC", "-shared", "-w"};
+#define WB_CC_NFLAGS (int)(sizeof wb_cc_flags / sizeof *wb_cc_flags)
+
+const char *wb_cc_flags_text(void)
+{
+    return "-O2 -fPIC -shared -w";
+}
+
+wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
+{
+    const char *cmd = o && o->cc ? o->cc : getenv("CC");
+    if (!cmd || !*cmd)
+        cmd = "cc";
+    memset(out, 0, sizeof *out);
+    out->timeout_s = o && o->cc_timeout_s ? o->cc_timeout_s : 60;
+    out->disk_cache = !(o && (o->flags & WB_OPT_NO_DISK_CACHE));
+    /* Split at blanks: at most one word per two bytes. */
+    size_t len = strlen(cmd);
+    char *copy = malloc(len + 1);
+    out->argv = calloc(len / 2 + 2, sizeof *out->argv);
+    if (!copy || !out->argv) {
+        free(copy);
+        free(out->argv);
+        out->argv = NULL;
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the compiler "
+                          "command");
+    }
+    memcpy(copy, cmd, len + 1);
+    out->words = copy;
+    for (char *p = strtok(copy, " \t"); p; p = strtok(NULL, " \t"))
+        out->argv[out->argc++] = p;
+    if (out->argc == 0) {
+        free(copy);
+        free(out->argv);
+        out->argv = NULL;
+        return wb_rt_fail(WB_ERR_INVALID, "the compiler command is blank");
+    }
+    return WB_OK;
+}
+
+void wb_cc_opts_free(wb_cc_opts *c)
+{
+    if (c) {
+        free(c->words);
+        free(c->argv);
+        c->words = NULL;
+        c->argv = NULL;
+    }
+}
+
+/* Writes text to dir/name. */
+static wb_status wb_cc_write(const char *dir, const char *name,
+                             const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return wb_rt_fail(WB_ERR_COMPILE, "cannot create %s: %s", path,
+                          strerror(errno));
+    size_t len = strlen(text), done = 0;
+    while (done < len) {
+        ssize_t k = write(fd, text + done, len - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            close(fd);
+            return wb_rt_fail(WB_ERR_COMPILE, "cannot write %s: %s", path,
+                              strerror(errno));
+        }
+        done += (size_t)k;
+    }
+    close(fd);
+    return WB_OK;
+}
+
+/* The forced header: one renaming per helper of ours. */
+static char *wb_cc_bind_header(void)
+{
+    size_t cap = 128;
+    for (const wb_rt_symbol *y = wb_rt_symbols; y->name; y++)
+        cap += 2 * strlen(y->name) + 24;
+    char *h = malloc(cap), *p = h;
+    if (!h)
+        return NULL;
+    p += sprintf(p, "/* wrapbake cc tier: helpers bound by the loader */\n");
+    for (const wb_rt_symbol *y = wb_rt_symbols; y->name; y++)
+        if (strncmp(y->name, "wb_", 3) == 0)
+            p += sprintf(p, "#define %s (*%s_ptr)\n", y->name, y->name);
+    return h;
+}
+
+/* The first bytes of a file, for a message. */
+static void wb_cc_read_tail(const char *path, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    size_t k = fread(buf, 1, n - 1, f);
+    buf[k] = '\0';
+    fclose(f);
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' && p[1])
+            *p = ' ';
+}
+
+/* Runs argv with stdout and stderr in diag, within timeout_s seconds, until
+   cancel turns true.  Returns the exit status, -1 with a message set when
+   it could not run, was killed or timed out. */
+static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
+                     const atomic_bool *cancel)
+{
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int rc, status;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        wb_rt_fail(WB_ERR_NOMEM, "cannot start the system compiler");
+        return -1;
+    }
+    posix_spawn_file_actions_addopen(&fa, 1, diag,
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        wb_rt_fail(WB_ERR_COMPILE, "cannot run the system compiler '%s': "
+                   "%s", argv[0], strerror(rc));
+        return -1;
+    }
+    double deadline = wb_now_ms() + 1000.0 * timeout_s;
+    for (;;) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid)
+            break;
+        if (got < 0 && errno != EINTR) {
+            /* Someone else reaped it (SIGCHLD ignored): judge by output. */
+            return 0;
+        }
+        bool stop = cancel && atomic_load(cancel);
+        if (stop || wb_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            wb_rt_fail(WB_ERR_COMPILE, stop ? "the system compiler was "
+                       "stopped: the wrapper was freed" : "the system "
+                       "compiler '%s' ran past its limit of %u s",
+                       argv[0], timeout_s);
+            return -1;
+        }
+        struct timespec nap = {0, 500000};
+        nanosleep(&nap, NULL);
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    wb_rt_fail(WB_ERR_COMPILE, "the system compiler '%s' died of signal %d",
+               argv[0], WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return -1;
+}
+
+wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
+                      const char *dir, char **path, const atomic_bool *cancel)
+{
+    char src[4096], bind[4096], obj[4096], diag[4096];
+    char *header = wb_cc_bind_header();
+    wb_status st;
+    if (!header)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the cc tier");
+    snprintf(src, sizeof src, "%s/wrapper.c", dir);
+    snprintf(bind, sizeof bind, "%s/bind.h", dir);
+    snprintf(obj, sizeof obj, "%s/wrapper.so", dir);
+    snprintf(diag, sizeof diag, "%s/diagnostics.txt", dir);
+    st = wb_cc_write(dir, "bind.h", header);
+    free(header);
+    if (st != WB_OK || (st = wb_cc_write(dir, "wrapper.c", source)) != WB_OK)
+        return st;
+
+    const char *tail[] = {"-include", bind, "-o", obj, src};
+    int ntail = (int)(sizeof tail / sizeof *tail);
+    char **argv = calloc((size_t)(cc->argc + WB_CC_NFLAGS + ntail + 1),
+                         sizeof *argv);
+    if (!argv)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the cc tier");
+    int k = 0;
+    for (int i = 0; i < cc->argc; i++)
+        argv[k++] = cc->argv[i];
+    for (int i = 0; i < WB_CC_NFLAGS; i++)
+        argv[k++] = (char *)wb_cc_flags[i];
+    for (int i = 0; i < ntail; i++)
+        argv[k++] = (char *)tail[i];
+    int rc = wb_cc_run(argv, diag, cc->timeout_s, cancel);
+    free(argv);
+    if (rc < 0)
+        return WB_ERR_COMPILE;
+    if (rc != 0 || access(obj, R_OK) != 0) {
+        char text[1500];
+        wb_cc_read_tail(diag, text, sizeof text);
+        return wb_rt_fail(WB_ERR_COMPILE, "the system compiler '%s' failed "
+                          "(exit %d): %s", cc->argv[0], rc,
+                          text[0] ? text : "no diagnostics");
+    }
+    if (!(*path = strdup(obj)))
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the cc tier");
+    return WB_OK;
+}
+
+/* ---- loading ---- */
+
+typedef struct wb_cc_code {
+    wb_code code;  /* first */
+    void *handle;
+} wb_cc_code;
+
+static void wb_cc_destroy(wb_code *c)
+{
+    wb_cc_code *cc = (wb_cc_code *)c;
+    wb_code_uncache(c);
+    dlclose(cc->handle);
+    free(c->note);
+    free(cc);
+}
+
+wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return wb_rt_fail(WB_ERR_COMPILE, "cannot load the compiled "
+                          "wrapper: %s", dlerror());
+    void *entry = dlsym(h, fn);
+    if (!entry) {
+        dlclose(h);
+        return wb_rt_fail(WB_ERR_COMPILE, "the compiled wrapper %s has no "
+                          "function '%s'", path, fn);
+    }
+    /* Binds each helper the code declares.  Rebinding an object another
+       wrapper loaded writes the same addresses; wb_code_get's lock keeps
+       loads of one object apart anyway. */
+    for (const wb_rt_symbol *y = wb_rt_symbols; y->name; y++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s_ptr", y->name);
+        wb_rt_fnptr *slot = dlsym(h, name);
+        if (slot)
+            *slot = y->addr;
+    }
+    wb_cc_code *c = calloc(1, sizeof *c);
+    if (!c) {
+        dlclose(h);
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
+    }
+    atomic_init(&c->code.refs, 1);
+    c->code.tier = WB_TIER_CC;
+    memcpy(&c->code.entry, &entry, sizeof entry);
+    c->code.destroy = wb_cc_destroy;
+    c->handle = h;
+    *code = &c->code;
+    return WB_OK;
+}

@@ -1,0 +1,324 @@
+/*
+ * tiers.c -- wrappers on the interpreter, tcc, cc and auto tiers, one at a
+ * time or in a batch, and the background promotion of auto wrappers.
+ *
+ * An auto wrapper serves from tcc at once.  Its entry starts as a counting
+ * trampoline; when the count runs out, or its time comes, the promoter (one
+ * thread for the process, started when there is work and gone when there
+ * is none) builds the cc code and publishes it with one atomic store of the
+ * entry.  Callers never wait: they run the old entry or the new one, and
+ * the tcc code stays until the wrapper goes.  If the system compiler is
+ * missing or fails, the wrapper stays on tcc and its note says why.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "wrapper.h"
+#include "../spec/spec.h"
+#include "../wrappers/wrappers.h"
+
+/* A pending promotion. */
+struct wb_promotion {
+    wb_wrapper *w;
+    wb_cc_opts cc;
+    bool share;
+    wb_entry_fn tcc_entry;
+    atomic_uint_fast64_t calls_left;
+    double due_ms;            /* when to start by time (0: only by calls) */
+    bool triggered, running, done;
+    atomic_bool cancel;
+    struct wb_promotion *next;
+};
+
+static pthread_mutex_t wb_promo_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wb_promo_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wb_promo_finished = PTHREAD_COND_INITIALIZER;
+static struct wb_promotion *wb_promo_queue;
+static bool wb_promo_worker;
+
+/* Builds and publishes the cc code of one promotion (no lock held). */
+static void wb_promote(struct wb_promotion *p)
+{
+    wb_wrapper *w = p->w;
+    wb_code *code;
+    char spec[300];
+    wb_spec_print_name(w->spec->name, spec, sizeof spec);
+    wb_status st = wb_code_get(WB_TIER_CC, w->source, p->share, &p->cc, spec,
+                               &p->cancel, &code);
+    if (st == WB_OK) {
+        atomic_store(&w->promoted, code);
+        atomic_store_explicit(&w->entry, code->entry, memory_order_release);
+        atomic_store_explicit(&w->tier, WB_TIER_CC, memory_order_release);
+        wb_wrapper_set_note(w, code->note ? strdup(code->note) : NULL);
+    } else if (!atomic_load(&p->cancel)) {
+        const char *why = wb_last_error();
+        size_t n = strlen(why) + 64;
+        char *note = malloc(n);
+        if (note)
+            snprintf(note, n, "stays on tcc: %s", why);
+        wb_wrapper_set_note(w, note);
+    }
+}
+
+static double wb_promo_earliest(void)
+{
+    double due = 0;
+    for (struct wb_promotion *p = wb_promo_queue; p; p = p->next)
+        if (p->due_ms > 0 && (due == 0 || p->due_ms < due))
+            due = p->due_ms;
+    return due;
+}
+
+static void *wb_promoter(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&wb_promo_lock);
+    while (wb_promo_queue) {
+        double now = wb_now_ms();
+        struct wb_promotion **pp = &wb_promo_queue, *p;
+        while ((p = *pp) && !(p->triggered || (p->due_ms > 0 &&
+                                               p->due_ms <= now)))
+            pp = &p->next;
+        if (p) {
+            *pp = p->next;
+            p->running = true;
+            pthread_mutex_unlock(&wb_promo_lock);
+            wb_promote(p);
+            pthread_mutex_lock(&wb_promo_lock);
+            p->running = false;
+            p->done = true;
+            pthread_cond_broadcast(&wb_promo_finished);
+            continue;
+        }
+        double due = wb_promo_earliest();
+        if (due == 0) {
+            pthread_cond_wait(&wb_promo_work, &wb_promo_lock);
+        } else {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            double wait = due - now;
+            ts.tv_sec += (time_t)(wait / 1e3);
+            ts.tv_nsec += (long)((wait - (double)(long)(wait / 1e3) * 1e3) *
+                                 1e6);
+            if (ts.tv_nsec >= 1000000000L)
+                ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&wb_promo_work, &wb_promo_lock, &ts);
+        }
+    }
+    wb_promo_worker = false;
+    pthread_mutex_unlock(&wb_promo_lock);
+    return NULL;
+}
+
+/* Queues p and makes sure a promoter runs; called with the lock held. */
+static wb_status wb_promo_enqueue(struct wb_promotion *p)
+{
+    p->next = wb_promo_queue;
+    wb_promo_queue = p;
+    if (wb_promo_worker) {
+        pthread_cond_signal(&wb_promo_work);
+        return WB_OK;
+    }
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &a, wb_promoter, NULL);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+        wb_promo_queue = p->next;
+        return wb_rt_fail(WB_ERR_NOMEM, "cannot start the promotion thread");
+    }
+    wb_promo_worker = true;
+    return WB_OK;
+}
+
+/* The entry of an auto wrapper until its promotion is triggered. */
+static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
+                         wb_tensor **outs, int nouts)
+{
+    /* The env is the wrapper's first member. */
+    wb_wrapper *w = (wb_wrapper *)(void *)e;
+    struct wb_promotion *p = w->promotion;
+    if (atomic_fetch_sub_explicit(&p->calls_left, 1,
+                                  memory_order_relaxed) == 1) {
+        /* Later calls go straight to tcc, unless cc got there first. */
+        wb_entry_fn self = wb_auto_entry;
+        atomic_compare_exchange_strong(&w->entry, &self, p->tcc_entry);
+        pthread_mutex_lock(&wb_promo_lock);
+        p->triggered = true;
+        pthread_cond_signal(&wb_promo_work);
+        pthread_mutex_unlock(&wb_promo_lock);
+    }
+    return p->tcc_entry(e, args, nargs, outs, nouts);
+}
+
+/* Stops w's promotion: dequeued if pending, stopped and waited for if
+   running. */
+static void wb_auto_retire(wb_wrapper *w)
+{
+    struct wb_promotion *p = w->promotion;
+    pthread_mutex_lock(&wb_promo_lock);
+    for (struct wb_promotion **pp = &wb_promo_queue; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    atomic_store(&p->cancel, true);
+    while (p->running)
+        pthread_cond_wait(&wb_promo_finished, &wb_promo_lock);
+    pthread_mutex_unlock(&wb_promo_lock);
+    wb_cc_opts_free(&p->cc);
+    free(p);
+    w->promotion = NULL;
+}
+
+/* Turns a wrapper with tcc code into an auto one. */
+static wb_status wb_auto_start(wb_wrapper *w, const wb_options *o)
+{
+    struct wb_promotion *p = calloc(1, sizeof *p);
+    wb_status st;
+    if (!p)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a promotion");
+    if ((st = wb_cc_opts_init(o, &p->cc)) != WB_OK) {
+        free(p);
+        return st;
+    }
+    p->w = w;
+    p->share = !(o->flags & WB_OPT_NO_SHARE);
+    p->tcc_entry = w->code->entry;
+    atomic_init(&p->calls_left, o->promote_calls ? o->promote_calls : 1000);
+    atomic_init(&p->cancel, false);
+    if (o->promote_ms)
+        p->due_ms = wb_now_ms() + o->promote_ms;
+    w->promotion = p;
+    w->retire = wb_auto_retire;
+    atomic_store(&w->entry, wb_auto_entry);
+    pthread_mutex_lock(&wb_promo_lock);
+    st = wb_promo_enqueue(p);
+    pthread_mutex_unlock(&wb_promo_lock);
+    if (st != WB_OK) {
+        /* No promoter: the wrapper serves from tcc and says why. */
+        atomic_store(&w->entry, p->tcc_entry);
+        w->retire = NULL;
+        w->promotion = NULL;
+        wb_cc_opts_free(&p->cc);
+        free(p);
+        char *note = strdup("stays on tcc: cannot start the promotion "
+                            "thread");
+        wb_wrapper_set_note(w, note);
+    }
+    return WB_OK;
+}
+
+/* Serves w from code (taking the reference). */
+static void wb_wrapper_serve(wb_wrapper *w, wb_code *code)
+{
+    w->code = code;
+    atomic_store(&w->entry, code->entry);
+    atomic_store(&w->tier, code->tier);
+    if (code->note)
+        wb_wrapper_set_note(w, strdup(code->note));
+}
+
+static wb_tier wb_tier_of(const wb_options *o)
+{
+    wb_tier t = o ? o->tier : WB_TIER_DEFAULT;
+    return t == WB_TIER_DEFAULT ? WB_TIER_TCC : t;
+}
+
+static wb_status wb_tier_check(wb_tier t)
+{
+    if (t == WB_TIER_AOT)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new: aot wrappers "
+                          "come from wb_wrapper_new_aot");
+    if (t != WB_TIER_INTERP && t != WB_TIER_TCC && t != WB_TIER_CC &&
+        t != WB_TIER_AUTO)
+        return wb_rt_fail(WB_ERR_UNSUPPORTED, "wb_wrapper_new: tier %d is "
+                          "not available in this build", (int)t);
+    return WB_OK;
+}
+
+wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
+                         void *graph_ctx, const wb_options *options,
+                         wb_wrapper **out)
+{
+    return wb_wrappers_new(1, &spec, &graph, graph_ctx ? &graph_ctx : NULL,
+                           options, out);
+}
+
+wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
+                          const wb_graph_fn *graphs, void *const *ctxs,
+                          const wb_options *options, wb_wrapper **out)
+{
+    static const wb_options defaults;
+    const wb_options *o = options ? options : &defaults;
+    wb_tier tier = wb_tier_of(o);
+    bool share = !(o->flags & WB_OPT_NO_SHARE);
+    wb_wrapper **ws = NULL;
+    wb_code **codes = NULL;
+    const char **srcs = NULL;
+    wb_status st;
+    if (n < 1 || !specs || !graphs || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_wrappers_new: no specs, "
+                          "graphs or out");
+    if ((st = wb_tier_check(tier)) != WB_OK)
+        return st;
+    ws = calloc((size_t)n, sizeof *ws);
+    codes = calloc((size_t)n, sizeof *codes);
+    srcs = calloc((size_t)n, sizeof *srcs);
+    if (!ws || !codes || !srcs) {
+        st = wb_rt_fail(WB_ERR_NOMEM, "out of memory for %d wrappers", n);
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        if ((st = wb_wrapper_alloc(specs[i], graphs[i], ctxs ? ctxs[i] : NULL,
+                                   &ws[i])) != WB_OK)
+            goto fail;
+        if (tier == WB_TIER_INTERP) {
+            atomic_store(&ws[i]->entry, wb_interp_call);
+            atomic_store(&ws[i]->tier, WB_TIER_INTERP);
+            continue;
+        }
+        if ((st = wb_emit(ws[i]->spec, WB_EMIT_FN, true, &ws[i]->source)) !=
+            WB_OK)
+            goto fail;
+        srcs[i] = ws[i]->source;
+    }
+    if (tier == WB_TIER_TCC || tier == WB_TIER_AUTO) {
+        if ((st = wb_tcc_codes(n, srcs, share, codes)) != WB_OK)
+            goto fail;
+    } else if (tier == WB_TIER_CC) {
+        wb_cc_opts cc;
+        if ((st = wb_cc_opts_init(o, &cc)) != WB_OK)
+            goto fail;
+        for (int i = 0; i < n && st == WB_OK; i++) {
+            char name[300];
+            wb_spec_print_name(ws[i]->spec->name, name, sizeof name);
+            st = wb_code_get(WB_TIER_CC, srcs[i], share, &cc, name, NULL,
+                             &codes[i]);
+        }
+        wb_cc_opts_free(&cc);
+        if (st != WB_OK)
+            goto fail;
+    }
+    for (int i = 0; i < n && tier != WB_TIER_INTERP; i++) {
+        wb_wrapper_serve(ws[i], codes[i]);
+        codes[i] = NULL;
+        if (tier == WB_TIER_AUTO && (st = wb_auto_start(ws[i], o)) != WB_OK)
+            goto fail;
+    }
+    memcpy(out, ws, (size_t)n * sizeof *ws);
+    free(ws), free(codes), free(srcs);
+    return WB_OK;
+fail:
+    for (int i = 0; ws && i < n; i++) {
+        wb_code_release(codes[i]);
+        wb_wrapper_free(ws[i]);
+    }
+    free(ws), free(codes), free(srcs);
+    return st;
+}

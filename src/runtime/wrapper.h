@@ -1,0 +1,124 @@
+/*
+ * wrapper.h -- wrappers, the compiled code they share, and the caches and
+ * compilers behind the compiled tiers (internal).
+ *
+ * A wrapper is a wb_env (what generated code sees) plus the entry point of
+ * the tier serving it.  Compiled tiers hold a wb_code: one function,
+ * reference-counted, shared through the in-process cache by the wrappers
+ * of equal specs.  wrapper.c is the part an ahead-of-time program links:
+ * nothing in it reaches libtcc or the system compiler.
+ */
+#ifndef WB_WRAPPER_H
+#define WB_WRAPPER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rt.h"
+
+/* ---- SHA-256 (sha256.c) ---- */
+
+typedef struct wb_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    uint8_t block[64];
+} wb_sha256;
+
+void wb_sha256_init(wb_sha256 *s);
+void wb_sha256_update(wb_sha256 *s, const void *data, size_t n);
+void wb_sha256_hex(wb_sha256 *s, char out[WB_FINGERPRINT_LEN + 1]);
+void wb_sha256_str(const void *data, size_t n,
+                   char out[WB_FINGERPRINT_LEN + 1]);
+
+/* ---- compiled code ---- */
+
+typedef struct wb_code wb_code;
+struct wb_code {
+    atomic_long refs;
+    wb_tier tier;
+    wb_entry_fn entry;
+    void (*destroy)(wb_code *c);      /* frees what holds entry, then c */
+    char key[WB_FINGERPRINT_LEN + 1]; /* the in-process cache's key */
+    wb_code *next;                    /* the in-process cache's chain */
+    bool cached;                      /* in the in-process cache */
+    double compile_ms;                /* what compiling it took */
+    char *note;                       /* how it was obtained, or NULL */
+};
+
+/* Drops one reference; the last one destroys c (NULL does nothing). */
+void wb_code_release(wb_code *c);
+
+/* ---- wrappers (wrapper.c) ---- */
+
+struct wb_wrapper {
+    wb_env env;                     /* first: generated code reads it */
+    _Atomic(wb_entry_fn) entry;     /* the tier serving now */
+    atomic_int tier;                /* and its name */
+    wb_spec *spec;
+    char *source;                   /* the generated C (compiled tiers) */
+    wb_code *code;                  /* the code serving from creation */
+    _Atomic(wb_code *) promoted;    /* auto: the cc code, once built */
+    _Atomic(char *) note;           /* see wb_wrapper_note */
+    /* Called by wb_wrapper_free before anything is freed: stops a pending
+       promotion. */
+    void (*retire)(wb_wrapper *w);
+    struct wb_promotion *promotion;
+};
+
+/* A wrapper over a validated copy of spec, with no entry point yet. */
+wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
+                           void *graph_ctx, wb_wrapper **out);
+/* Sets the wrapper's note (takes text, frees the previous one). */
+void wb_wrapper_set_note(wb_wrapper *w, char *text);
+
+/* ---- the compiled tiers (tiers.c, cache.c, cc.c) ---- */
+
+/* The cc tier's settings, resolved from wb_options and the environment. */
+typedef struct wb_cc_opts {
+    char **argv;        /* the compiler command, split at blanks */
+    int argc;
+    char *words;        /* the storage argv points into */
+    uint32_t timeout_s;
+    bool disk_cache;
+} wb_cc_opts;
+
+wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out);
+/* The flags every cc object is built with, as one string. */
+const char *wb_cc_flags_text(void);
+void wb_cc_opts_free(wb_cc_opts *c);
+
+/* Compiles source with the system compiler into a shared object in a
+   private temporary directory and returns it as *path (malloc'ed), with
+   the compiler's diagnostics in the message on failure.  cancel, when not
+   NULL, stops the compiler once it turns true. */
+wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
+                      const char *dir, char **path, const atomic_bool *cancel);
+/* Loads the shared object at path and binds its runtime helpers; *code
+   holds the entry point fn. */
+wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
+
+/* The code for source on tier (tcc or cc), from the in-process cache when
+   share is set and an equal source is there, else compiled (cc: through
+   the disk cache, recording spec, the spec's printable name).  On the cc
+   tier, cancel may stop the compile. */
+wb_status wb_code_get(wb_tier tier, const char *source, bool share,
+                      const wb_cc_opts *cc, const char *spec,
+                      const atomic_bool *cancel, wb_code **out);
+/* The tcc code for n sources, the ones not shared compiled in one libtcc
+   state; all or nothing. */
+wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
+                       wb_code **out);
+/* Takes c out of the in-process cache (for its destroy function). */
+void wb_code_uncache(wb_code *c);
+
+/* Cache statistics, counted under the cache lock. */
+typedef enum wb_stat {
+    WB_STAT_SHARED, WB_STAT_COMPILED, WB_STAT_DISK_HITS, WB_STAT_DISK_MISSES,
+    WB_STAT_DISK_REBUILT, WB_STAT_DISK_EVICTED
+} wb_stat;
+void wb_cache_count(wb_stat stat, double ms_saved);
+
+/* Milliseconds on the monotonic clock. */
+double wb_now_ms(void);
+
+#endif /* WB_WRAPPER_H */
