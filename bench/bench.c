@@ -15,6 +15,7 @@
  * callgrind's count for N calls minus its count for 0 calls, over N.
  */
 #define _GNU_SOURCE /* sched_setaffinity */
+#include <errno.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
@@ -271,10 +272,16 @@ static double bench_count_allocs(bench_world *world, wb_wrapper *w, long calls)
     return (double)(bench_allocs() - before) / (double)calls;
 }
 
+static const wb_tier bench_tiers[BENCH_NTIERS] = {
+    [BENCH_INTERP] = WB_TIER_INTERP, [BENCH_TCC] = WB_TIER_TCC,
+    [BENCH_CC] = WB_TIER_CC,
+};
+
 static wb_wrapper *bench_wrapper(const wb_spec *s, bench_world *world,
-                                 wb_tier tier, double *compile_us)
+                                 wb_tier tier, unsigned flags,
+                                 double *compile_us)
 {
-    wb_options o = {.tier = tier};
+    wb_options o = {.tier = tier, .flags = flags};
     wb_wrapper *w;
     double t0 = bench_now_ns();
     bench_ok(wb_wrapper_new(s, bench_graph, world, &o, &w), "wrapper");
@@ -283,14 +290,83 @@ static wb_wrapper *bench_wrapper(const wb_spec *s, bench_world *world,
     return w;
 }
 
-/* The median time of building one tcc wrapper, over a few fresh ones. */
-static double bench_compile_us(const wb_spec *s, bench_world *world)
+/* The median time of building one wrapper on tier with flags, over n fresh
+   ones (compiled anew: nothing shared). */
+static double bench_build_us(const wb_spec *s, bench_world *world,
+                             wb_tier tier, unsigned flags, int n)
 {
     double us[9];
-    for (int i = 0; i < 9; i++)
-        wb_wrapper_free(bench_wrapper(s, world, WB_TIER_TCC, &us[i]));
-    qsort(us, 9, sizeof *us, bench_cmp);
-    return us[4];
+    for (int i = 0; i < n; i++)
+        wb_wrapper_free(bench_wrapper(s, world, tier, flags | WB_OPT_NO_SHARE,
+                                      &us[i]));
+    qsort(us, (size_t)n, sizeof *us, bench_cmp);
+    return us[n / 2];
+}
+
+/* The time per wrapper of compiling BENCH_BATCH wrappers of s together. */
+static double bench_batch_us(const wb_spec *s, bench_world *world)
+{
+    const wb_spec *specs[BENCH_BATCH];
+    wb_graph_fn graphs[BENCH_BATCH];
+    void *ctxs[BENCH_BATCH];
+    wb_wrapper *ws[BENCH_BATCH];
+    wb_options o = {.tier = WB_TIER_TCC, .flags = WB_OPT_NO_SHARE};
+    for (int i = 0; i < BENCH_BATCH; i++)
+        specs[i] = s, graphs[i] = bench_graph, ctxs[i] = world;
+    double t0 = bench_now_ns();
+    bench_ok(wb_wrappers_new(BENCH_BATCH, specs, graphs, ctxs, &o, ws),
+             "batch");
+    double us = (bench_now_ns() - t0) / 1e3 / BENCH_BATCH;
+    for (int i = 0; i < BENCH_BATCH; i++)
+        wb_wrapper_free(ws[i]);
+    return us;
+}
+
+/* Whether the cc tier works here (the system compiler builds a trivial
+   wrapper); when not, t says why.  Decided once. */
+static bool bench_cc_ready(bench_tier_result *t)
+{
+    static int ready = -1;
+    static char why[600];
+    if (ready < 0) {
+        wb_spec *s;
+        wb_wrapper *w = NULL;
+        wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+        bench_ok(wb_spec_new("probe", &s), "spec");
+        ready = wb_wrapper_new(s, bench_graph, NULL, &o, &w) == WB_OK;
+        if (!ready)
+            snprintf(why, sizeof why, "not available: %s", wb_last_error());
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+    if (!ready) {
+        t->available = false;
+        t->why_not = why;
+    }
+    return ready;
+}
+
+/* The cc tier's disk cache goes to a private directory, removed at exit,
+   unless WRAPBAKE_CACHE_DIR names one. */
+static char bench_cache[64];
+
+static void bench_cache_done(void)
+{
+    wb_cache_clear();
+    rmdir(bench_cache);
+}
+
+static void bench_private_cache(void)
+{
+    const char *t = getenv("TMPDIR");
+    if (getenv("WRAPBAKE_CACHE_DIR"))
+        return;
+    snprintf(bench_cache, sizeof bench_cache, "%s/wrapbake-bench-XXXXXX",
+             t && strlen(t) < 32 ? t : "/tmp");
+    if (!mkdtemp(bench_cache))
+        bench_die("cache directory", strerror(errno));
+    setenv("WRAPBAKE_CACHE_DIR", bench_cache, 1);
+    atexit(bench_cache_done);
 }
 
 static void bench_progress(const char *c, const char *tier)
@@ -311,19 +387,23 @@ static void bench_measure(const bench_case *c, long calls, long reps,
         t->available = true;
         t->allocs_per_call = -1;
         t->compile_us = -1;
+        t->batch_us = -1;
+        t->load_us = -1;
         bench_progress(c->name, bench_tier_names[x]);
-        if (x == BENCH_CC) {
-            t->available = false;
-            t->why_not = "not available: this build has no cc tier";
-            continue;
-        }
         wb_wrapper *w = NULL;
+        if (x == BENCH_CC && !bench_cc_ready(t))
+            continue;
         if (x != BENCH_DIRECT)
-            w = bench_wrapper(c->spec, &world,
-                              x == BENCH_INTERP ? WB_TIER_INTERP : WB_TIER_TCC,
-                              NULL);
-        if (x == BENCH_TCC)
-            t->compile_us = bench_compile_us(c->spec, &world);
+            w = bench_wrapper(c->spec, &world, bench_tiers[x], 0, NULL);
+        if (x == BENCH_TCC) {
+            t->compile_us = bench_build_us(c->spec, &world, WB_TIER_TCC, 0, 9);
+            t->batch_us = bench_batch_us(c->spec, &world);
+        }
+        if (x == BENCH_CC) {
+            t->compile_us = bench_build_us(c->spec, &world, WB_TIER_CC,
+                                           WB_OPT_NO_DISK_CACHE, 3);
+            t->load_us = bench_build_us(c->spec, &world, WB_TIER_CC, 0, 9);
+        }
         t->ns = bench_time(&world, w, calls, reps);
         t->allocs_per_call = bench_count_allocs(&world, w, calls);
         wb_wrapper_free(w);
@@ -451,6 +531,7 @@ int main(int argc, char **argv)
     }
 
     int status = 0;
+    bench_private_cache();
     if (tier) {
         /* Counting mode: exactly `calls` calls, nothing printed. */
         int x = 0;
@@ -460,15 +541,11 @@ int main(int argc, char **argv)
             bench_usage(stderr);
             return 2;
         }
-        if (x == BENCH_CC)
-            bench_die("--tier cc", "this build has no cc tier");
         bench_world world;
         bench_world_make(&world, cases[0].spec);
         wb_wrapper *w = NULL;
         if (x != BENCH_DIRECT)
-            w = bench_wrapper(cases[0].spec, &world,
-                              x == BENCH_INTERP ? WB_TIER_INTERP : WB_TIER_TCC,
-                              NULL);
+            w = bench_wrapper(cases[0].spec, &world, bench_tiers[x], 0, NULL);
         bench_calls(&world, w, calls);
         wb_wrapper_free(w);
         bench_world_free(&world);

@@ -22,7 +22,12 @@ typedef struct bench_tier_result {
     bench_stat ns;
     double allocs_per_call;   /* -1 when this build cannot count them */
     double compile_us;        /* one wrapper alone; -1 when none is built */
+    double batch_us;          /* tcc: per wrapper in a batch; -1 if none */
+    double load_us;           /* cc: a disk-cache hit; -1 if none */
 } bench_tier_result;
+
+/* Wrappers in the batch behind batch_us. */
+#define BENCH_BATCH 100
 
 typedef struct bench_case_result {
     const char *name, *desc;

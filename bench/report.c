@@ -29,31 +29,51 @@ void bench_print_table(FILE *f, const bench_report *r)
     fprintf(f, "%-4s %-26s", "case", "desc");
     for (int t = 0; t < BENCH_NTIERS; t++)
         fprintf(f, " %20s", bench_tier_names[t]);
-    fprintf(f, " %9s %9s %8s %9s %7s\n", "interp-d", "tcc-d", "tcc/int",
-            "tcc us", "allocs");
+    fprintf(f, " %9s %9s %9s %8s %8s %8s %8s %7s %7s %7s\n", "interp-d",
+            "tcc-d", "cc-d", "tcc/int", "tcc/cc", "tcc us", "batch us",
+            "cc ms", "hit us", "allocs");
     for (int c = 0; c < r->ncases; c++) {
         const bench_case_result *k = &r->cases[c];
         const bench_tier_result *d = &k->tiers[BENCH_DIRECT];
         const bench_tier_result *i = &k->tiers[BENCH_INTERP];
         const bench_tier_result *t = &k->tiers[BENCH_TCC];
+        const bench_tier_result *cc = &k->tiers[BENCH_CC];
         fprintf(f, "%-4s %-26s", k->name, k->desc);
         for (int x = 0; x < BENCH_NTIERS; x++)
             bench_cell(f, &k->tiers[x]);
         double oi = i->ns.median - d->ns.median, ot = t->ns.median - d->ns.median;
+        double oc = cc->ns.median - d->ns.median;
         double worst = 0;
         for (int x = BENCH_INTERP; x < BENCH_NTIERS; x++)
             if (k->tiers[x].available && k->tiers[x].allocs_per_call > worst)
                 worst = k->tiers[x].allocs_per_call;
-        fprintf(f, " %9.1f %9.1f %8.2f %9.1f", oi, ot, oi > 0 ? ot / oi : 0.0,
-                t->compile_us);
+        fprintf(f, " %9.1f %9.1f", oi, ot);
+        if (cc->available)
+            fprintf(f, " %9.1f", oc);
+        else
+            fprintf(f, " %9s", "n/a");
+        fprintf(f, " %8.2f", oi > 0 ? ot / oi : 0.0);
+        if (cc->available)
+            fprintf(f, " %8.2f", oc > 0 ? ot / oc : 0.0);
+        else
+            fprintf(f, " %8s", "n/a");
+        fprintf(f, " %8.1f %8.1f", t->compile_us, t->batch_us);
+        if (cc->available)
+            fprintf(f, " %7.1f %7.1f", cc->compile_us / 1e3, cc->load_us);
+        else
+            fprintf(f, " %7s %7s", "n/a", "n/a");
         if (i->allocs_per_call < 0)
             fprintf(f, " %7s\n", "n/a");
         else
             fprintf(f, " %7.2f\n", worst);
     }
-    fprintf(f, "\ninterp-d, tcc-d: overhead above direct (the graph called "
-            "alone); tcc/int: their ratio;\ntcc us: one wrapper compiled by "
-            "libtcc; allocs: heap allocations per call, worst tier.\n");
+    fprintf(f, "\ninterp-d, tcc-d, cc-d: overhead above direct (the graph "
+            "called alone); tcc/int, tcc/cc:\nratios of those overheads; "
+            "tcc us: one wrapper compiled by libtcc; batch us: per wrapper\n"
+            "when %d are compiled together; cc ms: one wrapper built by the "
+            "system compiler;\nhit us: one cc wrapper loaded from the disk "
+            "cache; allocs: heap allocations per call,\nworst tier.\n",
+            BENCH_BATCH);
     for (int x = 0; x < BENCH_NTIERS; x++)
         if (r->ncases && !r->cases[0].tiers[x].available)
             fprintf(f, "%s: %s\n", bench_tier_names[x],
@@ -95,6 +115,11 @@ static void bench_json_tier(FILE *f, int x, const bench_tier_result *t)
     }
     if (t->compile_us >= 0)
         fprintf(f, ", \"compile_us\": %.1f", t->compile_us);
+    if (t->batch_us >= 0)
+        fprintf(f, ", \"batch_compile_us\": %.1f, \"batch\": %d",
+                t->batch_us, BENCH_BATCH);
+    if (t->load_us >= 0)
+        fprintf(f, ", \"cache_hit_us\": %.1f", t->load_us);
     fputc('}', f);
 }
 
@@ -130,7 +155,7 @@ void bench_print_json(FILE *f, const bench_report *r)
 void bench_print_csv(FILE *f, const bench_report *r)
 {
     fprintf(f, "case,desc,tier,available,median_ns,min_ns,max_ns,"
-            "allocs_per_call,compile_us\n");
+            "allocs_per_call,compile_us,batch_compile_us,cache_hit_us\n");
     for (int c = 0; c < r->ncases; c++)
         for (int x = 0; x < BENCH_NTIERS; x++) {
             const bench_tier_result *t = &r->cases[c].tiers[x];
@@ -146,6 +171,12 @@ void bench_print_csv(FILE *f, const bench_report *r)
             fputc(',', f);
             if (t->compile_us >= 0)
                 fprintf(f, "%.1f", t->compile_us);
+            fputc(',', f);
+            if (t->batch_us >= 0)
+                fprintf(f, "%.1f", t->batch_us);
+            fputc(',', f);
+            if (t->load_us >= 0)
+                fprintf(f, "%.1f", t->load_us);
             fputc('\n', f);
         }
 }

@@ -395,7 +395,7 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     diff_rng r = {seed};
     wb_tensor *in[DIFF_MAX_IN] = {0};
     wb_arg args[DIFF_MAX_IN];
-    wb_options opt = {.tier = tier};
+    wb_options opt = {.tier = tier, .flags = WB_OPT_NO_DISK_CACHE};
     wb_wrapper *wr;
     memset(o, 0, sizeof *o);
     WBT_OK(wb_wrapper_new(s, diff_graph, w, &opt, &wr));
@@ -473,7 +473,8 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     wb_wrapper_free(wr);
 }
 
-static void diff_one(uint64_t seed)
+/* Runs the spec of seed on tier and on the interpreter, and compares. */
+static void diff_one_on(uint64_t seed, wb_tier tier)
 {
     diff_rng r = {seed * 0x9E3779B97F4A7C15ULL | 1};
     diff_spec d;
@@ -488,13 +489,19 @@ static void diff_one(uint64_t seed)
     diff_add_hooks(&h2, st, &wt);
     WBT_OK(wb_spec_validate(si));
     diff_run(&d, si, &wi, WB_TIER_INTERP, inputs, &oi);
-    diff_run(&d, st, &wt, WB_TIER_TCC, inputs, &ot);
-    cr_assert_str_eq(oi.text, ot.text, "seed %llu: the tcc tier differs from "
+    diff_run(&d, st, &wt, tier, inputs, &ot);
+    cr_assert_str_eq(oi.text, ot.text, "seed %llu: the %s tier differs from "
                      "the interpreter (replay with WB_DIFF_SEED=%llu)\n"
-                     "interp:\n%s\ntcc:\n%s", (unsigned long long)seed,
-                     (unsigned long long)seed, oi.text, ot.text);
+                     "interp:\n%s\n%s:\n%s", (unsigned long long)seed,
+                     wb_tier_name(tier), (unsigned long long)seed, oi.text,
+                     wb_tier_name(tier), ot.text);
     wb_spec_free(si);
     wb_spec_free(st);
+}
+
+static void diff_one(uint64_t seed)
+{
+    diff_one_on(seed, WB_TIER_TCC);
 }
 
 Test(diff, tcc_matches_interp, .timeout = 600)
@@ -521,3 +528,26 @@ Test(diff, tcc_matches_interp, .timeout = 600)
         cr_log_info("diff: %s %ld", wb_status_str((wb_status)i),
                     diff_status_seen[i]);
 }
+
+/* The cc tier on the first seeds of the same sequence: each spec costs a
+   run of the system compiler, so four tests of 100 seeds each share the
+   work across Criterion's jobs.  WB_DIFF_CC_COUNT sets the seeds per
+   test. */
+static void diff_cc_range(long part)
+{
+    const char *one = getenv("WB_DIFF_SEED"), *count = getenv("WB_DIFF_CC_COUNT");
+    if (one) {
+        if (part == 0)
+            diff_one_on(strtoull(one, NULL, 10), WB_TIER_CC);
+        return;
+    }
+    long n = count ? strtol(count, NULL, 10) : 100;
+    for (long seed = part * n + 1; seed <= (part + 1) * n; seed++)
+        diff_one_on((uint64_t)seed, WB_TIER_CC);
+    wb_set_grad_enabled(true);
+}
+
+Test(diff, cc_matches_interp_0, .timeout = 600) { diff_cc_range(0); }
+Test(diff, cc_matches_interp_1, .timeout = 600) { diff_cc_range(1); }
+Test(diff, cc_matches_interp_2, .timeout = 600) { diff_cc_range(2); }
+Test(diff, cc_matches_interp_3, .timeout = 600) { diff_cc_range(3); }

@@ -169,7 +169,10 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
         goto done;
     }
     for (int i = 0; i < n; i++) {
-        wb_sha256_str(sources[i], strlen(sources[i]), keys[i]);
+        /* The key is only needed for sharing, and hashing costs about half
+           as much as compiling. */
+        if (share)
+            wb_sha256_str(sources[i], strlen(sources[i]), keys[i]);
         first[i] = i;
         for (int j = 0; share && j < i; j++)
             if (strcmp(keys[j], keys[i]) == 0) {
@@ -475,9 +478,14 @@ static bool wb_disk_put_text(const char *dir, const char *text,
     snprintf(name, sizeof name, ".tmp-%ld-m%u", (long)getpid(),
              atomic_fetch_add(&seq, 1));
     wb_join(tmp, dir, name, "");
-    FILE *f = fopen(tmp, "wxe");
-    if (!f)
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        unlink(tmp);
         return false;
+    }
     bool ok = fputs(text, f) >= 0;
     ok = fclose(f) == 0 && ok;
     ok = ok && rename(tmp, dst) == 0;
@@ -496,8 +504,10 @@ static uint64_t wb_disk_limit(void)
 
 typedef struct wb_disk_file {
     char name[NAME_MAX + 1];
+    char object[WB_FINGERPRINT_LEN + 1];  /* an entry's object */
     long long bytes;
     struct timespec used;
+    bool gone;
 } wb_disk_file;
 
 static int wb_disk_older(const void *a, const void *b)
@@ -509,14 +519,24 @@ static int wb_disk_older(const void *a, const void *b)
                                                   y->used.tv_nsec);
 }
 
+/* Whether a remaining entry uses object. */
+static bool wb_disk_used(const wb_disk_file *e, int n, const char *object)
+{
+    for (int i = 0; i < n; i++)
+        if (!e[i].gone && strcmp(e[i].object, object) == 0)
+            return true;
+    return false;
+}
+
 /* Keeps the directory under the size bound: the least recently used
-   entries go first, with their objects; keep (an entry just written)
-   stays.  Returns how many entries went. */
+   entries go first, and an object goes with the last entry that uses it
+   (equal code from different sources is stored once).  keep, the entry
+   just written, stays.  Returns how many entries went. */
 static int wb_disk_evict(const char *dir, const char *keep)
 {
     DIR *d = opendir(dir);
-    wb_disk_file *metas = NULL;
-    int n = 0, cap = 0, gone = 0;
+    wb_disk_file *e = NULL, *obj = NULL;
+    int n = 0, cap = 0, nobj = 0, capobj = 0, gone = 0;
     long long total = 0;
     struct dirent *de;
     if (!d)
@@ -524,45 +544,50 @@ static int wb_disk_evict(const char *dir, const char *keep)
     while ((de = readdir(d))) {
         char path[PATH_MAX];
         struct stat sb;
-        wb_join(path, dir, de->d_name, "");
-        if (de->d_name[0] == '.' || stat(path, &sb) != 0 ||
-            !S_ISREG(sb.st_mode))
+        size_t len = strlen(de->d_name);
+        bool meta = len > 5 && !strcmp(de->d_name + len - 5, ".meta");
+        bool so = len > 3 && !strcmp(de->d_name + len - 3, ".so");
+        if (de->d_name[0] == '.' || (!meta && !so) ||
+            !wb_join(path, dir, de->d_name, "") || stat(path, &sb) != 0)
             continue;
         total += sb.st_size;
-        size_t len = strlen(de->d_name);
-        if (len < 5 || strcmp(de->d_name + len - 5, ".meta") != 0 ||
-            strncmp(de->d_name, keep, WB_FINGERPRINT_LEN) == 0)
-            continue;
-        if (n == cap) {
-            wb_disk_file *g = realloc(metas, (size_t)(cap = cap ? 2 * cap
-                                                                : 16) *
-                                                 sizeof *g);
+        wb_disk_file **v = meta ? &e : &obj;
+        int *nv = meta ? &n : &nobj, *cv = meta ? &cap : &capobj;
+        if (*nv == *cv) {
+            int grown = *cv ? 2 * *cv : 16;
+            wb_disk_file *g = realloc(*v, (size_t)grown * sizeof *g);
             if (!g)
                 break;
-            metas = g;
+            *v = g, *cv = grown;
         }
-        snprintf(metas[n].name, sizeof metas[n].name, "%s", de->d_name);
-        metas[n].used = sb.st_mtim;
-        metas[n++].bytes = sb.st_size;
+        wb_disk_file *f = &(*v)[(*nv)++];
+        memset(f, 0, sizeof *f);
+        snprintf(f->name, sizeof f->name, "%s", de->d_name);
+        f->bytes = sb.st_size;
+        f->used = sb.st_mtim;
+        wb_disk_meta m;
+        if (meta && wb_disk_read_meta(path, &m))
+            memcpy(f->object, m.object, sizeof f->object);
     }
     closedir(d);
     if ((uint64_t)total > wb_disk_limit())
-        qsort(metas, (size_t)n, sizeof *metas, wb_disk_older);
+        qsort(e, (size_t)n, sizeof *e, wb_disk_older);
     for (int i = 0; i < n && (uint64_t)total > wb_disk_limit(); i++) {
-        char path[PATH_MAX], obj[PATH_MAX];
-        wb_disk_meta m;
-        wb_join(path, dir, metas[i].name, "");
-        if (wb_disk_read_meta(path, &m)) {
-            wb_join(obj, dir, m.object, ".so");
-            if (unlink(obj) == 0)
-                total -= m.bytes;
-        }
-        if (unlink(path) == 0) {
-            total -= metas[i].bytes;
-            gone++;
-        }
+        char path[PATH_MAX];
+        if (strncmp(e[i].name, keep, WB_FINGERPRINT_LEN) == 0 ||
+            !wb_join(path, dir, e[i].name, "") || unlink(path) != 0)
+            continue;
+        e[i].gone = true;
+        total -= e[i].bytes;
+        gone++;
+        if (e[i].object[0] && !wb_disk_used(e, n, e[i].object))
+            for (int j = 0; j < nobj; j++)
+                if (!strncmp(obj[j].name, e[i].object, WB_FINGERPRINT_LEN) &&
+                    wb_join(path, dir, obj[j].name, "") && unlink(path) == 0)
+                    total -= obj[j].bytes;
     }
-    free(metas);
+    free(e);
+    free(obj);
     return gone;
 }
 

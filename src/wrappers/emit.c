@@ -160,17 +160,16 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
 static void wb_emit_prelude(wb_emitter *x, const char *body)
 {
     wb_buf *b = &x->out;
-    if (x->s->ndeclared)
-        wb_buf_printf(b,
-            "/* The leading members of a tensor; the rest is the runtime's. */\n"
-            "typedef struct wb_tensor {\n"
-            "    long refcount;\n"
-            "    void *storage;\n"
-            "    unsigned long long meta; /* DLDataType, then ndim << 32 */\n"
-            "} wb_tensor;\n");
-    else
-        wb_buf_printf(b, "typedef struct wb_tensor wb_tensor;\n");
+    /* The guard lets a batch compile many wrappers as one unit. */
     wb_buf_printf(b,
+        "#ifndef WB_PRELUDE\n"
+        "#define WB_PRELUDE\n"
+        "/* The leading members of a tensor; the rest is the runtime's. */\n"
+        "typedef struct wb_tensor {\n"
+        "    long refcount;\n"
+        "    void *storage;\n"
+        "    unsigned long long meta; /* DLDataType, then ndim << 32 */\n"
+        "} wb_tensor;\n"
         "typedef union wb_arg { wb_tensor *t; long long i; double f; "
         "_Bool b; const void *p; } wb_arg;\n"
         "typedef struct wb_env {\n"
@@ -179,7 +178,8 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
         "    void *graph_ctx;\n"
         "} wb_env;\n"
         "typedef struct wb_rt_grow { void *data; unsigned long nbytes; } "
-        "wb_rt_grow;\n\n");
+        "wb_rt_grow;\n"
+        "#endif\n\n");
     /* Prototypes of exactly the helpers the body calls. */
     for (const wb_rt_symbol *sym = wb_rt_symbols; sym->name; sym++) {
         char call[96];

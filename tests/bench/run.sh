@@ -1,7 +1,7 @@
 #!/bin/sh
 # Tests of wrapbake-bench's outputs (not of its timings): the table, JSON,
 # CSV and SVG are well-formed, every case and every tier is there (a tier
-# this build lacks says so), the counting mode prints nothing, and --spec
+# that cannot run here says why), the counting mode prints nothing, and --spec
 # benchmarks specs from a file.  The last line is "N passed, N failed".
 #
 #   sh tests/bench/run.sh WRAPBAKE_BENCH
@@ -29,7 +29,11 @@ check "the table runs" '[ $? -eq 0 ]'
 for c in A B C D E; do
     check "table has case $c" "grep -q '^$c ' '$tmp/table.out'"
 done
-check "table names the missing cc tier" "grep -q '^cc: not available' '$tmp/table.out'"
+check "table has the cc column" "grep -q 'tcc/cc' '$tmp/table.out'"
+# Without a system compiler the cc column says why instead.
+# shellcheck disable=SC2086
+CC=/nonexistent/cc "$bench" $fast --case A >"$tmp/nocc.out" 2>&1
+check "table names a missing cc tier and why" "grep -q \"^cc: not available: cannot run the system compiler '/nonexistent/cc'\" '$tmp/nocc.out'"
 
 # shellcheck disable=SC2086
 "$bench" $fast --json --svg "$tmp/chart.svg" >"$tmp/out.json"
@@ -49,7 +53,11 @@ for c in r['cases']:
         # null where the build cannot count (sanitizers), else none at all
         assert c['tiers'][t]['allocs_per_call'] in (0, None)
     assert c['tiers']['tcc']['compile_us'] > 0
-    assert c['tiers']['cc']['available'] is False and c['tiers']['cc']['reason']
+    assert c['tiers']['tcc']['batch_compile_us'] > 0 and c['tiers']['tcc']['batch'] == 100
+    cc = c['tiers']['cc']
+    assert cc['min'] <= cc['median'] <= cc['max']
+    assert cc['allocs_per_call'] in (0, None)
+    assert cc['compile_us'] > 0 and cc['cache_hit_us'] > 0
 PY"
     check "svg is well-formed XML with every case" "python3 - '$tmp/chart.svg' <<'PY'
 import sys, xml.etree.ElementTree as ET
@@ -69,15 +77,15 @@ fi
 check "csv runs" '[ $? -eq 0 ]'
 check "csv has a header and 4 tiers for 5 cases" '[ "$(wc -l <"$tmp/out.csv")" -eq 21 ]'
 if command -v python3 >/dev/null 2>&1; then
-    check "csv rows have 9 fields" "python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert all(len(r) == 9 for r in rows), rows' '$tmp/out.csv'"
+    check "csv rows have 11 fields" "python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert all(len(r) == 11 for r in rows), rows' '$tmp/out.csv'"
 fi
 
-for t in direct interp tcc; do
+for t in direct interp tcc cc; do
     "$bench" --case E --tier "$t" --calls 100 >"$tmp/count.out" 2>&1
     check "counting mode on $t runs and prints nothing" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
 done
-"$bench" --case E --tier cc --calls 1 >/dev/null 2>&1
-check "counting mode on cc says it is missing" '[ $? -eq 1 ]'
+CC=/nonexistent/cc "$bench" --case E --tier cc --calls 1 >"$tmp/count.out" 2>&1
+check "counting mode on cc without a compiler says why" "[ \$? -eq 1 ] && grep -q 'cannot run the system compiler' '$tmp/count.out'"
 "$bench" --tier tcc --calls 1 >/dev/null 2>&1
 check "counting mode needs --case" '[ $? -eq 2 ]'
 

@@ -17,6 +17,8 @@
  * inference: grad mode off during the call
  */
 
+#ifndef WB_PRELUDE
+#define WB_PRELUDE
 /* The leading members of a tensor; the rest is the runtime's. */
 typedef struct wb_tensor {
     long refcount;
@@ -30,6 +32,7 @@ typedef struct wb_env {
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
+#endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);

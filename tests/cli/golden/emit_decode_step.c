@@ -17,7 +17,14 @@
  * inference: grad mode off during the call
  */
 
-typedef struct wb_tensor wb_tensor;
+#ifndef WB_PRELUDE
+#define WB_PRELUDE
+/* The leading members of a tensor; the rest is the runtime's. */
+typedef struct wb_tensor {
+    long refcount;
+    void *storage;
+    unsigned long long meta; /* DLDataType, then ndim << 32 */
+} wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
 typedef struct wb_env {
     int (*graph)(void *ctx, const wb_arg *args, int nargs,
@@ -25,6 +32,7 @@ typedef struct wb_env {
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
+#endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);

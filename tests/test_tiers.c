@@ -1,0 +1,590 @@
+/*
+ * The compiled tiers beyond tcc: the cc tier and its compiler handling,
+ * auto promotion under concurrent callers, the in-process and disk caches
+ * (hits, misses, damaged entries, the size bound, several processes
+ * filling one cache), and batch compiles.
+ *
+ * Every test that reaches the disk cache points WRAPBAKE_CACHE_DIR at a
+ * fresh directory of its own.  Criterion runs each test in a process of
+ * its own, so the environment and the cache statistics start clean.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+/* x (data mutation) gets x + 1; output 0 is a view of y's second row. */
+static int tiers_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+                       int nv)
+{
+    (void)ctx; (void)na; (void)nv;
+    const float *x = wb_tensor_data(a[0].t);
+    int64_t sizes[1] = {4}, strides[1] = {1};
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+        return -1;
+    float *nx = wb_tensor_data(v[0]);
+    for (int i = 0; i < 8; i++)
+        nx[i] = x[i] + 1;
+    if (wb_tensor_as_strided(a[1].t, 1, sizes, strides, 4, &v[1]))
+        return -2;
+    return 2;
+}
+
+/* The spec of tiers_graph; name tells specs apart (and so their C). */
+static wb_spec *tiers_spec(const char *name)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_new(name, &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_add_output(s, "row", WB_OUT_ALIAS_OF_INPUT, 1, true, 1,
+                              NULL));
+    return s;
+}
+
+/* Calls w `calls` times on fresh tensors and checks every result. */
+static int tiers_check_calls(wb_wrapper *w, int calls, float first)
+{
+    wb_tensor *x = wbt_f32(first, 2, 2, 4), *y = wbt_f32(-first, 2, 2, 4);
+    wb_arg a[2] = {{.t = x}, {.t = y}};
+    int bad = 0;
+    for (int c = 1; c <= calls; c++) {
+        wb_tensor *row = NULL;
+        if (wb_call(w, a, 2, &row, 1) != WB_OK) {
+            bad++;
+            continue;
+        }
+        if (wbt_at(x, 1, 3) != first + 7 + (float)c ||
+            wb_tensor_version(x) != (uint64_t)c ||
+            wb_tensor_storage(row) != wb_tensor_storage(y) ||
+            wbt_at(row, 2) != -first + 6)
+            bad++;
+        wb_tensor_release(row);
+    }
+    wb_tensor_release(x);
+    wb_tensor_release(y);
+    return bad;
+}
+
+/* A fresh private directory for this test's disk cache. */
+static char *tiers_cache_dir(void)
+{
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/wbt-cache-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("WRAPBAKE_CACHE_DIR", dir, 1);
+    return dir;
+}
+
+/* Files in dir whose names end with ext. */
+static int tiers_count(const char *dir, const char *ext)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    cr_assert_not_null(d);
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name), e = strlen(ext);
+        n += l > e && strcmp(de->d_name + l - e, ext) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* A compiler stand-in: a shell script with the given body. */
+static const char *tiers_script(const char *body)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/wbt-cc-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "#!/bin/sh\n%s\n", body);
+    fclose(f);
+    chmod(path, 0700);
+    return path;
+}
+
+static void tiers_rm(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static double tiers_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits up to 60 s for w to serve on tier. */
+static bool tiers_wait_tier(wb_wrapper *w, wb_tier tier)
+{
+    for (int i = 0; i < 6000 && wb_wrapper_tier(w) != tier; i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    return wb_wrapper_tier(w) == tier;
+}
+
+/* ---- the cc tier ---- */
+
+Test(tiers, cc_agrees_and_says_how_it_was_built)
+{
+    char *dir = tiers_cache_dir();
+    wb_spec *s = tiers_spec("cc_basic");
+    wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+    cr_assert_eq(tiers_check_calls(w, 50, 10), 0);
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "compiled by"),
+                       "note: %s", wb_wrapper_note(w));
+    /* The same C as the tcc tier compiles. */
+    wb_wrapper *t = wbt_wrap(s, tiers_graph, NULL, WB_TIER_TCC);
+    cr_assert_str_eq(wb_wrapper_source(w), wb_wrapper_source(t));
+    wb_wrapper_free(t);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+Test(tiers, cc_reports_a_failing_compiler_with_its_diagnostics)
+{
+    wb_spec *s = tiers_spec("cc_fails");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    o.cc = tiers_script("echo 'wrapper.c:1: error: boom' >&2; exit 3");
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "(exit 3): wrapper.c:1: error: boom");
+    cr_assert_null(w);
+    unlink(o.cc);
+    o.cc = "/nonexistent/wbt-cc";
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "cannot run the system compiler '/nonexistent/wbt-cc'");
+    o.cc = " \t ";
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_INVALID,
+              "blank");
+    wb_spec_free(s);
+}
+
+Test(tiers, cc_stops_a_compiler_past_its_time_limit, .timeout = 30)
+{
+    wb_spec *s = tiers_spec("cc_slow");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE,
+                    .cc_timeout_s = 1};
+    wb_wrapper *w = NULL;
+    o.cc = tiers_script("exec sleep 20");
+    double t0 = tiers_now();
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "ran past its limit of 1 s");
+    cr_assert_lt(tiers_now() - t0, 10.0);
+    unlink(o.cc);
+    wb_spec_free(s);
+}
+
+Test(tiers, cc_compiler_words_are_not_a_shell_command)
+{
+    /* Shell syntax in the command stays literal: the first word is the
+       program, and "$(touch ...)" is one argument that sh would run. */
+    wb_spec *s = tiers_spec("cc_words");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    unlink("/tmp/wbt-cc-pwned");
+    o.cc = "cc $(touch${IFS}/tmp/wbt-cc-pwned) ;touch /tmp/wbt-cc-pwned";
+    cr_assert_neq(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_OK);
+    cr_assert_neq(access("/tmp/wbt-cc-pwned", F_OK), 0,
+                  "the compiler command went through a shell");
+    wb_spec_free(s);
+}
+
+/* ---- auto promotion ---- */
+
+typedef struct tiers_caller {
+    wb_wrapper *w;
+    float first;
+    int bad, calls;
+    atomic_bool *stop;
+} tiers_caller;
+
+static void *tiers_call_loop(void *p)
+{
+    tiers_caller *c = p;
+    while (!atomic_load(c->stop)) {
+        c->bad += tiers_check_calls(c->w, 20, c->first);
+        c->calls += 20;
+    }
+    return NULL;
+}
+
+Test(tiers, auto_promotes_to_cc_under_concurrent_callers, .timeout = 120)
+{
+    char *dir = tiers_cache_dir();
+    wb_spec *s = tiers_spec("auto_busy");
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 100};
+    wb_wrapper *w = NULL;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_TCC);
+    cr_assert_null(wb_wrapper_note(w));
+
+    atomic_bool stop = false;
+    tiers_caller c[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (tiers_caller){w, (float)(i * 100), 0, 0, &stop};
+        pthread_create(&t[i], NULL, tiers_call_loop, &c[i]);
+    }
+    bool promoted = tiers_wait_tier(w, WB_TIER_CC);
+    /* Keep calling on the new tier for a while. */
+    struct timespec nap = {0, 100000000};
+    nanosleep(&nap, NULL);
+    atomic_store(&stop, true);
+    int bad = 0, calls = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        bad += c[i].bad;
+        calls += c[i].calls;
+    }
+    cr_assert(promoted, "still on %s: %s", wb_tier_name(wb_wrapper_tier(w)),
+              wb_wrapper_note(w) ? wb_wrapper_note(w) : "(no note)");
+    cr_assert_eq(bad, 0, "%d of %d calls went wrong", bad, calls);
+    cr_assert_gt(calls, 100);
+    cr_assert_eq(tiers_check_calls(w, 10, 5), 0);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+Test(tiers, auto_promotes_by_time_without_calls, .timeout = 120)
+{
+    char *dir = tiers_cache_dir();
+    wb_spec *s = tiers_spec("auto_timer");
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 1u << 30,
+                    .promote_ms = 20};
+    wb_wrapper *w = NULL;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert(tiers_wait_tier(w, WB_TIER_CC), "note: %s",
+              wb_wrapper_note(w) ? wb_wrapper_note(w) : "(none)");
+    cr_assert_eq(tiers_check_calls(w, 10, 1), 0);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+Test(tiers, auto_stays_on_tcc_and_says_why_without_a_compiler)
+{
+    wb_spec *s = tiers_spec("auto_nocc");
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 3,
+                    .flags = WB_OPT_NO_DISK_CACHE,
+                    .cc = "/nonexistent/wbt-cc"};
+    wb_wrapper *w = NULL;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
+    for (int i = 0; i < 3000 && !wb_wrapper_note(w); i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_TCC);
+    cr_assert_not_null(wb_wrapper_note(w));
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "stays on tcc: cannot run "
+                              "the system compiler"), "note: %s",
+                       wb_wrapper_note(w));
+    cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
+Test(tiers, freeing_an_auto_wrapper_stops_its_compiler, .timeout = 30)
+{
+    wb_spec *s = tiers_spec("auto_freed");
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 1,
+                    .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    o.cc = tiers_script("exec sleep 20");
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert_eq(tiers_check_calls(w, 1, 0), 0);
+    struct timespec nap = {0, 50000000};
+    nanosleep(&nap, NULL);  /* let the compiler start */
+    double t0 = tiers_now();
+    wb_wrapper_free(w);
+    cr_assert_lt(tiers_now() - t0, 5.0, "free waited for the compiler");
+    unlink(o.cc);
+    wb_spec_free(s);
+}
+
+/* ---- the in-process cache ---- */
+
+Test(tiers, equal_specs_share_one_function)
+{
+    wb_spec *s = tiers_spec("shared");
+    wb_cache_stats a, b, c;
+    wb_wrapper *w1 = wbt_wrap(s, tiers_graph, NULL, WB_TIER_TCC);
+    wb_cache_stats_get(&a);
+    wb_wrapper *w2 = wbt_wrap(s, tiers_graph, NULL, WB_TIER_TCC);
+    wb_cache_stats_get(&b);
+    cr_assert_eq(b.shared, a.shared + 1);
+    cr_assert_eq(b.compiled, a.compiled);
+    /* Freeing one leaves the other's code in place. */
+    wb_wrapper_free(w1);
+    cr_assert_eq(tiers_check_calls(w2, 10, 3), 0);
+    /* WB_OPT_NO_SHARE compiles its own. */
+    wb_options o = {.tier = WB_TIER_TCC, .flags = WB_OPT_NO_SHARE};
+    wb_wrapper *w3 = NULL;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w3));
+    wb_cache_stats_get(&c);
+    cr_assert_eq(c.compiled, b.compiled + 1);
+    wb_wrapper_free(w2);
+    wb_wrapper_free(w3);
+    /* With the last wrapper gone, the code went too: a new one compiles. */
+    wb_wrapper *w4 = wbt_wrap(s, tiers_graph, NULL, WB_TIER_TCC);
+    wb_cache_stats_get(&a);
+    cr_assert_eq(a.compiled, c.compiled + 1);
+    wb_wrapper_free(w4);
+    wb_spec_free(s);
+}
+
+/* ---- the disk cache ---- */
+
+Test(tiers, disk_cache_hit_miss_and_explanations)
+{
+    char *dir = tiers_cache_dir(), *why = NULL;
+    wb_spec *s = tiers_spec("disk");
+    wb_options o = {.tier = WB_TIER_CC};
+    wb_cache_stats st;
+    WBT_OK(wb_cache_explain(s, &o, &why));
+    cr_assert_not_null(strstr(why, "miss: no entry"), "%s", why);
+    cr_assert_not_null(strstr(why, "no entry for this spec"), "%s", why);
+    free(why);
+
+    wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+    wb_wrapper_free(w);
+    wb_cache_stats_get(&st);
+    cr_assert_eq(st.disk_misses, 1);
+    cr_assert_eq(tiers_count(dir, ".meta"), 1);
+    cr_assert_eq(tiers_count(dir, ".so"), 1);
+
+    w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "loaded from the disk "
+                              "cache"), "note: %s", wb_wrapper_note(w));
+    cr_assert_eq(tiers_check_calls(w, 10, 2), 0);
+    wb_wrapper_free(w);
+    wb_cache_stats_get(&st);
+    cr_assert_eq(st.disk_hits, 1);
+    cr_assert_gt(st.compile_ms_saved, 0.0);
+    WBT_OK(wb_cache_explain(s, &o, &why));
+    cr_assert_eq(strncmp(why, "hit: entry", 10), 0, "%s", why);
+    free(why);
+
+    /* Another compiler command: the same C, a different key, and the
+       explanation names the part that differs. */
+    o.cc = "cc -g0";
+    WBT_OK(wb_cache_explain(s, &o, &why));
+    cr_assert_not_null(strstr(why, "differs in: the compiler"), "%s", why);
+    free(why);
+    /* A changed spec of the same name: other generated C. */
+    wb_spec *s2 = tiers_spec("disk");
+    WBT_OK(wb_spec_set_training(s2, true));
+    o.cc = NULL;
+    WBT_OK(wb_cache_explain(s2, &o, &why));
+    cr_assert_not_null(strstr(why, "other generated C"), "%s", why);
+    free(why);
+
+    WBT_OK(wb_cache_clear());
+    cr_assert_eq(tiers_count(dir, ".meta") + tiers_count(dir, ".so"), 0);
+    wb_spec_free(s2);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+Test(tiers, damaged_disk_entries_are_rebuilt)
+{
+    char *dir = tiers_cache_dir();
+    wb_spec *s = tiers_spec("damaged");
+    wb_cache_stats st;
+    char path[512];
+    wb_wrapper_free(wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC));
+    /* Truncate the object, then flip a byte of the next one. */
+    for (int round = 0; round < 2; round++) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while ((de = readdir(d)))
+            if (strstr(de->d_name, ".so"))
+                snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        closedir(d);
+        if (round == 0) {
+            cr_assert_eq(truncate(path, 100), 0);
+        } else {
+            FILE *f = fopen(path, "r+b");
+            fseek(f, 200, SEEK_SET);
+            int ch = fgetc(f);
+            fseek(f, 200, SEEK_SET);
+            fputc(ch ^ 0x5a, f);
+            fclose(f);
+        }
+        wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+        cr_assert_not_null(strstr(wb_wrapper_note(w), "rebuilt"), "note: %s",
+                           wb_wrapper_note(w));
+        cr_assert_eq(tiers_check_calls(w, 5, 1), 0);
+        wb_wrapper_free(w);
+    }
+    wb_cache_stats_get(&st);
+    cr_assert_eq(st.disk_rebuilt, 2);
+    /* A damaged entry file is rebuilt as well. */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strstr(de->d_name, ".meta"))
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    closedir(d);
+    FILE *f = fopen(path, "w");
+    fputs("wrapbake-cache 1\nsource nonsense\n", f);
+    fclose(f);
+    wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+    cr_assert_eq(tiers_check_calls(w, 5, 1), 0);
+    wb_wrapper_free(w);
+    wb_cache_stats_get(&st);
+    cr_assert_eq(st.disk_rebuilt, 3);
+    cr_assert_eq(st.disk_hits, 0);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+Test(tiers, disk_cache_stays_under_its_size_bound)
+{
+    char *dir = tiers_cache_dir();
+    wb_cache_stats st;
+    /* Room for about one entry. */
+    setenv("WRAPBAKE_CACHE_MAX", "20000", 1);
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "bound%d", i);
+        /* Different code, not only a different name: equal code is
+           stored once. */
+        wb_spec *s = tiers_spec(name);
+        for (int k = 0; k < i; k++)
+            WBT_OK(wb_spec_add_tensor(s, "extra", WB_MUT_NONE, 0, NULL));
+        wb_wrapper_free(wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC));
+        wb_spec_free(s);
+    }
+    wb_cache_stats_get(&st);
+    cr_assert_eq(st.disk_evicted, 2);
+    cr_assert_eq(tiers_count(dir, ".meta"), 1);
+    cr_assert_eq(tiers_count(dir, ".so"), 1);
+    /* The one kept is the newest. */
+    char *why;
+    wb_spec *s = tiers_spec("bound2");
+    for (int k = 0; k < 2; k++)
+        WBT_OK(wb_spec_add_tensor(s, "extra", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_cache_explain(s, NULL, &why));
+    cr_assert_eq(strncmp(why, "hit", 3), 0, "%s", why);
+    free(why);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+Test(tiers, processes_fill_one_disk_cache_at_once, .timeout = 240)
+{
+    char *dir = tiers_cache_dir();
+    enum { PROCS = 6 };
+    pid_t pid[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        if ((pid[p] = fork()) == 0) {
+            /* Half the processes race on one spec, half on their own. */
+            char name[32];
+            snprintf(name, sizeof name, "race%d", p % 2 ? p : 0);
+            wb_spec *s = tiers_spec(name);
+            wb_options o = {.tier = WB_TIER_CC};
+            wb_wrapper *w = NULL;
+            int rc = wb_wrapper_new(s, tiers_graph, NULL, &o, &w) != WB_OK ? 1
+                     : tiers_check_calls(w, 20, 0) != 0                   ? 2
+                                                                          : 0;
+            wb_wrapper_free(w);
+            wb_spec_free(s);
+            _exit(rc);
+        }
+        cr_assert_gt(pid[p], 0);
+    }
+    for (int p = 0; p < PROCS; p++) {
+        int status;
+        cr_assert_eq(waitpid(pid[p], &status, 0), pid[p]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "process %d failed (status %d)", p, status);
+    }
+    /* Every entry is whole: each spec now loads from disk.  The specs
+       differ only in name, so their code is one object. */
+    cr_assert_eq(tiers_count(dir, ".meta"), 4);
+    cr_assert_eq(tiers_count(dir, ".so"), 1);
+    const char *names[] = {"race0", "race1", "race3", "race5"};
+    for (int i = 0; i < 4; i++) {
+        wb_spec *s = tiers_spec(names[i]);
+        wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+        cr_assert_not_null(strstr(wb_wrapper_note(w), "loaded from the "
+                                  "disk cache"), "%s: %s", names[i],
+                           wb_wrapper_note(w));
+        cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+    tiers_rm(dir);
+}
+
+/* ---- batches ---- */
+
+Test(tiers, batch_compiles_many_specs_at_once)
+{
+    enum { N = 40 };
+    wb_spec *specs[N];
+    wb_graph_fn graphs[N];
+    wb_wrapper *ws[N];
+    wb_cache_stats a, b;
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        /* Every fourth spec repeats an earlier one: shared, not compiled
+           twice. */
+        snprintf(name, sizeof name, "batch%d", i % 4 == 3 ? i - 1 : i);
+        specs[i] = tiers_spec(name);
+        graphs[i] = tiers_graph;
+    }
+    wb_cache_stats_get(&a);
+    WBT_OK(wb_wrappers_new(N, (const wb_spec *const *)specs, graphs, NULL,
+                           NULL, ws));
+    wb_cache_stats_get(&b);
+    cr_assert_eq(b.compiled - a.compiled, N - N / 4);
+    cr_assert_eq(b.shared - a.shared, N / 4);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(wb_wrapper_tier(ws[i]), WB_TIER_TCC);
+        cr_assert_eq(tiers_check_calls(ws[i], 3, (float)i), 0, "wrapper %d",
+                     i);
+    }
+    /* Freed in any order, the shared block stays until the last. */
+    for (int i = 0; i < N; i += 2)
+        wb_wrapper_free(ws[i]);
+    for (int i = 1; i < N; i += 2)
+        cr_assert_eq(tiers_check_calls(ws[i], 2, 1), 0);
+    for (int i = 1; i < N; i += 2)
+        wb_wrapper_free(ws[i]);
+    for (int i = 0; i < N; i++)
+        wb_spec_free(specs[i]);
+}
+
+Test(tiers, a_batch_is_all_or_nothing)
+{
+    wb_spec *specs[3] = {tiers_spec("ok0"), tiers_spec("ok1"), NULL};
+    wb_graph_fn graphs[3] = {tiers_graph, tiers_graph, tiers_graph};
+    wb_wrapper *ws[3] = {NULL, NULL, NULL};
+    /* The third spec is invalid: an output aliasing a missing input. */
+    WBT_OK(wb_spec_new("bad", &specs[2]));
+    WBT_OK(wb_spec_add_tensor(specs[2], "x", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_add_output(specs[2], "v", WB_OUT_ALIAS_OF_INPUT, 5, true,
+                              1, NULL));
+    WBT_FAILS(wb_wrappers_new(3, (const wb_spec *const *)specs, graphs, NULL,
+                              NULL, ws), WB_ERR_SPEC, "spec 'bad'");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_null(ws[i]);
+        wb_spec_free(specs[i]);
+    }
+}
