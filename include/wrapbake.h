@@ -15,9 +15,11 @@
  *   - Objects come in _new/_free (or _retain/_release) pairs; freeing or
  *     releasing NULL does nothing.  Each function says who owns what it
  *     returns.  Output parameters are written only on success.
- *   - The library never prints, never exits and keeps no mutable global state
- *     beyond the one lock around libtcc and a per-thread cache of tensor
- *     headers (see wb_thread_cache_flush).
+ *   - The library never prints and never exits.  Its mutable global state is
+ *     the lock around libtcc, the in-process code cache and its statistics
+ *     (one lock), the queue of auto-tier promotions (one lock and the
+ *     thread serving it) and a per-thread cache of tensor headers (see
+ *     wb_thread_cache_flush).
  */
 #ifndef WRAPBAKE_H
 #define WRAPBAKE_H
