@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -257,7 +258,8 @@ static void wb_cc_destroy(wb_code *c)
     free(cc);
 }
 
-wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
+static wb_status wb_cc_load_locked(const char *path, const char *fn,
+                                   wb_code **code)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
@@ -270,8 +272,7 @@ wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
                           "function '%s'", path, fn);
     }
     /* Binds each helper the code declares.  Rebinding an object another
-       wrapper loaded writes the same addresses; wb_code_get's lock keeps
-       loads of one object apart anyway. */
+       wrapper loaded writes the same addresses. */
     for (const wb_rt_symbol *y = wb_rt_symbols; y->name; y++) {
         char name[128];
         snprintf(name, sizeof name, "%s_ptr", y->name);
@@ -291,4 +292,17 @@ wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
     c->handle = h;
     *code = &c->code;
     return WB_OK;
+}
+
+/* Equal code from different sources is one object, and dlopen hands every
+   load of it the same handle: binds are serialized so that two loads never
+   write its pointers at once. */
+static pthread_mutex_t wb_cc_bind_lock = PTHREAD_MUTEX_INITIALIZER;
+
+wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
+{
+    pthread_mutex_lock(&wb_cc_bind_lock);
+    wb_status st = wb_cc_load_locked(path, fn, code);
+    pthread_mutex_unlock(&wb_cc_bind_lock);
+    return st;
 }
