@@ -22,6 +22,12 @@
 
 static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Nonzero while the calling thread is inside libtcc.  libtcc exits the
+   process when one of its own allocations fails, so the allocation-failure
+   test (tests/tools/alloc_fail.c) reads this to fail only allocations made
+   outside it. */
+_Thread_local int wb_jit_inside_libtcc;
+
 struct wb_jit_code {
     void *mem;
     size_t size;
@@ -88,8 +94,10 @@ wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
 
     pthread_mutex_lock(&wb_jit_lock);
+    wb_jit_inside_libtcc++;
     TCCState *s = tcc_new();
     if (!s) {
+        wb_jit_inside_libtcc--;
         pthread_mutex_unlock(&wb_jit_lock);
         free(c);
         return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
@@ -118,6 +126,7 @@ wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
     else
         tcc_delete(s);
 #endif
+    wb_jit_inside_libtcc--;
     pthread_mutex_unlock(&wb_jit_lock);
 
     if (st == WB_OK && c->mem &&
@@ -142,7 +151,9 @@ void wb_jit_free(wb_jit_code *c)
 #ifndef TCC_RELOCATE_AUTO
     if (c->state) {
         pthread_mutex_lock(&wb_jit_lock);
+        wb_jit_inside_libtcc++;
         tcc_delete(c->state);
+        wb_jit_inside_libtcc--;
         pthread_mutex_unlock(&wb_jit_lock);
     }
 #endif

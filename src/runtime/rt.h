@@ -209,5 +209,8 @@ typedef struct wb_jit_code wb_jit_code;
 wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
                          void **entry);
 void wb_jit_free(wb_jit_code *code);
+/* Nonzero while this thread runs libtcc code (for allocation-failure
+   tests: libtcc cannot survive a failed allocation of its own). */
+extern _Thread_local int wb_jit_inside_libtcc;
 
 #endif /* WB_RT_H */
