@@ -5,7 +5,7 @@
  * wrappers of the same specs.  Every result is checked: values, versions,
  * identities, storages, and at the end every reference count.
  *
- * WB_STRESS_CALLS sets the calls per caller thread (default 3000).
+ * WB_STRESS_CALLS sets the calls per caller thread (default 50000).
  */
 #include <pthread.h>
 
@@ -230,7 +230,7 @@ static void *stress_builder(void *p)
 Test(stress, shared_wrappers_and_builders, .timeout = 600)
 {
     const char *env = getenv("WB_STRESS_CALLS");
-    long calls = env ? strtol(env, NULL, 10) : 3000;
+    long calls = env ? strtol(env, NULL, 10) : 50000;
     for (int k = 0; k < STRESS_SPECS; k++) {
         stress_specs[k] = stress_build_spec(k);
         WBT_OK(wb_spec_validate(stress_specs[k]));

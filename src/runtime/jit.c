@@ -51,6 +51,19 @@ static void wb_jit_on_message(void *opaque, const char *msg)
                                                      : sizeof d->text - 1;
 }
 
+/* libtcc's objects go into libwrapbake.a with their one mprotect call
+   renamed to this (see the Makefile).  libtcc would make the pages it just
+   copied code into read-write-execute; left read-write, they turn
+   read+execute in wb_jit_compile once libtcc is done with them, so no page
+   is ever writable and executable at once. */
+int wb_jit_tcc_mprotect(void *addr, size_t len, int prot)
+{
+    (void)addr;
+    (void)len;
+    (void)prot;
+    return 0;
+}
+
 /* Relocates s into fresh pages of our own, then seals them read+execute. */
 static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
 {

@@ -212,5 +212,7 @@ void wb_jit_free(wb_jit_code *code);
 /* Nonzero while this thread runs libtcc code (for allocation-failure
    tests: libtcc cannot survive a failed allocation of its own). */
 extern _Thread_local int wb_jit_inside_libtcc;
+/* What libtcc calls instead of mprotect (see jit.c): nothing. */
+int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
 
 #endif /* WB_RT_H */
