@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "../src/runtime/rt.h"
@@ -116,22 +117,25 @@ Test(jit, wrapper_source_is_the_compiled_text)
 /* ---- executable memory, under load ---- */
 
 /* Counts the mappings of /proc/self/maps that are writable and executable
-   at once, and all mappings. */
-static int jit_count_wx(int *total)
+   at once; *code gets the anonymous read+execute ones (JIT code). */
+static int jit_count_wx(int *code)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
     int wx = 0;
-    *total = 0;
+    *code = 0;
     if (!f)
         return -1;
     while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char p[5];
-        if (sscanf(line, "%lx-%lx %4s", &lo, &hi, p) != 3)
+        unsigned long lo, hi, off, inode;
+        char p[5], dev[16];
+        int path = 0;
+        if (sscanf(line, "%lx-%lx %4s %lx %15s %lu %n", &lo, &hi, p, &off, dev,
+                   &inode, &path) < 6)
             continue;
-        (*total)++;
         wx += p[1] == 'w' && p[2] == 'x';
+        *code += strcmp(p, "r-xp") == 0 && inode == 0 &&
+                 (path == 0 || line[path] == '\n' || line[path] == '\0');
     }
     fclose(f);
     return wx;
@@ -178,7 +182,7 @@ Test(jit, no_writable_executable_page_while_compiling)
         for (int i = 0; i < N; i++)
             w[i] = wbt_wrap(s, jit_graph, NULL, WB_TIER_TCC);
         cr_assert_eq(jit_count_wx(&during), 0);
-        cr_assert_geq(during, before + 1, "the code pages are not mapped");
+        cr_assert_gt(during, before, "the code pages are not mapped");
         for (int i = 0; i < N; i++)
             wb_wrapper_free(w[i]);
     }
@@ -187,8 +191,7 @@ Test(jit, no_writable_executable_page_while_compiling)
     cr_assert_eq(sc.wx_seen, 0, "%d of %ld scans saw a W+X mapping",
                  sc.wx_seen, sc.scans);
     cr_assert_eq(jit_count_wx(&after), 0);
-    /* Allocator arenas may come and go; code pages must not pile up. */
-    cr_assert_leq(after, before + 4, "%d mappings after freeing, %d before",
+    cr_assert_leq(after, before, "%d code mappings after freeing, %d before",
                   after, before);
     cr_log_info("jit: %ld scans of the memory map, none W+X", sc.scans);
     wb_spec_free(s);
@@ -196,13 +199,25 @@ Test(jit, no_writable_executable_page_while_compiling)
 
 /* The sealed image is read+execute as a whole, its data included, so
    generated code that wrote a static would fault at once rather than
-   keep state between calls or threads. */
-Test(jit, compiled_code_cannot_write_its_statics, .signal = SIGSEGV)
+   keep state between calls or threads.  The fault ends the test's process
+   through a handler of its own, since AddressSanitizer would report a
+   fault it handled. */
+static void jit_on_segv(int sig)
+{
+    (void)sig;
+    _exit(77);
+}
+
+Test(jit, compiled_code_cannot_write_its_statics, .exit_code = 77)
 {
     wb_jit_code *code;
     jit_int_fn f = jit_compile_ok("static int calls;\n"
                                   "int count(int x) { calls += x; "
                                   "return calls; }", "count", &code);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = jit_on_segv;
+    cr_assert_eq(sigaction(SIGSEGV, &sa, NULL), 0);
     f(1);
     wb_jit_free(code);
 }
