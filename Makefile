@@ -3,6 +3,10 @@
 #   make            the library and the tools
 #   make test       installs missing Debian packages, builds, runs the suite
 #   make test-asan  the same suite under AddressSanitizer + UBSan
+#   make test-tsan  the concurrency tests under ThreadSanitizer
+#   make test-valgrind  a subset under valgrind memcheck: no error, no leak
+#   make fuzz       each libFuzzer target for FUZZ_TIME seconds (clang)
+#   make fuzz-replay  the fuzz corpora through plain replay binaries
 #   make bench      the microbenchmark
 #   make bench-check  times `wrapbake check --json` on 2,500 real schemas
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -23,6 +27,8 @@ DEFS      := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 LIBS      := -ltcc -ldl -lpthread -lm
 CLI_LIBS  := -lyaml
 TEST_LIBS := -lcriterion
+FUZZ_TIME ?= 30
+FUZZ_CC   ?= clang
 VERSION   := 0.1.0
 # ---------------------------------------------------------------------------
 
@@ -48,12 +54,14 @@ TESTS     := $(BUILD)/bin/wrapbake-tests
 BENCH     := $(BUILD)/bin/wrapbake-bench
 EXAMPLE   := $(BUILD)/bin/readme-example
 ALLOCS    := $(BUILD)/bin/alloc-count
+ALLOCFAIL := $(BUILD)/bin/alloc-fail
 CLI       := $(BUILD)/bin/wrapbake
 TIER_SRC  := $(BUILD)/bin/tier-source
 DEPS      := $(BUILD)/.deps-ok
 
-.PHONY: all test test-asan bench bench-check install uninstall clean deps \
-        golden example
+.PHONY: all test test-asan test-tsan test-valgrind bench bench-check install \
+        uninstall clean deps golden example fuzz fuzz-run fuzz-replay \
+        tsan-run
 
 all: $(LIB) $(BENCH) $(CLI)
 
@@ -68,10 +76,26 @@ $(BUILD)/obj/%.o: %.c $(DEPS) $(wildcard include/*.h src/*/*.h tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
+# libtcc marks the pages it relocates code into read-write-execute
+# (mprotect in its tccrun.o).  Its objects are copied into libwrapbake.a
+# with that call renamed to wb_jit_tcc_mprotect (src/runtime/jit.c), which
+# leaves the pages read-write until wb_jit_compile seals them
+# read+execute: no page is ever writable and executable at once, and
+# programs link the library without -ltcc (giving it anyway is harmless).
+TCC_A   := $(shell $(CC) -print-file-name=libtcc.a)
+TCC_DIR := $(BUILD)/obj/libtcc
+$(TCC_DIR)/.sealed: $(DEPS)
+	rm -rf $(TCC_DIR)
+	mkdir -p $(TCC_DIR)
+	cd $(TCC_DIR) && ar x $(TCC_A)
+	for o in $(TCC_DIR)/*.o; do \
+	    objcopy --redefine-sym mprotect=wb_jit_tcc_mprotect $$o || exit 1; done
+	touch $@
+
+$(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
 	@mkdir -p $(@D)
 	rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(LIB_OBJ) $(TCC_DIR)/*.o
 
 $(TESTS): $(TEST_OBJ) $(LIB)
 	@mkdir -p $(@D)
@@ -108,17 +132,66 @@ example: $(EXAMPLE)
 $(ALLOCS): tests/tools/alloc_count.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+# Fails the k-th allocation for every k over the main paths; it replaces
+# malloc too.
+$(ALLOCFAIL): tests/tools/alloc_fail.c $(BUILD)/obj/src/cli/input.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/obj/src/cli/input.o \
+	    $(LIB) $(CLI_LIBS) $(LIBS)
 ifeq ($(SANITIZE),)
-ALLOC_RUN := $(ALLOCS)
+ALLOC_RUN := $(ALLOCS) && $(ALLOCFAIL)
 else
-ALLOC_RUN := @echo "alloc-count: skipped under sanitizers, which replace malloc"
+ALLOC_RUN := @echo "alloc-count, alloc-fail: skipped under sanitizers, which replace malloc"
 endif
+
+# Fuzz targets (fuzz/): each defines LLVMFuzzerTestOneInput.  Linked with
+# fuzz/replay.c by any compiler they run a corpus once (replay-NAME, part
+# of `make test`); linked by clang with -fsanitize=fuzzer they fuzz
+# (fuzz-NAME, `make fuzz`, in a build tree of their own).
+FUZZ_TARGETS := parse build diff
+FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/bin/replay-%)
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/bin/fuzz-%)
+$(BUILD)/obj/fuzz/%.o: fuzz/fuzz.h
+.SECONDARY: $(FUZZ_TARGETS:%=$(BUILD)/obj/fuzz/fuzz_%.o) $(BUILD)/obj/fuzz/replay.o
+$(BUILD)/bin/replay-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay.o \
+                       $(BUILD)/obj/src/cli/input.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(CLI_LIBS) $(LIBS)
+$(BUILD)/bin/fuzz-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/src/cli/input.o \
+                     $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(LIB) \
+	    $(CLI_LIBS) $(LIBS)
+
+fuzz-replay: $(FUZZ_REPLAY)
+	@for t in $(FUZZ_TARGETS); do \
+	    $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
+
+# New inputs go to build/fuzz/corpus, never into the seed corpora; a crash
+# leaves its input in build/fuzz/crashes and fails the run.
+fuzz:
+	$(MAKE) fuzz-run BUILD=build/fuzz CC=$(FUZZ_CC) \
+	    OPT='-O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -fsanitize=fuzzer-no-link,address,undefined'
+fuzz-run: $(FUZZ_BIN)
+	@mkdir -p $(BUILD)/crashes
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(BUILD)/corpus/$$t; \
+	    echo "fuzz-$$t: $(FUZZ_TIME) s"; \
+	    $(BUILD)/bin/fuzz-$$t -max_total_time=$(FUZZ_TIME) -timeout=20 \
+	        -rss_limit_mb=2048 -print_final_stats=1 \
+	        -artifact_prefix=$(BUILD)/crashes/$$t- \
+	        $(BUILD)/corpus/$$t fuzz/corpus/$$t >$(BUILD)/fuzz-$$t.log 2>&1; \
+	    rc=$$?; grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done)|ERROR|invariant' \
+	        $(BUILD)/fuzz-$$t.log; \
+	    if [ $$rc -ne 0 ]; then tail -40 $(BUILD)/fuzz-$$t.log; exit 1; fi; \
+	done
 
 # Criterion does not fail a test whose worker LeakSanitizer flags at exit,
 # so any sanitizer report in the log fails the run.  Allocation stacks are
 # cut to the allocator and its caller, so that the suppression of
 # Criterion's own leak (tests/lsan.supp) cannot hide one of ours.
-test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS)) $(CLI) $(TIER_SRC) $(BENCH)
+test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIER_SRC) $(BENCH) \
+      $(FUZZ_REPLAY)
 	$(EXAMPLE)
 	$(ALLOC_RUN)
 	@rc=0; LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
@@ -129,9 +202,47 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS)) $(CLI) $(TIER_SRC) $(BENC
 	exit $$rc
 	sh tests/cli/run.sh $(CLI) $(TIER_SRC)
 	sh tests/bench/run.sh $(BENCH)
+	@for t in $(FUZZ_TARGETS); do \
+	    $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
 
 test-asan:
 	$(MAKE) test BUILD=build/asan SANITIZE=address,undefined
+
+# ThreadSanitizer over the tests that run threads (the rest of the suite
+# is single-threaded and runs under test-asan).  Criterion cannot start
+# under ThreadSanitizer, so they are built with tests/tools/shim.h in its
+# place.  Any report fails the run.
+CONC_SRC  := tests/test_threads.c tests/test_stress.c tests/tools/shim.c
+CONC      := $(BUILD)/bin/concurrency-tests
+$(CONC): $(CONC_SRC) $(LIB) $(wildcard tests/*.h tests/tools/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DWB_TEST_SHIM $(ALL_LDFLAGS) -o $@ $(CONC_SRC) \
+	    $(LIB) $(LIBS)
+test-tsan:
+	$(MAKE) tsan-run BUILD=build/tsan SANITIZE=thread
+tsan-run: $(CONC)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 WB_STRESS_CALLS=20000 \
+	    $(CONC)
+
+# valgrind memcheck, no error and no leak, over programs that
+# need no test framework: the README example, the concurrency tests, the
+# fuzz corpora through the replay binaries (parser, builder, and the
+# differential run on every tier, JIT code included) and the CLI.
+# The main thread's cache of tensor headers is still reachable at exit when
+# a program does not flush it (the README example); every other kind of
+# leak is an error.
+VG := valgrind -q --error-exitcode=99 --leak-check=full \
+      --show-leak-kinds=definite,indirect,possible \
+      --errors-for-leak-kinds=definite,indirect,possible
+test-valgrind: $(EXAMPLE) $(FUZZ_REPLAY) $(CLI) $(CONC)
+	$(VG) $(EXAMPLE) >/dev/null
+	WB_STRESS_CALLS=300 $(VG) $(CONC)
+	@for t in $(FUZZ_TARGETS); do \
+	    echo "valgrind replay-$$t"; \
+	    $(VG) $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
+	$(VG) $(CLI) check --json tests/cli/specs.txt tests/cli/ops.yaml \
+	    >/dev/null; test $$? -ne 99
+	$(VG) $(CLI) emit --name decode_step tests/cli/specs.txt >/dev/null
 
 bench: $(BENCH)
 	$(BENCH)

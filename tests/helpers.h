@@ -5,7 +5,11 @@
 #ifndef WB_TEST_HELPERS_H
 #define WB_TEST_HELPERS_H
 
+#ifdef WB_TEST_SHIM
+#include "tools/shim.h"  /* the concurrency tests under ThreadSanitizer */
+#else
 #include <criterion/criterion.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

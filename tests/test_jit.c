@@ -3,8 +3,14 @@
  * never sits in memory that is writable and executable at once, and the
  * generated source is what the tcc tier runs.
  */
+#include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "../src/runtime/rt.h"
@@ -105,5 +111,195 @@ Test(jit, wrapper_source_is_the_compiled_text)
     wbt_release_last(x);
     wb_wrapper_free(wt);
     wb_wrapper_free(wi);
+    wb_spec_free(s);
+}
+
+/* ---- executable memory, under load ---- */
+
+/* Counts the mappings of /proc/self/maps that are writable and executable
+   at once; *code gets the anonymous read+execute ones (JIT code). */
+static int jit_count_wx(int *code)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int wx = 0;
+    *code = 0;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, off, inode;
+        char p[5], dev[16];
+        int path = 0;
+        if (sscanf(line, "%lx-%lx %4s %lx %15s %lu %n", &lo, &hi, p, &off, dev,
+                   &inode, &path) < 6)
+            continue;
+        wx += p[1] == 'w' && p[2] == 'x';
+        *code += strcmp(p, "r-xp") == 0 && inode == 0 &&
+                 (path == 0 || line[path] == '\n' || line[path] == '\0');
+    }
+    fclose(f);
+    return wx;
+}
+
+typedef struct jit_scan {
+    atomic_int stop;
+    long scans;
+    int wx_seen;
+} jit_scan;
+
+static void *jit_scanner(void *p)
+{
+    jit_scan *sc = p;
+    int total;
+    while (!atomic_load(&sc->stop) || sc->scans == 0) {
+        int wx = jit_count_wx(&total);
+        sc->wx_seen += wx != 0;
+        sc->scans++;
+    }
+    return NULL;
+}
+
+/* A thread reads the memory map over and over while wrappers are compiled,
+   kept alive together and freed: no page is ever writable and executable,
+   not even for a moment between relocation and sealing, and freeing gives
+   the code pages back. */
+Test(jit, no_writable_executable_page_while_compiling)
+{
+    enum { N = 64 };
+    wb_spec *s;
+    wb_wrapper *w[N];
+    WBT_OK(wb_spec_new("wx", &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+    WBT_OK(wb_spec_add_output(s, "o", WB_OUT_ALIAS_OF_INPUT, 0, false, 0,
+                              NULL));
+    int before, during, after;
+    cr_assert_eq(jit_count_wx(&before), 0, "a W+X mapping before any JIT");
+    jit_scan sc = {0};
+    atomic_init(&sc.stop, 0);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, jit_scanner, &sc), 0);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++)
+            w[i] = wbt_wrap(s, jit_graph, NULL, WB_TIER_TCC);
+        cr_assert_eq(jit_count_wx(&during), 0);
+        cr_assert_gt(during, before, "the code pages are not mapped");
+        for (int i = 0; i < N; i++)
+            wb_wrapper_free(w[i]);
+    }
+    atomic_store(&sc.stop, 1);
+    pthread_join(th, NULL);
+    cr_assert_eq(sc.wx_seen, 0, "%d of %ld scans saw a W+X mapping",
+                 sc.wx_seen, sc.scans);
+    cr_assert_eq(jit_count_wx(&after), 0);
+    cr_assert_leq(after, before, "%d code mappings after freeing, %d before",
+                  after, before);
+    cr_log_info("jit: %ld scans of the memory map, none W+X", sc.scans);
+    wb_spec_free(s);
+}
+
+/* The sealed image is read+execute as a whole, its data included, so
+   generated code that wrote a static would fault at once rather than
+   keep state between calls or threads.  The fault ends the test's process
+   through a handler of its own, since AddressSanitizer would report a
+   fault it handled. */
+static void jit_on_segv(int sig)
+{
+    (void)sig;
+    _exit(77);
+}
+
+Test(jit, compiled_code_cannot_write_its_statics, .exit_code = 77)
+{
+    wb_jit_code *code;
+    jit_int_fn f = jit_compile_ok("static int calls;\n"
+                                  "int count(int x) { calls += x; "
+                                  "return calls; }", "count", &code);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = jit_on_segv;
+    cr_assert_eq(sigaction(SIGSEGV, &sa, NULL), 0);
+    f(1);
+    wb_jit_free(code);
+}
+
+/* Generated source defines no object that could be written: at file
+   scope only typedefs, prototypes, functions and const tables; no static
+   that is not const. */
+static void jit_assert_no_static_data(const char *src, const char *what)
+{
+    /* The code alone: comments and directives blanked out. */
+    char *code = strdup(src), *o = code;
+    cr_assert_not_null(code);
+    for (const char *p = src; *p; p++) {
+        if (p[0] == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            cr_assert_not_null(end, "%s: unterminated comment", what);
+            p = end + 1;
+            *o++ = ' ';
+        } else if (*p == '#' && (p == src || p[-1] == '\n')) {
+            while (p[1] && p[1] != '\n')
+                p++;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    int depth = 0;
+    const char *stmt = code;
+    for (const char *p = code; *p; p++) {
+        if (strncmp(p, "static", 6) == 0 &&
+            (p == code || !isalnum((unsigned char)p[-1]))) {
+            const char *q = p + 6;
+            while (*q == ' ')
+                q++;
+            cr_assert(strncmp(q, "const", 5) == 0 ||
+                          strncmp(q, "inline", 6) == 0,
+                      "%s: a static that is not const: %.60s", what, p);
+        }
+        if (*p == '{') {
+            /* A function body ends its definition; a struct's braces are
+               part of a declaration that goes on to its ';'. */
+            if (depth++ == 0 && memchr(stmt, '(', (size_t)(p - stmt)))
+                stmt = NULL;
+        } else if (*p == '}' && --depth == 0 && !stmt) {
+            stmt = p + 1;
+        } else if (*p == ';' && depth == 0) {
+            char decl[512];
+            size_t n = (size_t)(p - stmt) < sizeof decl - 1
+                           ? (size_t)(p - stmt) : sizeof decl - 1;
+            memcpy(decl, stmt, n);
+            decl[n] = '\0';
+            cr_assert(strstr(decl, "typedef") || strchr(decl, '(') ||
+                          strstr(decl, "const"),
+                      "%s: a file-scope object: %s", what, decl);
+            stmt = p + 1;
+        }
+    }
+    cr_assert_eq(depth, 0, "%s: unbalanced braces", what);
+    free(code);
+}
+
+Test(jit, generated_code_defines_no_writable_data)
+{
+    const char *goldens[] = {"tests/golden/case_E.c",
+                             "tests/golden/decode_step.c",
+                             "tests/golden/train_step.c"};
+    for (int i = 0; i < 3; i++) {
+        char *src = wbt_read_file(goldens[i]);
+        cr_assert_not_null(src, "cannot read %s", goldens[i]);
+        jit_assert_no_static_data(src, goldens[i]);
+        free(src);
+    }
+    /* And the text the tcc tier really compiled, #line directives in. */
+    wb_spec *s;
+    WBT_OK(wb_spec_new("statics", &s));
+    WBT_OK(wb_spec_set_training(s, true));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_RESIZE, WB_INPUT_DETACH, NULL));
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_STORAGE, 0, NULL));
+    WBT_OK(wb_spec_add_output(s, "o", WB_OUT_ALIAS_OF_INPUT, 0, true, 3,
+                              NULL));
+    wb_wrapper *w = wbt_wrap(s, jit_graph, NULL, WB_TIER_TCC);
+    jit_assert_no_static_data(wb_wrapper_source(w), "statics");
+    wb_wrapper_free(w);
     wb_spec_free(s);
 }

@@ -102,7 +102,8 @@ char *wb_cli_slurp(const char *path, size_t *len)
         return NULL;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    errno = 0;
+    /* errno then tells a failed read from this failed allocation. */
+    errno = buf ? 0 : ENOMEM;
     /* Reading in chunks until EOF works for pipes and terminals as well as
        for regular files, whose size could change under us anyway. */
     while (buf) {

@@ -22,6 +22,12 @@
 
 static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Nonzero while the calling thread is inside libtcc.  libtcc exits the
+   process when one of its own allocations fails, so the allocation-failure
+   test (tests/tools/alloc_fail.c) reads this to fail only allocations made
+   outside it. */
+_Thread_local int wb_jit_inside_libtcc;
+
 struct wb_jit_code {
     void *mem;
     size_t size;
@@ -43,6 +49,19 @@ static void wb_jit_on_message(void *opaque, const char *msg)
     if (n > 0)
         d->len = d->len + (size_t)n < sizeof d->text ? d->len + (size_t)n
                                                      : sizeof d->text - 1;
+}
+
+/* libtcc's objects go into libwrapbake.a with their one mprotect call
+   renamed to this (see the Makefile).  libtcc would make the pages it just
+   copied code into read-write-execute; left read-write, they turn
+   read+execute in wb_jit_compile once libtcc is done with them, so no page
+   is ever writable and executable at once. */
+int wb_jit_tcc_mprotect(void *addr, size_t len, int prot)
+{
+    (void)addr;
+    (void)len;
+    (void)prot;
+    return 0;
 }
 
 /* Relocates s into fresh pages of our own, then seals them read+execute. */
@@ -114,8 +133,10 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
 
     pthread_mutex_lock(&wb_jit_lock);
+    wb_jit_inside_libtcc++;
     TCCState *s = tcc_new();
     if (!s) {
+        wb_jit_inside_libtcc--;
         pthread_mutex_unlock(&wb_jit_lock);
         free(c);
         return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
@@ -156,6 +177,7 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     else
         tcc_delete(s);
 #endif
+    wb_jit_inside_libtcc--;
     pthread_mutex_unlock(&wb_jit_lock);
 
     if (st == WB_OK && c->mem &&
@@ -187,7 +209,9 @@ void wb_jit_free(wb_jit_code *c)
 #ifndef TCC_RELOCATE_AUTO
     if (c->state) {
         pthread_mutex_lock(&wb_jit_lock);
+        wb_jit_inside_libtcc++;
         tcc_delete(c->state);
+        wb_jit_inside_libtcc--;
         pthread_mutex_unlock(&wb_jit_lock);
     }
 #endif

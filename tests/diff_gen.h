@@ -1,0 +1,560 @@
+/*
+ * diff_gen.h -- the differential generator shared by tests/test_diff.c and
+ * fuzz/fuzz_diff.c: a random valid spec, a graph stand-in that returns
+ * random values (and injects faults), random inputs and calls, and a text
+ * snapshot of every observable after each call -- status, message, every
+ * input's bytes, view, version, storage and reference count, every
+ * output's data, view, flags and identity, the grad mode, the order of
+ * hooks and guards.  Two tiers agree when their snapshots are equal.
+ *
+ * The includer defines WBD_FAIL(...), printf-style, which must not return
+ * (a Criterion assertion, or a message and abort() in a fuzz target).
+ */
+#ifndef WB_DIFF_GEN_H
+#define WB_DIFF_GEN_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wrapbake.h"
+
+#ifndef WBD_FAIL
+#error "define WBD_FAIL(...) before including diff_gen.h"
+#endif
+
+#define WBD_OK(call)                                                         \
+    do {                                                                     \
+        wb_status wbd_st_ = (call);                                          \
+        if (wbd_st_ != WB_OK)                                                \
+            WBD_FAIL("%s -> %s: %s", #call, wb_status_str(wbd_st_),          \
+                     wb_last_error());                                       \
+    } while (0)
+
+static const DLDevice WBD_CPU = {kDLCPU, 0};
+
+/* The compiled tiers every random spec is held to the interpreter on.  The
+   cc tier costs a run of the system compiler per spec, so it goes through
+   diff_case_on for a share of the specs (see test_diff.c, fuzz_diff.c). */
+static const wb_tier diff_tiers[] = {WB_TIER_TCC};
+#define DIFF_NTIERS ((int)(sizeof diff_tiers / sizeof *diff_tiers))
+
+#define DIFF_MAX_IN 8
+#define DIFF_MAX_OUT 6
+#define DIFF_CALLS 2
+
+/* A xorshift generator.  A fuzzer's bytes, when given, are mixed in one per
+   draw before the state runs on alone, so that a mutated input changes the
+   decisions it reaches and an empty one is a plain seed. */
+typedef struct diff_rng {
+    uint64_t s;
+    const uint8_t *data;
+    size_t size;
+} diff_rng;
+
+static uint64_t diff_next(diff_rng *r)
+{
+    if (r->size) {
+        r->s ^= (uint64_t)(*r->data++ + 1) * 0x9E3779B97F4A7C15ULL;
+        r->size--;
+        if (!r->s)
+            r->s = 1;
+    }
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1DULL;
+}
+
+static int diff_below(diff_rng *r, int n)
+{
+    return n <= 0 ? 0 : (int)(diff_next(r) % (uint64_t)n);
+}
+
+/* What the generator decided, read back by the graph stand-in. */
+typedef struct diff_spec {
+    int ninputs, noutputs, nbases;
+    bool is_tensor[DIFF_MAX_IN];
+    wb_mutation mut[DIFF_MAX_IN];
+    DLDataType dtype[DIFF_MAX_IN];
+    wb_alias kind[DIFF_MAX_OUT];
+    int base[DIFF_MAX_OUT];
+    int muts[DIFF_MAX_IN], nmuts;
+} diff_spec;
+
+/* One tier's world: its graph context, its hook log. */
+typedef struct diff_world {
+    const diff_spec *d;
+    uint64_t call_seed;
+    int fault;            /* 0 none, else which fault the graph injects */
+    int hook_fail;        /* which hook fails: 0 none, 1 before, 2 guard */
+    char log[512];
+    size_t loglen;
+} diff_world;
+
+static void diff_log(diff_world *w, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(w->log + w->loglen, sizeof w->log - w->loglen, fmt, ap);
+    va_end(ap);
+    if (n > 0 && w->loglen + (size_t)n < sizeof w->log)
+        w->loglen += (size_t)n;
+}
+
+static int diff_before(void *ud)
+{
+    diff_world *w = ud;
+    diff_log(w, "B%d", wb_grad_enabled());
+    return w->hook_fail == 1 ? 5 : 0;
+}
+
+static int diff_first(void *ud)
+{
+    diff_log(ud, "F");
+    return 0;
+}
+
+static int diff_enter(void *ud)
+{
+    diff_world *w = ud;
+    diff_log(w, "E");
+    return w->hook_fail == 2 ? 6 : 0;
+}
+
+static void diff_leave(void *ud)
+{
+    diff_log(ud, "L");
+}
+
+static const DLDataType diff_dtypes[] = {
+    {kDLFloat, 32, 1}, {kDLFloat, 64, 1}, {kDLInt, 64, 1}, {kDLUInt, 8, 1},
+    {kDLInt, 16, 1},
+};
+
+/* A tensor of random sizes (or the given ones) with random bytes, laid out
+   contiguously or transposed in a larger storage. */
+static wb_tensor *diff_tensor(diff_rng *r, DLDataType dt, int ndim,
+                              const int64_t *sizes_in)
+{
+    int64_t sizes[4], strides[4], n = 1;
+    for (int d = 0; d < ndim; d++) {
+        sizes[d] = sizes_in ? sizes_in[d] : diff_below(r, 4);
+        n *= sizes[d] ? sizes[d] : 1;
+    }
+    size_t es = wb_dtype_size(dt);
+    int64_t pad = diff_below(r, 3);
+    wb_storage *s;
+    WBD_OK(wb_storage_new(WBD_CPU, (size_t)(n + pad) * es, &s));
+    unsigned char *p = wb_storage_data(s);
+    for (size_t i = 0; i < wb_storage_nbytes(s); i++)
+        p[i] = (unsigned char)diff_next(r);
+    /* Row-major, or laid out as if dims 0 and 1 were swapped (a
+       transposed view). */
+    bool swap = ndim >= 2 && diff_below(r, 2);
+    int64_t st = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        int m = swap && d < 2 ? 1 - d : d;
+        strides[m] = st;
+        st *= sizes[m] ? sizes[m] : 1;
+    }
+    wb_tensor *t;
+    WBD_OK(wb_tensor_from_storage(s, dt, ndim, sizes, strides, pad, &t));
+    wb_storage_release(s);
+    return t;
+}
+
+/* A random view of t's storage that fits it most of the time. */
+static wb_tensor *diff_view_of(diff_rng *r, const wb_tensor *t, DLDataType dt)
+{
+    size_t es = wb_dtype_size(dt);
+    int64_t cap = (int64_t)(wb_storage_nbytes(wb_tensor_storage(t)) / es);
+    int64_t sizes[2], strides[2], off;
+    int ndim = diff_below(r, 3);
+    for (int d = 0; d < ndim; d++) {
+        sizes[d] = diff_below(r, 3);
+        strides[d] = diff_below(r, 3);
+    }
+    off = diff_below(r, (int)(cap > 0 ? cap / 2 + 1 : 1));
+    if (diff_below(r, 20) == 0)
+        off = cap + 1; /* out of bounds, on purpose */
+    wb_storage *s = wb_tensor_storage(t);
+    wb_tensor *v = NULL;
+    /* Built on a scratch storage large enough, then the values checked by
+       the wrapper decide whether it fits the real base. */
+    wb_storage *big;
+    WBD_OK(wb_storage_new(WBD_CPU, (size_t)(cap + 16) * es + 64, &big));
+    if (wb_tensor_from_storage(diff_below(r, 2) ? s : big, dt, ndim, sizes,
+                               strides, off, &v) != WB_OK)
+        WBD_OK(wb_tensor_from_storage(big, dt, ndim, sizes, strides, 0, &v));
+    wb_storage_release(big);
+    return v;
+}
+
+static int diff_graph(void *ctx, const wb_arg *args, int nargs,
+                      wb_tensor **values, int nvalues)
+{
+    diff_world *w = ctx;
+    const diff_spec *d = w->d;
+    diff_rng r = {w->call_seed, NULL, 0};
+    wb_tensor *bases[4] = {0};
+    int v = 0;
+    diff_log(w, "G%d", wb_grad_enabled());
+    if (nargs != d->ninputs)
+        return -9;
+    for (int j = 0; j < d->nmuts && v < nvalues; j++) {
+        int i = d->muts[j];
+        const wb_tensor *t = args[i].t;
+        DLDataType dt = d->dtype[i];
+        if (w->fault == 4 && j == 0)
+            dt = dt.bits == 8 ? diff_dtypes[0] : diff_dtypes[3];
+        switch (d->mut[i]) {
+        case WB_MUT_DATA:
+            values[v++] = diff_tensor(&r, dt, wb_tensor_ndim(t),
+                                      diff_below(&r, 8) ? wb_tensor_sizes(t)
+                                                        : NULL);
+            break;
+        case WB_MUT_METADATA:
+        case WB_MUT_DATA_METADATA:
+            values[v++] = diff_view_of(&r, t, dt);
+            break;
+        case WB_MUT_RESIZE:
+            values[v++] = diff_tensor(&r, dt, diff_below(&r, 2) ? wb_tensor_ndim(t)
+                                                                : diff_below(&r, 4),
+                                      NULL);
+            break;
+        default:
+            values[v++] = diff_tensor(&r, dt, diff_below(&r, 4), NULL);
+            break;
+        }
+    }
+    for (int b = 0; b < d->nbases; b++)
+        bases[b] = diff_tensor(&r, diff_dtypes[0], 2, NULL);
+    int first_out = v;
+    for (int k = 0; k < d->noutputs && v < nvalues; k++) {
+        const wb_tensor *base = NULL;
+        switch (d->kind[k]) {
+        case WB_OUT_ALIAS_OF_INPUT:
+            base = args[d->base[k]].t;
+            break;
+        case WB_OUT_ALIAS_OF_INTERMEDIATE:
+        case WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT:
+            base = bases[d->base[k]];
+            break;
+        case WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT:
+            base = d->base[k] < k ? values[first_out + d->base[k]] : NULL;
+            break;
+        default:
+            break;
+        }
+        wb_tensor *o = base ? diff_view_of(&r, base, wb_tensor_dtype(base))
+                            : diff_tensor(&r, diff_dtypes[0], diff_below(&r, 3), NULL);
+        wb_tensor_set_requires_grad(o, diff_below(&r, 2));
+        wb_tensor_set_dynamic_dims(o, (uint64_t)diff_below(&r, 4));
+        values[v++] = o;
+    }
+    for (int b = 0; b < d->nbases && v < nvalues; b++) {
+        values[v++] = bases[b];
+        bases[b] = NULL;
+    }
+    for (int b = 0; b < d->nbases; b++)
+        wb_tensor_release(bases[b]);
+    switch (w->fault) {
+    case 1: return -3;
+    case 2: return v > 0 ? v - 1 : v + 1;
+    case 3:
+        if (v > 0) {
+            int x = diff_below(&r, v);
+            wb_tensor_release(values[x]);
+            values[x] = NULL;
+        }
+        return v;
+    default: return v;
+    }
+}
+
+/* ---- the generator ---- */
+
+static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
+{
+    wb_spec *s;
+    bool training = diff_below(r, 3) == 0, keep = diff_below(r, 2);
+    memset(d, 0, sizeof *d);
+    WBD_OK(wb_spec_new(diff_below(r, 2) ? "diff" : "d*/\n\"x", &s));
+    WBD_OK(wb_spec_set_training(s, training));
+    WBD_OK(wb_spec_set_keep_input_mutations(s, keep));
+    d->ninputs = 1 + diff_below(r, DIFF_MAX_IN);
+    int ntensors = 0;
+    for (int i = 0; i < d->ninputs; i++) {
+        if (diff_below(r, 5) == 0) {
+            WBD_OK(wb_spec_add_scalar(s, "k", (wb_scalar_type)(1 + diff_below(r, 3)), NULL));
+            continue;
+        }
+        ntensors++;
+        d->is_tensor[i] = true;
+        d->dtype[i] = diff_dtypes[diff_below(r, 5)];
+        wb_mutation m = (wb_mutation)diff_below(r, 7);
+        unsigned flags = 0;
+        if (m == WB_MUT_IN_GRAPH && !keep)
+            m = WB_MUT_DATA;
+        if (m == WB_MUT_IN_GRAPH && diff_below(r, 2))
+            flags |= WB_INPUT_HIDDEN;
+        if (training && diff_below(r, 2))
+            flags |= WB_INPUT_DETACH;
+        if (m != WB_MUT_NONE && diff_below(r, 4) == 0)
+            flags |= WB_INPUT_OUT;
+        d->mut[i] = m;
+        if (m != WB_MUT_NONE && m != WB_MUT_IN_GRAPH)
+            d->muts[d->nmuts++] = i;
+        WBD_OK(wb_spec_add_tensor(s, "t", m, flags, NULL));
+        if (diff_below(r, 4) == 0)
+            WBD_OK(wb_spec_declare_input(s, i, diff_below(r, 8) ? d->dtype[i]
+                                                              : diff_dtypes[0],
+                                         diff_below(r, 4) ? -1 : diff_below(r, 4)));
+    }
+    d->noutputs = diff_below(r, DIFF_MAX_OUT + 1);
+    d->nbases = diff_below(r, 3);
+    if (d->nbases > d->noutputs)
+        d->nbases = d->noutputs;
+    for (int k = 0; k < d->noutputs; k++) {
+        wb_alias kind = (wb_alias)diff_below(r, 8);
+        int base = -1;
+        if (k < d->nbases)
+            kind = WB_OUT_ALIAS_OF_INTERMEDIATE; /* every base referenced */
+        switch (kind) {
+        case WB_OUT_IS_INPUT:
+        case WB_OUT_ALIAS_OF_INPUT:
+            if (!ntensors) {
+                kind = WB_OUT_NON_ALIAS;
+                break;
+            }
+            do
+                base = diff_below(r, d->ninputs);
+            while (!d->is_tensor[base]);
+            break;
+        case WB_OUT_ALIAS_OF_INTERMEDIATE:
+        case WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT:
+            if (!d->nbases) {
+                kind = WB_OUT_NON_ALIAS;
+                break;
+            }
+            base = k < d->nbases ? k : diff_below(r, d->nbases);
+            break;
+        case WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT:
+            base = -1;
+            for (int b = 0; b < k; b++)
+                if (d->kind[b] <= WB_OUT_CUSTOM_FUNCTION_VIEW)
+                    base = b;
+            if (base < 0)
+                kind = WB_OUT_NON_ALIAS;
+            break;
+        default:
+            break;
+        }
+        d->kind[k] = kind;
+        d->base[k] = base;
+        WBD_OK(wb_spec_add_output(s, "o", kind, base,
+                                  kind != WB_OUT_IS_INPUT && diff_below(r, 2),
+                                  (uint64_t)diff_below(r, 4), NULL));
+    }
+    WBD_OK(wb_spec_set_intermediate_bases(s, d->nbases));
+    WBD_OK(wb_spec_set_grad_mode_at_end(s, diff_below(r, 3) - 1));
+    return s;
+}
+
+static void diff_add_hooks(diff_rng *r, wb_spec *s, diff_world *w)
+{
+    if (diff_below(r, 3) == 0)
+        WBD_OK(wb_spec_set_before_call(s, diff_before, w));
+    if (diff_below(r, 3) == 0)
+        WBD_OK(wb_spec_set_first_call(s, diff_first, w));
+    for (int g = diff_below(r, 3); g > 0; g--)
+        WBD_OK(wb_spec_add_guard(s, diff_enter, diff_leave, w));
+}
+
+/* How often each status came back, so the test can show it reached both
+   the success path and every failure it injects. */
+static long diff_status_seen[WB_ERR_UNSUPPORTED + 1];
+
+/* ---- the observables ---- */
+
+typedef struct diff_obs {
+    char text[8192];
+    size_t len;
+    const void *storages[64];
+    int nstorages;
+} diff_obs;
+
+static void diff_put(diff_obs *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->text + o->len, sizeof o->text - o->len, fmt, ap);
+    va_end(ap);
+    if (n > 0 && o->len + (size_t)n < sizeof o->text)
+        o->len += (size_t)n;
+}
+
+static int diff_storage_id(diff_obs *o, const wb_storage *s)
+{
+    for (int i = 0; i < o->nstorages; i++)
+        if (o->storages[i] == s)
+            return i;
+    if (o->nstorages >= 64)
+        WBD_FAIL("more than 64 storages in one snapshot");
+    o->storages[o->nstorages] = s;
+    return o->nstorages++;
+}
+
+static void diff_tensor_obs(diff_obs *o, const wb_tensor *t)
+{
+    const wb_storage *s = wb_tensor_storage(t);
+    uint64_t h = 1469598103934665603ULL;
+    const unsigned char *p = wb_storage_data(s);
+    for (size_t i = 0; i < wb_storage_nbytes(s); i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    DLDataType dt = wb_tensor_dtype(t);
+    diff_put(o, "[s%d n%zu h%016llx v%llu dt%u.%u nd%d", diff_storage_id(o, s),
+             wb_storage_nbytes(s), (unsigned long long)h,
+             (unsigned long long)wb_tensor_version(t), dt.code, dt.bits,
+             wb_tensor_ndim(t));
+    for (int d = 0; d < wb_tensor_ndim(t); d++)
+        diff_put(o, " %lld:%lld", (long long)wb_tensor_sizes(t)[d],
+                 (long long)wb_tensor_strides(t)[d]);
+    diff_put(o, " o%lld f%u dy%llx rc%ld]", (long long)wb_tensor_offset(t),
+             wb_tensor_flags(t), (unsigned long long)wb_tensor_dynamic_dims(t),
+             wb_tensor_refcount(t));
+}
+
+/* One tier's run of DIFF_CALLS calls on fresh inputs made from seed. */
+static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
+                     wb_tier tier, uint64_t seed, diff_obs *o)
+{
+    diff_rng r = {seed, NULL, 0};
+    wb_tensor *in[DIFF_MAX_IN] = {0};
+    wb_arg args[DIFF_MAX_IN];
+    wb_options opt = {.tier = tier, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *wr;
+    memset(o, 0, sizeof *o);
+    WBD_OK(wb_wrapper_new(s, diff_graph, w, &opt, &wr));
+    for (int i = 0; i < d->ninputs; i++) {
+        if (d->is_tensor[i]) {
+            in[i] = diff_tensor(&r, d->dtype[i], diff_below(&r, 4), NULL);
+            args[i].t = in[i];
+        } else {
+            args[i].i = (int64_t)diff_next(&r);
+        }
+    }
+    for (int c = 0; c < DIFF_CALLS; c++) {
+        wb_tensor *outs[DIFF_MAX_OUT + 1] = {0};
+        int nargs = d->ninputs, nouts = d->noutputs;
+        wb_arg a[DIFF_MAX_IN];
+        memcpy(a, args, sizeof a);
+        w->call_seed = diff_next(&r) | 1;
+        w->fault = diff_below(&r, 12) < 4 ? diff_below(&r, 5) : 0;
+        w->hook_fail = diff_below(&r, 16) == 0 ? 1 + diff_below(&r, 2) : 0;
+        switch (diff_below(&r, 40)) {
+        case 0: nargs++; break;
+        case 1: nouts--; break;
+        case 2:
+            for (int i = 0; i < d->ninputs; i++)
+                if (d->is_tensor[i]) {
+                    a[i].t = NULL;
+                    break;
+                }
+            break;
+        case 3:
+        case 4: {
+            /* One tensor passed for two inputs. */
+            int i = diff_below(&r, d->ninputs), j = diff_below(&r, d->ninputs);
+            if (i != j && d->is_tensor[i] && d->is_tensor[j])
+                a[j].t = a[i].t;
+            break;
+        }
+        default: break;
+        }
+        wb_set_grad_enabled(diff_below(&r, 2));
+        wb_status st = wb_call(wr, a, nargs, outs, nouts < 0 ? 0 : nouts);
+        if (tier == WB_TIER_INTERP)
+            diff_status_seen[st]++;
+        diff_put(o, "call %d: %s '%s' grad %d log '%s'\n", c, wb_status_str(st),
+                 st ? wb_last_error() : "", wb_grad_enabled(), w->log);
+        w->loglen = 0;
+        w->log[0] = '\0';
+        /* Storage numbers hold within one snapshot, where all are alive. */
+        o->nstorages = 0;
+        for (int i = 0; i < d->ninputs; i++)
+            if (in[i]) {
+                diff_put(o, " in%d", i);
+                diff_tensor_obs(o, in[i]);
+            }
+        for (int k = 0; k < d->noutputs; k++) {
+            if (!outs[k])
+                continue;
+            int same = -1;
+            for (int i = 0; i < d->ninputs; i++)
+                if (outs[k] == in[i])
+                    same = i;
+            diff_put(o, "\n out%d=in%d", k, same);
+            diff_tensor_obs(o, outs[k]);
+        }
+        diff_put(o, "\n");
+        for (int k = 0; k < d->noutputs; k++)
+            wb_tensor_release(outs[k]);
+    }
+    for (int i = 0; i < d->ninputs; i++)
+        if (in[i]) {
+            if (wb_tensor_refcount(in[i]) != 1)
+                WBD_FAIL("seed %llu: input %d leaked a reference (refcount "
+                         "%ld, tier %s)", (unsigned long long)seed, i,
+                         wb_tensor_refcount(in[i]), wb_tier_name(tier));
+            wb_tensor_release(in[i]);
+        }
+    wb_wrapper_free(wr);
+}
+
+
+/* One random spec, built from r, run through the interpreter and each of
+   the ntiers compiled tiers on the same inputs; fails (WBD_FAIL) on the
+   first tier whose snapshot differs.  label names the case in the
+   message. */
+static void diff_case_on(diff_rng r, uint64_t label, const wb_tier *tiers,
+                         int ntiers)
+{
+    diff_spec d;
+    static diff_world w;
+    static diff_obs oi, ot;
+    wb_spec *base = diff_make_spec(&r, &d);
+    uint64_t hooks = diff_next(&r), inputs = diff_next(&r);
+    WBD_OK(wb_spec_validate(base));
+    /* t = -1 is the interpreter, the reference the others are held to. */
+    for (int t = -1; t < ntiers; t++) {
+        wb_tier tier = t < 0 ? WB_TIER_INTERP : tiers[t];
+        wb_spec *s;
+        /* Each tier gets a world of its own and the same hooks, pointed at
+           it, from the same seed. */
+        w = (diff_world){.d = &d};
+        WBD_OK(wb_spec_clone(base, &s));
+        diff_rng h = {hooks | 1, NULL, 0};
+        diff_add_hooks(&h, s, &w);
+        diff_run(&d, s, &w, tier, inputs, t < 0 ? &oi : &ot);
+        wb_spec_free(s);
+        if (t >= 0 && strcmp(oi.text, ot.text) != 0)
+            WBD_FAIL("case %llu: the %s tier differs from the interpreter\n"
+                     "interp:\n%s\n%s:\n%s", (unsigned long long)label,
+                     wb_tier_name(tier), oi.text, wb_tier_name(tier),
+                     ot.text);
+    }
+    wb_spec_free(base);
+}
+
+/* The same on the in-process compiled tiers (diff_tiers). */
+static void diff_case(diff_rng r, uint64_t label)
+{
+    diff_case_on(r, label, diff_tiers, DIFF_NTIERS);
+}
+
+#endif /* WB_DIFF_GEN_H */

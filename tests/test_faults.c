@@ -1,0 +1,153 @@
+/*
+ * Call-time faults that tests/test_errors.c leaves out: a graph that hands
+ * back an input as its own updated value or one tensor for two values, and
+ * inputs that overlap without being the same view.  Each call either
+ * succeeds with the result PyTorch's copy_ order gives, or fails and
+ * leaves every input as it was -- bytes, view, version, reference counts.
+ */
+#include "helpers.h"
+
+typedef struct faults_graph {
+    wb_tensor *vals[4];
+    int n;
+} faults_graph;
+
+static int faults_fn(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+                     int nv)
+{
+    faults_graph *g = ctx;
+    (void)a; (void)na;
+    for (int i = 0; i < nv && i < g->n; i++)
+        v[i] = wb_tensor_retain(g->vals[i]);
+    return g->n;
+}
+
+/* The bytes of a tensor's whole storage, its version and its refcount. */
+typedef struct faults_snap {
+    float data[16];
+    uint64_t version;
+    long refcount;
+    int64_t offset;
+} faults_snap;
+
+static faults_snap faults_snap_of(const wb_tensor *t)
+{
+    faults_snap s;
+    memset(&s, 0, sizeof s);
+    memcpy(s.data, wb_storage_data(wb_tensor_storage(t)),
+           wb_storage_nbytes(wb_tensor_storage(t)));
+    s.version = wb_tensor_version(t);
+    s.refcount = wb_tensor_refcount(t);
+    s.offset = wb_tensor_offset(t);
+    return s;
+}
+
+static void faults_assert_same(const faults_snap *a, const faults_snap *b,
+                               const char *what)
+{
+    cr_assert_eq(memcmp(a->data, b->data, sizeof a->data), 0,
+                 "%s: bytes changed", what);
+    cr_assert_eq(a->version, b->version, "%s: version changed", what);
+    cr_assert_eq(a->refcount, b->refcount, "%s: refcount changed", what);
+    cr_assert_eq(a->offset, b->offset, "%s: view changed", what);
+}
+
+/* The graph returns the data-mutated input itself as its updated value:
+   copying a tensor onto itself changes no byte. */
+Test(faults, updated_value_is_the_input_itself)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("self_update", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        wb_tensor *x = wbt_f32(1, 1, 4);
+        faults_graph g = {{x}, 1};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg a[1] = {{.t = x}};
+        faults_snap before = faults_snap_of(x);
+        wb_status st = wb_call(w, a, 1, NULL, 0);
+        faults_snap after = faults_snap_of(x);
+        cr_assert_eq(memcmp(before.data, after.data, sizeof before.data), 0,
+                     "%s: a copy onto itself changed bytes",
+                     wb_tier_name(tier));
+        if (st == WB_OK)
+            cr_assert_eq(after.version, before.version + 1);
+        else
+            faults_assert_same(&before, &after, wb_tier_name(tier));
+        wb_wrapper_free(w);
+        wbt_release_last(x);
+        wb_spec_free(s);
+    }
+}
+
+/* One tensor handed back for two values (retained twice): both inputs get
+   its data, and no reference is lost or kept. */
+Test(faults, one_value_for_two_inputs)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("shared_value", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 4), *y = wbt_f32(10, 1, 4);
+        wb_tensor *v = wbt_f32(100, 1, 4);
+        faults_graph g = {{v, v}, 2};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg a[2] = {{.t = x}, {.t = y}};
+        WBT_OK(wb_call(w, a, 2, NULL, 0));
+        cr_assert_eq(wbt_at(x, 3), 103.0f);
+        cr_assert_eq(wbt_at(y, 0), 100.0f);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_version(y), 1);
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wbt_release_last(y);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* Two overlapping views of one storage, both data-mutated: the copies run
+   in input order, as PyTorch's copy_ calls would, and the storage's one
+   version counter counts both.  A second call whose graph then fails
+   leaves the storage exactly as the first left it. */
+Test(faults, overlapping_mutated_inputs)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("overlap", &s));
+        WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "b", WB_MUT_DATA, 0, NULL));
+        wb_tensor *base = wbt_f32(0, 1, 6), *a, *b;
+        WBT_OK(wb_tensor_as_strided(base, 1, (int64_t[]){4}, NULL, 0, &a));
+        WBT_OK(wb_tensor_as_strided(base, 1, (int64_t[]){4}, NULL, 2, &b));
+        wb_tensor *va = wbt_f32(100, 1, 4), *vb = wbt_f32(200, 1, 4);
+        faults_graph g = {{va, vb}, 2};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg args[2] = {{.t = a}, {.t = b}};
+        WBT_OK(wb_call(w, args, 2, NULL, 0));
+        const float want[6] = {100, 101, 200, 201, 202, 203};
+        const float *p = wb_tensor_data(base);
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(p[i], want[i], "%s: element %d is %g, expected %g",
+                         wb_tier_name(tier), i, p[i], want[i]);
+        cr_assert_eq(wb_tensor_version(base), 2);
+        /* Now the graph hands back a value of the wrong size for b. */
+        wb_tensor *bad = wbt_f32(300, 1, 3);
+        g.vals[1] = bad;
+        faults_snap before = faults_snap_of(base);
+        WBT_FAILS(wb_call(w, args, 2, NULL, 0), WB_ERR_SHAPE, "input 1");
+        faults_snap after = faults_snap_of(base);
+        faults_assert_same(&before, &after, wb_tier_name(tier));
+        cr_assert_eq(wb_tensor_refcount(va), 1);
+        cr_assert_eq(wb_tensor_refcount(bad), 1);
+        wb_wrapper_free(w);
+        wb_tensor_release(a);
+        wb_tensor_release(b);
+        wbt_release_last(base);
+        wbt_release_last(va);
+        wbt_release_last(vb);
+        wbt_release_last(bad);
+        wb_spec_free(s);
+    }
+}
