@@ -551,10 +551,4 @@ static void diff_case_on(diff_rng r, uint64_t label, const wb_tier *tiers,
     wb_spec_free(base);
 }
 
-/* The same on the in-process compiled tiers (diff_tiers). */
-static void diff_case(diff_rng r, uint64_t label)
-{
-    diff_case_on(r, label, diff_tiers, DIFF_NTIERS);
-}
-
 #endif /* WB_DIFF_GEN_H */

@@ -13,7 +13,8 @@
 
 static void diff_one(uint64_t seed)
 {
-    diff_case((diff_rng){seed * 0x9E3779B97F4A7C15ULL | 1, NULL, 0}, seed);
+    diff_case_on((diff_rng){seed * 0x9E3779B97F4A7C15ULL | 1, NULL, 0}, seed,
+                 diff_tiers, DIFF_NTIERS);
 }
 
 Test(diff, compiled_tiers_match_interp, .timeout = 600)

@@ -225,9 +225,11 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
         }
 done:
     if (st != WB_OK)
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             if (out[i] && first[i] == i)
                 wb_code_release(out[i]);
+            out[i] = NULL;
+        }
     for (int k = 0; made && k < nmiss; k++)
         free(made[k]);
     free(block);

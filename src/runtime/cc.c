@@ -253,7 +253,9 @@ static void wb_cc_destroy(wb_code *c)
 {
     wb_cc_code *cc = (wb_cc_code *)c;
     wb_code_uncache(c);
+    wb_rt_inside_dependency++;
     dlclose(cc->handle);
+    wb_rt_inside_dependency--;
     free(c->note);
     free(cc);
 }
@@ -302,7 +304,9 @@ static pthread_mutex_t wb_cc_bind_lock = PTHREAD_MUTEX_INITIALIZER;
 wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
 {
     pthread_mutex_lock(&wb_cc_bind_lock);
+    wb_rt_inside_dependency++;
     wb_status st = wb_cc_load_locked(path, fn, code);
+    wb_rt_inside_dependency--;
     pthread_mutex_unlock(&wb_cc_bind_lock);
     return st;
 }

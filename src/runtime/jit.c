@@ -22,11 +22,11 @@
 
 static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Nonzero while the calling thread is inside libtcc.  libtcc exits the
-   process when one of its own allocations fails, so the allocation-failure
-   test (tests/tools/alloc_fail.c) reads this to fail only allocations made
-   outside it. */
-_Thread_local int wb_jit_inside_libtcc;
+/* Nonzero while the calling thread is inside libtcc or the dynamic loader
+   (see rt.h).  libtcc exits the process when one of its own allocations
+   fails, so the allocation-failure test (tests/tools/alloc_fail.c) reads
+   this to fail only allocations made outside them. */
+_Thread_local int wb_rt_inside_dependency;
 
 struct wb_jit_code {
     void *mem;
@@ -133,10 +133,10 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
 
     pthread_mutex_lock(&wb_jit_lock);
-    wb_jit_inside_libtcc++;
+    wb_rt_inside_dependency++;
     TCCState *s = tcc_new();
     if (!s) {
-        wb_jit_inside_libtcc--;
+        wb_rt_inside_dependency--;
         pthread_mutex_unlock(&wb_jit_lock);
         free(c);
         return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
@@ -177,7 +177,7 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     else
         tcc_delete(s);
 #endif
-    wb_jit_inside_libtcc--;
+    wb_rt_inside_dependency--;
     pthread_mutex_unlock(&wb_jit_lock);
 
     if (st == WB_OK && c->mem &&
@@ -209,9 +209,9 @@ void wb_jit_free(wb_jit_code *c)
 #ifndef TCC_RELOCATE_AUTO
     if (c->state) {
         pthread_mutex_lock(&wb_jit_lock);
-        wb_jit_inside_libtcc++;
+        wb_rt_inside_dependency++;
         tcc_delete(c->state);
-        wb_jit_inside_libtcc--;
+        wb_rt_inside_dependency--;
         pthread_mutex_unlock(&wb_jit_lock);
     }
 #endif

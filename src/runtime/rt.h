@@ -211,9 +211,11 @@ wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
 wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
                                wb_jit_code **code, void **entries);
 void wb_jit_free(wb_jit_code *code);
-/* Nonzero while this thread runs libtcc code (for allocation-failure
-   tests: libtcc cannot survive a failed allocation of its own). */
-extern _Thread_local int wb_jit_inside_libtcc;
+/* Nonzero while this thread runs code of a dependency that cannot survive
+   a failed allocation of its own (libtcc) or leaks on one (the dynamic
+   loader); for allocation-failure tests, which fail only allocations made
+   outside it. */
+extern _Thread_local int wb_rt_inside_dependency;
 /* What libtcc calls instead of mprotect (see jit.c): nothing. */
 int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
 

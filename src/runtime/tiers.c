@@ -316,7 +316,8 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
     return WB_OK;
 fail:
     for (int i = 0; ws && i < n; i++) {
-        wb_code_release(codes[i]);
+        if (codes)
+            wb_code_release(codes[i]);
         wb_wrapper_free(ws[i]);
     }
     free(ws), free(codes), free(srcs);

@@ -12,7 +12,8 @@
  * failed: libtcc 0.9.27 reports a failed allocation of its own through
  * tcc_error, which calls exit(1) outside a compile (and longjmps out,
  * leaking, inside one), so no caller can survive it; src/runtime/jit.c
- * marks the thread while it is inside libtcc (wb_jit_inside_libtcc).  With
+ * marks the thread while it is inside libtcc or the dynamic loader, whose
+ * dlopen keeps what it allocated when it fails (wb_rt_inside_dependency).  With
  * WB_ALLOC_FAIL_LIBTCC=1 they are failed too, to show what libtcc does.
  *
  * Prints the failure points covered per path; exits non-zero on the first
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wrapbake.h"
 #include "../../src/cli/input.h"
@@ -32,7 +34,7 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
-extern _Thread_local int wb_jit_inside_libtcc;
+extern _Thread_local int wb_rt_inside_dependency;
 
 /* ---- the allocator ---- */
 
@@ -59,7 +61,7 @@ static unsigned af_hash(const void *p)
 
 static void af_track(void *p)
 {
-    if (!p || !af_tracking || wb_jit_inside_libtcc)
+    if (!p || !af_tracking || wb_rt_inside_dependency)
         return;
     for (unsigned h = af_hash(p);; h = (h + 1) & (AF_SLOTS - 1))
         if (!af_live[h] || af_live[h] == AF_TOMB) {
@@ -84,7 +86,7 @@ static void af_untrack(void *p)
 /* Whether this allocation fails. */
 static bool af_fail_now(void)
 {
-    if (af_countdown < 0 || (wb_jit_inside_libtcc && !af_fail_libtcc))
+    if (af_countdown < 0 || (wb_rt_inside_dependency && !af_fail_libtcc))
         return false;
     af_seen++;
     if (af_countdown-- == 0) {
@@ -392,6 +394,70 @@ static void af_new(wb_tier tier)
 static void af_new_interp(void) { af_new(WB_TIER_INTERP); }
 static void af_new_tcc(void) { af_new(WB_TIER_TCC); }
 
+/* Three wrappers in one batch: two of one spec (shared) and one more, with
+   a wrapper of the first spec alive beforehand (an in-process cache hit). */
+static void af_batch(void)
+{
+    wb_spec *s = af_valid_spec(), *t = af_valid_spec();
+    af_graph g = {{0}};
+    wb_wrapper *held = NULL, *w[3] = {NULL, NULL, NULL};
+    const wb_spec *specs[3] = {s, s, t};
+    wb_graph_fn graphs[3] = {af_graph_fn, af_graph_fn, af_graph_fn};
+    void *ctxs[3] = {&g, &g, &g};
+    wb_options o = {.tier = WB_TIER_TCC, .flags = WB_OPT_NO_SHARE};
+    if (wb_wrapper_new(s, af_graph_fn, &g, NULL, &held) != WB_OK ||
+        wb_spec_add_tensor(t, "extra", WB_MUT_NONE, 0, NULL) != WB_OK)
+        AF_CHECK(false, "setting up the batch failed: %s", wb_last_error());
+    o.flags = 0;
+    af_arm();
+    wb_status st = wb_wrappers_new(3, specs, graphs, ctxs, &o, w);
+    af_disarm();
+    if (af_status(st, "wb_wrappers_new"))
+        AF_CHECK(w[0] && w[1] && w[2], "a wrapper of the batch is missing");
+    else
+        AF_CHECK(!w[0] && !w[1] && !w[2], "a failed batch left a wrapper");
+    for (int i = 0; i < 3; i++)
+        wb_wrapper_free(w[i]);
+    wb_wrapper_free(held);
+    wb_spec_free(s);
+    wb_spec_free(t);
+}
+
+/* The cc tier without the disk cache: the system compiler, dlopen and the
+   helper binding. */
+static void af_new_cc(void)
+{
+    wb_spec *s = af_valid_spec();
+    af_graph g = {{0}};
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    af_arm();
+    wb_status st = wb_wrapper_new(s, af_graph_fn, &g, &o, &w);
+    af_disarm();
+    if (af_status(st, "wb_wrapper_new cc"))
+        AF_CHECK(w && wb_wrapper_tier(w) == WB_TIER_CC, "no cc wrapper");
+    else
+        AF_CHECK(w == NULL, "wb_wrapper_new wrote its output on failure");
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
+/* Explaining a disk-cache lookup (it reads the cache directory). */
+static void af_explain(void)
+{
+    wb_spec *s = af_valid_spec();
+    char *why = NULL;
+    af_arm();
+    wb_status st = wb_cache_explain(s, NULL, &why);
+    af_disarm();
+    if (af_status(st, "wb_cache_explain"))
+        AF_CHECK(why && strstr(why, "miss"), "no explanation");
+    else
+        AF_CHECK(why == NULL, "wb_cache_explain wrote its output on failure");
+    free(why);
+    wb_spec_free(s);
+}
+
 static void af_call(wb_tier tier)
 {
     static const int64_t s24[2] = {2, 4}, s42[2] = {4, 2}, st42[2] = {1, 4},
@@ -553,6 +619,9 @@ static const af_entry af_paths[] = {
     {"emit", af_emit},
     {"wrapper_new interp", af_new_interp},
     {"wrapper_new tcc", af_new_tcc},
+    {"batch and sharing", af_batch},
+    {"wrapper_new cc", af_new_cc},
+    {"cache explain", af_explain},
     {"call interp", af_call_interp},
     {"call tcc", af_call_tcc},
     {"tensors", af_tensors},
@@ -563,6 +632,11 @@ int main(void)
 {
     long total = 0;
     af_fail_libtcc = getenv("WB_ALLOC_FAIL_LIBTCC") != NULL;
+    /* The disk cache of this run is a fresh, empty directory. */
+    char dir[] = "/tmp/wrapbake-alloc-fail-XXXXXX";
+    if (!mkdtemp(dir))
+        return 2;
+    setenv("WRAPBAKE_CACHE_DIR", dir, 1);
     af_countdown = -1;
     for (size_t p = 0; p < sizeof af_paths / sizeof *af_paths; p++) {
         af_path = af_paths[p].name;
@@ -591,6 +665,7 @@ int main(void)
             AF_CHECK(false, "the path allocates nothing: is the allocator "
                      "replaced?");
     }
+    rmdir(dir);
     printf("alloc-fail: %ld failure points, %d broken\n", total, af_failures);
     return af_failures != 0;
 }
