@@ -454,7 +454,7 @@ static void wb_rt_copy_bump(wb_tensor *t, const wb_tensor *v)
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_copy_bump(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 /* Data mutations of inputs declared with D dimensions, chosen by the
@@ -488,17 +488,17 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
     void wb_rt_commit_data_##D##d(wb_tensor *t, wb_tensor *v)               \
     {                                                                       \
         if (wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
-            size_t n = wb_dtype_size(t->dtype);                             \
+            size_t n = wb_rt_esize(t->dtype);                               \
             for (int d = 0; d < D; d++)                                     \
                 n *= (size_t)t->sizes[d];                                   \
             if (n)                                                          \
-                memcpy(wb_tensor_data(t), wb_tensor_data(v), n);            \
+                memcpy(wb_rt_data(t), wb_rt_data(v), n);                    \
             atomic_fetch_add_explicit(&t->storage->version, 1,              \
                                       memory_order_relaxed);                \
         } else {                                                            \
             wb_rt_copy_bump(t, v);                                          \
         }                                                                   \
-        wb_tensor_release(v);                                               \
+        wb_rt_release(v);                                                   \
     }
 
 WB_RT_DATA_ND(1)
@@ -509,20 +509,20 @@ WB_RT_DATA_ND(4)
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_take_view(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_take_view(t, v);
     wb_rt_copy_bump(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v)
 {
     wb_tensor_set_(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
@@ -530,18 +530,18 @@ void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
     if (!wb_rt_same_sizes(t, v))
         wb_rt_apply_resize(t, v->ndim, v->sizes, g);
     wb_rt_copy_bump(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad, uint64_t dyn)
 {
-    view->storage = wb_storage_retain(base->storage);
+    view->storage = wb_rt_storage_retain(base->storage);
     view->dtype = v->dtype;
     wb_rt_take_view(view, v);
     view->flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
     view->dyn_dims = dyn;
-    wb_tensor_release(v);
+    wb_rt_release(v);
     return view;
 }
 
@@ -561,13 +561,15 @@ wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn)
        there is something to record. */
     if (dyn)
         t->dyn_dims |= dyn;
-    return wb_tensor_retain(t);
+    atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
 }
 
 void wb_rt_release_all(wb_tensor **v, int n)
 {
     for (int i = 0; i < n; i++)
-        wb_tensor_release(v[i]);
+        if (v[i])
+            wb_rt_release(v[i]);
 }
 
 void wb_rt_grow_free(wb_rt_grow *g)
@@ -632,6 +634,7 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "int wb_rt_prep_view(const wb_env *e, int output, "
               "const wb_tensor *holder, const wb_rt_grow *grown, "
               "const wb_tensor *v, wb_tensor **view);"),
+    WB_RT_SYM(wb_rt_tensor_alloc, "wb_tensor *wb_rt_tensor_alloc(void);"),
     WB_RT_SYM(wb_rt_commit_data,
               "void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);"),
     WB_RT_SYM(wb_rt_commit_meta,

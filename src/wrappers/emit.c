@@ -160,16 +160,13 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
 static void wb_emit_prelude(wb_emitter *x, const char *body)
 {
     wb_buf *b = &x->out;
-    if (x->s->ndeclared)
-        wb_buf_printf(b,
-            "/* The leading members of a tensor; the rest is the runtime's. */\n"
-            "typedef struct wb_tensor {\n"
-            "    long refcount;\n"
-            "    void *storage;\n"
-            "    unsigned long long meta; /* DLDataType, then ndim << 32 */\n"
-            "} wb_tensor;\n");
-    else
-        wb_buf_printf(b, "typedef struct wb_tensor wb_tensor;\n");
+    wb_buf_printf(b,
+        "/* The leading members of a tensor; the rest is the runtime's. */\n"
+        "typedef struct wb_tensor {\n"
+        "    long refcount;\n"
+        "    void *storage;\n"
+        "    unsigned long long meta; /* DLDataType, then ndim << 32 */\n"
+        "} wb_tensor;\n");
     wb_buf_printf(b,
         "typedef union wb_arg { wb_tensor *t; long long i; double f; "
         "_Bool b; const void *p; } wb_arg;\n"
@@ -464,9 +461,17 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         wb_emit_holder(d, holder, sizeof holder, grown, sizeof grown);
         wb_emit_at(x, wb_emit_output_line(s, k));
         wb_buf_line(b, "/* %s */", wb_emit_output_desc(s, k, desc, sizeof desc));
-        wb_buf_line(b, "if ((st = wb_rt_prep_view(e, %d, %s, %s, r[%d], "
-                    "&v[%d])) != 0)", k, holder, grown, d->value, vi++);
+        /* A value on the very storage its base will hold fits it (every
+           tensor lies inside its storage, and storages only grow), so it
+           needs only its header; anything else gets the full check. */
+        wb_buf_line(b, "if (r[%d]->storage == %s->storage)", d->value, holder);
+        wb_buf_line(b, "    v[%d] = wb_rt_tensor_alloc(); /* on the base's storage: "
+                    "fits */", vi);
+        wb_buf_line(b, "if (!v[%d] && (st = wb_rt_prep_view(e, %d, %s, %s, "
+                    "r[%d], &v[%d])) != 0)", vi, k, holder, grown, d->value,
+                    vi);
         wb_buf_line(b, "    goto fail;");
+        vi++;
     }
     wb_buf_printf(b, "\n");
 }

@@ -43,6 +43,7 @@ void wb_rt_commit_data_3d(wb_tensor *t, wb_tensor *v);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
+wb_tensor *wb_rt_tensor_alloc(void);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
@@ -85,7 +86,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_prep_data_3d(e, 0, a[0].t, r[0])) != 0)
         goto fail;
     /* output 1 'x_view', alias-of-input of 1 */
-    if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
+    if (r[2]->storage == a[1].t->storage)
+        v[0] = wb_rt_tensor_alloc(); /* on the base's storage: fits */
+    if (!v[0] && (st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
         goto fail;
 
     /* commit: mutations, then outputs; cannot fail */

@@ -17,7 +17,12 @@
  * inference: grad mode off during the call
  */
 
-typedef struct wb_tensor wb_tensor;
+/* The leading members of a tensor; the rest is the runtime's. */
+typedef struct wb_tensor {
+    long refcount;
+    void *storage;
+    unsigned long long meta; /* DLDataType, then ndim << 32 */
+} wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
 typedef struct wb_env {
     int (*graph)(void *ctx, const wb_arg *args, int nargs,
@@ -36,6 +41,7 @@ int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
+wb_tensor *wb_rt_tensor_alloc(void);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
@@ -81,7 +87,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
 #line 8 "decode_step"
     /* output 1 '', alias-of-input of 1 */
-    if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
+    if (r[2]->storage == a[1].t->storage)
+        v[0] = wb_rt_tensor_alloc(); /* on the base's storage: fits */
+    if (!v[0] && (st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
         goto fail;
 
 #line 1 "decode_step"
