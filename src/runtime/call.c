@@ -488,11 +488,14 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
     void wb_rt_commit_data_##D##d(wb_tensor *t, wb_tensor *v)               \
     {                                                                       \
         if (wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
-            size_t n = wb_rt_esize(t->dtype);                               \
+            /* The check phase saw one dtype on both sides. */              \
+            size_t es = wb_rt_esize(t->dtype), n = es;                      \
             for (int d = 0; d < D; d++)                                     \
                 n *= (size_t)t->sizes[d];                                   \
             if (n)                                                          \
-                memcpy(wb_rt_data(t), wb_rt_data(v), n);                    \
+                memcpy((char *)t->storage->data + t->offset * (int64_t)es,  \
+                       (char *)v->storage->data + v->offset * (int64_t)es,  \
+                       n);                                                  \
             atomic_fetch_add_explicit(&t->storage->version, 1,              \
                                       memory_order_relaxed);                \
         } else {                                                            \
@@ -666,3 +669,38 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(memset, "void *memset(void *d, int c, unsigned long n);"),
     {NULL, NULL, NULL},
 };
+
+_Static_assert(sizeof wb_rt_symbols / sizeof *wb_rt_symbols <=
+                   WB_RT_MAX_SYMBOLS,
+               "WB_RT_MAX_SYMBOLS counts the symbol table");
+
+static bool wb_rt_ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Every helper's name starts "wb_" or "mem", so only identifiers before a
+   parenthesis that start so are looked up. */
+int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS])
+{
+    int n = 0;
+    memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
+    for (const char *p = strchr(src, '('); p; p = strchr(p + 1, '(')) {
+        const char *q = p;
+        while (q > src && wb_rt_ident_char(q[-1]))
+            q--;
+        size_t len = (size_t)(p - q);
+        if (len < 4 || (memcmp(q, "wb_", 3) && memcmp(q, "mem", 3)))
+            continue;
+        for (int i = 0; wb_rt_symbols[i].name; i++) {
+            const char *name = wb_rt_symbols[i].name;
+            if (!used[i] && !strncmp(name, q, len) && name[len] == '\0') {
+                used[i] = true;
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}

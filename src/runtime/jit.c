@@ -97,7 +97,15 @@ wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
     tcc_set_error_func(s, &diag, wb_jit_on_message);
     tcc_set_options(s, "-nostdlib");
     tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
-    for (const wb_rt_symbol *y = wb_rt_symbols; y->name; y++) {
+    /* Each symbol costs libtcc about a microsecond, so only the helpers
+       the source calls are registered, and memcpy and memset, which libtcc
+       itself may call for copies and zeroed locals. */
+    bool used[WB_RT_MAX_SYMBOLS];
+    wb_rt_symbols_used(src, used);
+    for (int i = 0; wb_rt_symbols[i].name; i++) {
+        const wb_rt_symbol *y = &wb_rt_symbols[i];
+        if (!used[i] && strcmp(y->name, "memcpy") && strcmp(y->name, "memset"))
+            continue;
         /* POSIX lets function and object pointers convert both ways. */
         const void *addr;
         memcpy(&addr, &y->addr, sizeof addr);

@@ -261,6 +261,10 @@ typedef struct wb_rt_symbol {
     const char *proto;  /* the C declaration generated code sees */
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
+#define WB_RT_MAX_SYMBOLS 64
+/* Sets used[i] for each symbol i that src calls (its name followed by an
+   opening parenthesis), in one pass over src; returns how many. */
+int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS]);
 
 /* ---- the JIT (jit.c) ---- */
 

@@ -68,7 +68,6 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 void wb_rt_release_all(wb_tensor **v, int n);
-void *memset(void *d, int c, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
@@ -77,7 +76,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor *v[5]; /* views for aliased outputs */
     int n, st = 0, grad;
 
-    memset(r, 0, sizeof r);
+    r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 20 arguments, room for at least 6 outputs */
     if (nargs != 20 || nouts < 6)

@@ -80,7 +80,6 @@ void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_grow_free(wb_rt_grow *g);
 void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
-void *memset(void *d, int c, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
@@ -91,7 +90,8 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_arg ca[9]; /* arguments, some detached */
     int n, st = 0, grad;
 
-    memset(r, 0, sizeof r);
+    r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = r[9] =
+        r[10] = r[11] = r[12] = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 9 arguments, room for at least 8 outputs */
     if (nargs != 9 || nouts < 8)
