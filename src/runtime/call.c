@@ -141,6 +141,15 @@ wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
     return st;
 }
 
+wb_status wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    for (int k = 0; k < s->ntensor_inputs; k++)
+        if (!args[s->tensor_inputs[k]].t)
+            return wb_rt_err_null_input(e, args);
+    return wb_rt_err_declared(e, args);
+}
+
 /* Each step of the check phase looks at one input as it was before the
    call, so a mutation that changes an input's view or storage must not meet
    that same tensor under another argument, and a resize, which may move its
@@ -594,6 +603,8 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_err_values,
               "int wb_rt_err_values(const wb_env *e, int n, "
               "wb_tensor *const *r);"),
+    WB_RT_SYM(wb_rt_err_inputs,
+              "int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_err_declared,
               "int wb_rt_err_declared(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_check_distinct,

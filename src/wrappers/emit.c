@@ -289,6 +289,8 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     if (s->ndetached)
         wb_buf_line(b, "wb_arg ca[%d]; /* arguments, some detached */",
                     s->ninputs);
+    if (s->ndeclared)
+        wb_buf_line(b, "const wb_tensor *t; /* the argument being checked */");
     wb_buf_line(b, "int n, st = 0, grad;");
     wb_buf_printf(b, "\n");
     /* Failure paths release every non-NULL slot.  Up to 16 stores beat
@@ -315,34 +317,37 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
     wb_buf_line(b, "if (nargs != %d || nouts < %d)", s->ninputs, s->noutputs);
     wb_buf_line(b, "    return wb_rt_err_arity(e, nargs, nouts);");
     if (s->ntensor_inputs) {
-        wb_buf_line(b, "/* every tensor argument present */");
+        /* One pass: each tensor present, then its declared dtype and
+           dimensions, read from the leading members the prelude declares,
+           so the common case costs a few compares and no call.  The error
+           path finds which check failed first in the interpreter's order
+           (every NULL before any declaration). */
+        wb_buf_line(b, "/* every tensor argument present%s */",
+                    s->ndeclared ? ", with its declared dtype and dims" : "");
         wb_emit_if(b);
-        for (int t = 0, k = 0; t < s->ntensor_inputs; t++)
-            wb_emit_term(x, b, &k, "!a[%d].t", s->tensor_inputs[t]);
-        wb_buf_printf(b, ")\n");
-        wb_buf_line(b, "    return wb_rt_err_null_input(e, a);");
-    }
-    if (s->ndeclared) {
-        /* The leading members of a tensor are declared in the prelude, so
-           the common case costs a compare and no call. */
-        wb_buf_line(b, "/* declared dtypes and dimensions */");
-        wb_emit_if(b);
-        for (int d = 0, k = 0; d < s->ndeclared; d++) {
-            const wb_input *in = &s->inputs[s->declared[d]];
+        for (int t = 0, d = 0, k = 0; t < s->ntensor_inputs; t++) {
+            int i = s->tensor_inputs[t];
+            const wb_input *in = &s->inputs[i];
+            while (d < s->ndeclared && s->declared[d] < i)
+                d++;
+            if (d >= s->ndeclared || s->declared[d] != i) {
+                wb_emit_term(x, b, &k, "!a[%d].t", i);
+                continue;
+            }
             unsigned long long want = (unsigned long long)in->ndim << 32 |
                                       wb_emit_dtype_word(in->dtype);
             if (in->dtype.bits && in->ndim >= 0)
-                wb_emit_term(x, b, &k, "a[%d].t->meta != 0x%llxull",
-                             s->declared[d], want);
+                wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta != 0x%llxull",
+                             i, want);
             else if (in->dtype.bits)
-                wb_emit_term(x, b, &k, "(unsigned)a[%d].t->meta != 0x%xu",
-                             s->declared[d], wb_emit_dtype_word(in->dtype));
+                wb_emit_term(x, b, &k, "!(t = a[%d].t) || (unsigned)t->meta "
+                             "!= 0x%xu", i, wb_emit_dtype_word(in->dtype));
             else
-                wb_emit_term(x, b, &k, "a[%d].t->meta >> 32 != %d",
-                             s->declared[d], in->ndim);
+                wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta >> 32 != %d",
+                             i, in->ndim);
         }
         wb_buf_printf(b, ")\n");
-        wb_buf_line(b, "    return wb_rt_err_declared(e, a);");
+        wb_buf_line(b, "    return wb_rt_err_inputs(e, a);");
     }
     if (s->nreshaped) {
         wb_buf_line(b, "/* inputs whose view or storage changes are not "
@@ -506,14 +511,13 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
             memcpy(grown, "0", 2);
         /* A value on the very storage its base will hold fits it (every
            tensor lies inside its storage, and storages only grow), so it
-           needs only its header; anything else gets the full check. */
-        wb_buf_line(b, "if (r[%d]->storage == %s->storage)", d->value, holder);
-        wb_buf_line(b, "    v[%d] = wb_rt_tensor_alloc(); /* on the base's storage: "
-                    "fits */", vi);
-        wb_buf_line(b, "if (!v[%d] && (st = wb_rt_prep_view(e, %d, %s, %s, "
-                    "r[%d], &v[%d])) != 0)", vi, k, holder, grown, d->value,
-                    vi);
-        wb_buf_line(b, "    goto fail;");
+           needs only its header; anything else, or a failed allocation,
+           gets the full check, which words the message. */
+        wb_buf_line(b, "if (r[%d]->storage != %s->storage || "
+                    "!(v[%d] = wb_rt_tensor_alloc()))", d->value, holder, vi);
+        wb_buf_line(b, "    if ((st = wb_rt_prep_view(e, %d, %s, %s, r[%d], "
+                    "&v[%d])) != 0)", k, holder, grown, d->value, vi);
+        wb_buf_line(b, "        goto fail;");
         vi++;
     }
     wb_buf_printf(b, "\n");

@@ -32,8 +32,8 @@ typedef struct wb_env {
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
 int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
@@ -67,7 +67,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         return wb_rt_err_arity(e, nargs, nouts);
     /* every tensor argument present */
     if (!a[0].t || !a[1].t || !a[2].t)
-        return wb_rt_err_null_input(e, a);
+        return wb_rt_err_inputs(e, a);
 
 #line 1 "decode_step"
     /* the call: 0 guards, grad mode off */
@@ -87,10 +87,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
 #line 8 "decode_step"
     /* output 1 '', alias-of-input of 1 */
-    if (r[2]->storage == a[1].t->storage)
-        v[0] = wb_rt_tensor_alloc(); /* on the base's storage: fits */
-    if (!v[0] && (st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
-        goto fail;
+    if (r[2]->storage != a[1].t->storage || !(v[0] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
+            goto fail;
 
 #line 1 "decode_step"
     /* commit: mutations, then outputs; cannot fail */
