@@ -275,8 +275,11 @@ wb_storage *wb_storage_retain(wb_storage *s)
 
 void wb_storage_release(wb_storage *s)
 {
-    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1,
-                                        memory_order_acq_rel) != 1)
+    /* As for tensors (wb_rt_release): the last reference is dropped
+       without a locked operation. */
+    if (!s || (atomic_load_explicit(&s->refcount, memory_order_acquire) != 1 &&
+               atomic_fetch_sub_explicit(&s->refcount, 1,
+                                         memory_order_acq_rel) != 1))
         return;
     if (s->deleter)
         s->deleter(s->deleter_ctx, s->data);
