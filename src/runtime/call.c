@@ -141,6 +141,15 @@ wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
     return st;
 }
 
+wb_status wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    for (int k = 0; k < s->ntensor_inputs; k++)
+        if (!args[s->tensor_inputs[k]].t)
+            return wb_rt_err_null_input(e, args);
+    return wb_rt_err_declared(e, args);
+}
+
 /* Each step of the check phase looks at one input as it was before the
    call, so a mutation that changes an input's view or storage must not meet
    that same tensor under another argument, and a resize, which may move its
@@ -454,7 +463,7 @@ static void wb_rt_copy_bump(wb_tensor *t, const wb_tensor *v)
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_copy_bump(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 /* Data mutations of inputs declared with D dimensions, chosen by the
@@ -488,17 +497,20 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
     void wb_rt_commit_data_##D##d(wb_tensor *t, wb_tensor *v)               \
     {                                                                       \
         if (wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
-            size_t n = wb_dtype_size(t->dtype);                             \
+            /* The check phase saw one dtype on both sides. */              \
+            size_t es = wb_rt_esize(t->dtype), n = es;                      \
             for (int d = 0; d < D; d++)                                     \
                 n *= (size_t)t->sizes[d];                                   \
             if (n)                                                          \
-                memcpy(wb_tensor_data(t), wb_tensor_data(v), n);            \
+                memcpy((char *)t->storage->data + t->offset * (int64_t)es,  \
+                       (char *)v->storage->data + v->offset * (int64_t)es,  \
+                       n);                                                  \
             atomic_fetch_add_explicit(&t->storage->version, 1,              \
                                       memory_order_relaxed);                \
         } else {                                                            \
             wb_rt_copy_bump(t, v);                                          \
         }                                                                   \
-        wb_tensor_release(v);                                               \
+        wb_rt_release(v);                                                   \
     }
 
 WB_RT_DATA_ND(1)
@@ -509,20 +521,20 @@ WB_RT_DATA_ND(4)
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_take_view(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_take_view(t, v);
     wb_rt_copy_bump(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v)
 {
     wb_tensor_set_(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
@@ -530,18 +542,18 @@ void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
     if (!wb_rt_same_sizes(t, v))
         wb_rt_apply_resize(t, v->ndim, v->sizes, g);
     wb_rt_copy_bump(t, v);
-    wb_tensor_release(v);
+    wb_rt_release(v);
 }
 
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad, uint64_t dyn)
 {
-    view->storage = wb_storage_retain(base->storage);
+    view->storage = wb_rt_storage_retain(base->storage);
     view->dtype = v->dtype;
     wb_rt_take_view(view, v);
     view->flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
     view->dyn_dims = dyn;
-    wb_tensor_release(v);
+    wb_rt_release(v);
     return view;
 }
 
@@ -561,13 +573,15 @@ wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn)
        there is something to record. */
     if (dyn)
         t->dyn_dims |= dyn;
-    return wb_tensor_retain(t);
+    atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
 }
 
 void wb_rt_release_all(wb_tensor **v, int n)
 {
     for (int i = 0; i < n; i++)
-        wb_tensor_release(v[i]);
+        if (v[i])
+            wb_rt_release(v[i]);
 }
 
 void wb_rt_grow_free(wb_rt_grow *g)
@@ -589,6 +603,8 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_err_values,
               "int wb_rt_err_values(const wb_env *e, int n, "
               "wb_tensor *const *r);"),
+    WB_RT_SYM(wb_rt_err_inputs,
+              "int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_err_declared,
               "int wb_rt_err_declared(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_check_distinct,
@@ -632,6 +648,7 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "int wb_rt_prep_view(const wb_env *e, int output, "
               "const wb_tensor *holder, const wb_rt_grow *grown, "
               "const wb_tensor *v, wb_tensor **view);"),
+    WB_RT_SYM(wb_rt_tensor_alloc, "wb_tensor *wb_rt_tensor_alloc(void);"),
     WB_RT_SYM(wb_rt_commit_data,
               "void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);"),
     WB_RT_SYM(wb_rt_commit_meta,
@@ -663,3 +680,38 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(memset, "void *memset(void *d, int c, unsigned long n);"),
     {NULL, NULL, NULL},
 };
+
+_Static_assert(sizeof wb_rt_symbols / sizeof *wb_rt_symbols <=
+                   WB_RT_MAX_SYMBOLS,
+               "WB_RT_MAX_SYMBOLS counts the symbol table");
+
+static bool wb_rt_ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Every helper's name starts "wb_" or "mem", so only identifiers before a
+   parenthesis that start so are looked up. */
+int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS])
+{
+    int n = 0;
+    memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
+    for (const char *p = strchr(src, '('); p; p = strchr(p + 1, '(')) {
+        const char *q = p;
+        while (q > src && wb_rt_ident_char(q[-1]))
+            q--;
+        size_t len = (size_t)(p - q);
+        if (len < 4 || (memcmp(q, "wb_", 3) && memcmp(q, "mem", 3)))
+            continue;
+        for (int i = 0; wb_rt_symbols[i].name; i++) {
+            const char *name = wb_rt_symbols[i].name;
+            if (!used[i] && !strncmp(name, q, len) && name[len] == '\0') {
+                used[i] = true;
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}

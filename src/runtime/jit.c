@@ -129,8 +129,11 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
             return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL "
                               "source %d", i);
     wb_jit_code *c = calloc(1, sizeof *c);
-    if (!c)
+    char *unit = n == 1 ? NULL : wb_jit_unit(n, srcs, fn);
+    if (!c || (n > 1 && !unit)) {
+        free(c);
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
+    }
 
     pthread_mutex_lock(&wb_jit_lock);
     wb_rt_inside_dependency++;
@@ -139,21 +142,31 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
         wb_rt_inside_dependency--;
         pthread_mutex_unlock(&wb_jit_lock);
         free(c);
+        free(unit);
         return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
     }
     tcc_set_error_func(s, &diag, wb_jit_on_message);
     tcc_set_options(s, "-nostdlib");
     tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
-    for (const wb_rt_symbol *y = wb_rt_symbols; y->name; y++) {
+    /* Each symbol costs libtcc about a microsecond, so only the helpers
+       the source calls are registered, and memcpy and memset, which libtcc
+       itself may call for copies and zeroed locals. */
+    bool used[WB_RT_MAX_SYMBOLS] = {false}, one[WB_RT_MAX_SYMBOLS];
+    for (int k = 0; k < n; k++) {
+        wb_rt_symbols_used(srcs[k], one);
+        for (int i = 0; wb_rt_symbols[i].name; i++)
+            used[i] |= one[i];
+    }
+    for (int i = 0; wb_rt_symbols[i].name; i++) {
+        const wb_rt_symbol *y = &wb_rt_symbols[i];
+        if (!used[i] && strcmp(y->name, "memcpy") && strcmp(y->name, "memset"))
+            continue;
         /* POSIX lets function and object pointers convert both ways. */
         const void *addr;
         memcpy(&addr, &y->addr, sizeof addr);
         tcc_add_symbol(s, y->name, addr);
     }
-    char *unit = n == 1 ? NULL : wb_jit_unit(n, srcs, fn);
-    if (n > 1 && !unit)
-        st = wb_rt_fail(WB_ERR_NOMEM, "out of memory for a batch of %d", n);
-    else if (tcc_compile_string(s, n == 1 ? srcs[0] : unit) < 0)
+    if (tcc_compile_string(s, n == 1 ? srcs[0] : unit) < 0)
         st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
                         "code: %s", diag.text);
     free(unit);

@@ -88,9 +88,6 @@ int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
 wb_status wb_rt_check_view(DLDataType dtype, int ndim, const int64_t *sizes,
                            const int64_t *strides, int64_t offset,
                            size_t storage_nbytes);
-/* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
-   storage. */
-void wb_rt_take_view(wb_tensor *t, const wb_tensor *v);
 /* The strided element copy behind wb_tensor_copy_; shapes already match. */
 void wb_rt_copy_elems(wb_tensor *dst, const wb_tensor *src);
 /* Plans the storage growth resize_ to sizes needs (g->data NULL if none),
@@ -103,9 +100,79 @@ void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
    they are the same view. */
 bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b);
 bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
-bool wb_rt_dtype_eq(DLDataType a, DLDataType b);
-bool wb_rt_device_eq(DLDevice a, DLDevice b);
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
+/* Releases the storage reference of a tensor whose last reference went and
+   returns its header to the thread cache. */
+void wb_rt_tensor_free(wb_tensor *t);
+
+/* The small operations every call makes, inline so that the per-call
+   primitives pay no call for them. */
+
+static inline bool wb_rt_dtype_eq(DLDataType a, DLDataType b)
+{
+    return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+static inline bool wb_rt_device_eq(DLDevice a, DLDevice b)
+{
+    return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+/* wb_dtype_size. */
+static inline size_t wb_rt_esize(DLDataType d)
+{
+    if (d.bits == 0 || d.bits % 8 != 0 || d.lanes == 0)
+        return 0;
+    return (size_t)d.bits / 8 * d.lanes;
+}
+
+/* The address of element 0 (wb_tensor_data without the NULL check). */
+static inline char *wb_rt_data(const wb_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * (int64_t)wb_rt_esize(t->dtype);
+}
+
+static inline wb_storage *wb_rt_storage_retain(wb_storage *s)
+{
+    atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+    return s;
+}
+
+/* wb_tensor_release of a tensor that is not NULL.  The holder of the only
+   reference is the only one who can reach the tensor, so dropping it needs
+   no locked read-modify-write (about 20 cycles): the acquire load orders
+   the other holders' earlier releases before the free. */
+static inline void wb_rt_release(wb_tensor *t)
+{
+    if (atomic_load_explicit(&t->refcount, memory_order_acquire) == 1 ||
+        atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1)
+        wb_rt_tensor_free(t);
+}
+
+/* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
+   storage.  Most views have few dims, for which two memcpy calls cost more
+   than the copy itself. */
+static inline void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
+{
+    t->ndim = v->ndim;
+    t->offset = v->offset;
+    switch (v->ndim) {
+#define WB_RT_TAKE(d)                                                       \
+    t->sizes[d] = v->sizes[d];                                              \
+    t->strides[d] = v->strides[d]
+    case 4: WB_RT_TAKE(3); /* fall through */
+    case 3: WB_RT_TAKE(2); /* fall through */
+    case 2: WB_RT_TAKE(1); /* fall through */
+    case 1: WB_RT_TAKE(0); /* fall through */
+    case 0: break;
+#undef WB_RT_TAKE
+    default:
+        for (int d = 0; d < v->ndim; d++) {
+            t->sizes[d] = v->sizes[d];
+            t->strides[d] = v->strides[d];
+        }
+    }
+}
 
 /* ---- per-call primitives (call.c) ---- */
 
@@ -121,6 +188,9 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
 wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
 /* The first declared input whose dtype or ndim differs. */
 wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args);
+/* A tensor argument failed its checks: the first NULL one, else the first
+   declared one whose dtype or ndim differs. */
+wb_status wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 
 wb_status wb_rt_first_call(const wb_env *e);
 wb_status wb_rt_before_call(const wb_env *e);
@@ -195,6 +265,10 @@ typedef struct wb_rt_symbol {
     const char *proto;  /* the C declaration generated code sees */
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
+#define WB_RT_MAX_SYMBOLS 64
+/* Sets used[i] for each symbol i that src calls (its name followed by an
+   opening parenthesis), in one pass over src; returns how many. */
+int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS]);
 
 /* ---- the JIT (jit.c) ---- */
 

@@ -103,19 +103,7 @@ void wb_rt_tensor_discard(wb_tensor *t)
 
 size_t wb_dtype_size(DLDataType d)
 {
-    if (d.bits == 0 || d.bits % 8 != 0 || d.lanes == 0)
-        return 0;
-    return (size_t)d.bits / 8 * d.lanes;
-}
-
-bool wb_rt_dtype_eq(DLDataType a, DLDataType b)
-{
-    return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
-bool wb_rt_device_eq(DLDevice a, DLDevice b)
-{
-    return a.device_type == b.device_type && a.device_id == b.device_id;
+    return wb_rt_esize(d);
 }
 
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n)
@@ -282,15 +270,16 @@ wb_status wb_storage_new(DLDevice device, size_t nbytes, wb_storage **out)
 
 wb_storage *wb_storage_retain(wb_storage *s)
 {
-    if (s)
-        atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
-    return s;
+    return s ? wb_rt_storage_retain(s) : NULL;
 }
 
 void wb_storage_release(wb_storage *s)
 {
-    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1,
-                                        memory_order_acq_rel) != 1)
+    /* As for tensors (wb_rt_release): the last reference is dropped
+       without a locked operation. */
+    if (!s || (atomic_load_explicit(&s->refcount, memory_order_acquire) != 1 &&
+               atomic_fetch_sub_explicit(&s->refcount, 1,
+                                         memory_order_acq_rel) != 1))
         return;
     if (s->deleter)
         s->deleter(s->deleter_ctx, s->data);
@@ -657,28 +646,6 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     return WB_OK;
 }
 
-void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
-{
-    t->ndim = v->ndim;
-    t->offset = v->offset;
-    /* Most views have few dims, for which two memcpy calls (which the
-       compiler makes of a plain loop) cost more than the copy itself. */
-    switch (v->ndim) {
-#define WB_RT_TAKE(d)                                                       \
-    t->sizes[d] = v->sizes[d];                                              \
-    t->strides[d] = v->strides[d]
-    case 4: WB_RT_TAKE(3); /* fall through */
-    case 3: WB_RT_TAKE(2); /* fall through */
-    case 2: WB_RT_TAKE(1); /* fall through */
-    case 1: WB_RT_TAKE(0); /* fall through */
-    case 0: break;
-#undef WB_RT_TAKE
-    default:
-        memcpy(t->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim);
-        memcpy(t->strides, v->strides, sizeof *v->strides * (size_t)v->ndim);
-    }
-}
-
 wb_tensor *wb_tensor_retain(wb_tensor *t)
 {
     if (t)
@@ -686,13 +653,16 @@ wb_tensor *wb_tensor_retain(wb_tensor *t)
     return t;
 }
 
-void wb_tensor_release(wb_tensor *t)
+void wb_rt_tensor_free(wb_tensor *t)
 {
-    if (!t || atomic_fetch_sub_explicit(&t->refcount, 1,
-                                        memory_order_acq_rel) != 1)
-        return;
     wb_storage_release(t->storage);
     wb_rt_tensor_discard(t);
+}
+
+void wb_tensor_release(wb_tensor *t)
+{
+    if (t)
+        wb_rt_release(t);
 }
 
 long wb_tensor_refcount(const wb_tensor *t)

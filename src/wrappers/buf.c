@@ -29,11 +29,17 @@ static bool wb_buf_reserve(wb_buf *b, size_t more)
 
 static void wb_buf_put(wb_buf *b, const char *p, size_t n)
 {
-    if (n && wb_buf_reserve(b, n)) {
+    if (n && (b->len + n + 1 <= b->cap || wb_buf_reserve(b, n))) {
         memcpy(b->p + b->len, p, n);
         b->len += n;
         b->p[b->len] = '\0';
     }
+}
+
+void wb_buf_write(wb_buf *b, const char *p, size_t n)
+{
+    if (!b->oom)
+        wb_buf_put(b, p, n);
 }
 
 static void wb_buf_pad(wb_buf *b, size_t n)
@@ -112,8 +118,11 @@ void wb_buf_vprintf(wb_buf *b, const char *fmt, va_list ap)
         case 's': {
             const char *s = va_arg(ap, const char *);
             size_t n = 0;
-            while ((prec < 0 || n < (size_t)prec) && s[n])
-                n++;
+            if (prec < 0)
+                n = strlen(s);
+            else
+                while (n < (size_t)prec && s[n])
+                    n++;
             size_t w = (size_t)(width < 0 ? -width : width);
             if (width > 0 && w > n)
                 wb_buf_pad(b, w - n);
@@ -151,12 +160,12 @@ void wb_buf_printf(wb_buf *b, const char *fmt, ...)
 void wb_buf_line(wb_buf *b, const char *fmt, ...)
 {
     va_list ap;
-    if (*fmt)
-        wb_buf_printf(b, "%*s", b->indent * 4, "");
+    if (*fmt && b->indent > 0 && !b->oom)
+        wb_buf_pad(b, (size_t)b->indent * 4);
     va_start(ap, fmt);
     wb_buf_vprintf(b, fmt, ap);
     va_end(ap);
-    wb_buf_printf(b, "\n");
+    wb_buf_write(b, "\n", 1);
 }
 
 char *wb_buf_take(wb_buf *b)

@@ -32,6 +32,8 @@ void wb_buf_printf(wb_buf *b, const char *fmt, ...)
 #endif
     ;
 void wb_buf_vprintf(wb_buf *b, const char *fmt, va_list ap);
+/* n bytes of p, as they are. */
+void wb_buf_write(wb_buf *b, const char *p, size_t n);
 /* One line at the current indentation, newline added. */
 void wb_buf_line(wb_buf *b, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -53,9 +53,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 #endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
-int wb_rt_err_declared(const wb_env *e, const wb_arg *args);
+int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
 int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
@@ -64,44 +63,49 @@ void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
+wb_tensor *wb_rt_tensor_alloc(void);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 void wb_rt_release_all(wb_tensor **v, int n);
-void *memset(void *d, int c, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
 {
     wb_tensor *r[9]; /* the graph's values */
     wb_tensor *v[5]; /* views for aliased outputs */
+    const wb_tensor *t; /* the argument being checked */
     int n, st = 0, grad;
 
-    memset(r, 0, sizeof r);
+    r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 20 arguments, room for at least 6 outputs */
     if (nargs != 20 || nouts < 6)
         return wb_rt_err_arity(e, nargs, nouts);
-    /* every tensor argument present */
-    if (!a[0].t || !a[1].t || !a[2].t || !a[3].t || !a[4].t || !a[5].t ||
-        !a[6].t || !a[7].t || !a[8].t || !a[9].t || !a[10].t || !a[11].t ||
-        !a[12].t || !a[13].t || !a[14].t || !a[15].t || !a[16].t ||
-        !a[17].t || !a[18].t || !a[19].t)
-        return wb_rt_err_null_input(e, a);
-    /* declared dtypes and dimensions */
-    if (a[0].t->meta != 0x200012002ull || a[1].t->meta != 0x200012002ull ||
-        a[2].t->meta != 0x200012002ull || a[3].t->meta != 0x200012002ull ||
-        a[4].t->meta != 0x200012002ull || a[5].t->meta != 0x200012002ull ||
-        a[6].t->meta != 0x200012002ull || a[7].t->meta != 0x200012002ull ||
-        a[8].t->meta != 0x200012002ull || a[9].t->meta != 0x200012002ull ||
-        a[10].t->meta != 0x200012002ull || a[11].t->meta != 0x200012002ull ||
-        a[12].t->meta != 0x200012002ull || a[13].t->meta != 0x200012002ull ||
-        a[14].t->meta != 0x200012002ull || a[15].t->meta != 0x200012002ull ||
-        a[16].t->meta != 0x200012002ull || a[17].t->meta != 0x200012002ull ||
-        a[18].t->meta != 0x200012002ull || a[19].t->meta != 0x200012002ull)
-        return wb_rt_err_declared(e, a);
+    /* every tensor argument present, with its declared dtype and dims */
+    if (!(t = a[0].t) || t->meta != 0x200012002ull ||
+        !(t = a[1].t) || t->meta != 0x200012002ull ||
+        !(t = a[2].t) || t->meta != 0x200012002ull ||
+        !(t = a[3].t) || t->meta != 0x200012002ull ||
+        !(t = a[4].t) || t->meta != 0x200012002ull ||
+        !(t = a[5].t) || t->meta != 0x200012002ull ||
+        !(t = a[6].t) || t->meta != 0x200012002ull ||
+        !(t = a[7].t) || t->meta != 0x200012002ull ||
+        !(t = a[8].t) || t->meta != 0x200012002ull ||
+        !(t = a[9].t) || t->meta != 0x200012002ull ||
+        !(t = a[10].t) || t->meta != 0x200012002ull ||
+        !(t = a[11].t) || t->meta != 0x200012002ull ||
+        !(t = a[12].t) || t->meta != 0x200012002ull ||
+        !(t = a[13].t) || t->meta != 0x200012002ull ||
+        !(t = a[14].t) || t->meta != 0x200012002ull ||
+        !(t = a[15].t) || t->meta != 0x200012002ull ||
+        !(t = a[16].t) || t->meta != 0x200012002ull ||
+        !(t = a[17].t) || t->meta != 0x200012002ull ||
+        !(t = a[18].t) || t->meta != 0x200012002ull ||
+        !(t = a[19].t) || t->meta != 0x200012002ull)
+        return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */
     grad = wb_rt_grad_swap(0);
@@ -124,20 +128,25 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_prep_data_2d(e, 2, a[2].t, r[2])) != 0)
         goto fail;
     /* output 0 'view0', alias-of-input of 3 */
-    if ((st = wb_rt_prep_view(e, 0, a[3].t, 0, r[3], &v[0])) != 0)
-        goto fail;
+    if (r[3]->storage != a[3].t->storage || !(v[0] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 0, a[3].t, 0, r[3], &v[0])) != 0)
+            goto fail;
     /* output 1 'view1', alias-of-input of 4 */
-    if ((st = wb_rt_prep_view(e, 1, a[4].t, 0, r[4], &v[1])) != 0)
-        goto fail;
+    if (r[4]->storage != a[4].t->storage || !(v[1] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 1, a[4].t, 0, r[4], &v[1])) != 0)
+            goto fail;
     /* output 2 'view2', alias-of-input of 5 */
-    if ((st = wb_rt_prep_view(e, 2, a[5].t, 0, r[5], &v[2])) != 0)
-        goto fail;
+    if (r[5]->storage != a[5].t->storage || !(v[2] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 2, a[5].t, 0, r[5], &v[2])) != 0)
+            goto fail;
     /* output 3 'view3', alias-of-input of 6 */
-    if ((st = wb_rt_prep_view(e, 3, a[6].t, 0, r[6], &v[3])) != 0)
-        goto fail;
+    if (r[6]->storage != a[6].t->storage || !(v[3] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 3, a[6].t, 0, r[6], &v[3])) != 0)
+            goto fail;
     /* output 4 'view4', alias-of-input of 7 */
-    if ((st = wb_rt_prep_view(e, 4, a[7].t, 0, r[7], &v[4])) != 0)
-        goto fail;
+    if (r[7]->storage != a[7].t->storage || !(v[4] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 4, a[7].t, 0, r[7], &v[4])) != 0)
+            goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
     wb_rt_commit_data_2d(a[0].t, r[0]);

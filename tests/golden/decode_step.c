@@ -35,9 +35,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 #endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
-int wb_rt_err_declared(const wb_env *e, const wb_arg *args);
+int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
 int wb_rt_prep_data_3d(const wb_env *e, int input, const wb_tensor *t,
@@ -46,6 +45,7 @@ void wb_rt_commit_data_3d(wb_tensor *t, wb_tensor *v);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
+wb_tensor *wb_rt_tensor_alloc(void);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
@@ -60,6 +60,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 {
     wb_tensor *r[4]; /* the graph's values */
     wb_tensor *v[1]; /* views for aliased outputs */
+    const wb_tensor *t; /* the argument being checked */
     int n, st = 0, grad;
 
     r[0] = r[1] = r[2] = r[3] = 0;
@@ -67,12 +68,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     /* 5 arguments, room for at least 3 outputs */
     if (nargs != 5 || nouts < 3)
         return wb_rt_err_arity(e, nargs, nouts);
-    /* every tensor argument present */
-    if (!a[0].t || !a[1].t || !a[2].t)
-        return wb_rt_err_null_input(e, a);
-    /* declared dtypes and dimensions */
-    if (a[0].t->meta != 0x300012002ull)
-        return wb_rt_err_declared(e, a);
+    /* every tensor argument present, with its declared dtype and dims */
+    if (!(t = a[0].t) || t->meta != 0x300012002ull || !a[1].t || !a[2].t)
+        return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */
     grad = wb_rt_grad_swap(0);
@@ -88,8 +86,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_prep_data_3d(e, 0, a[0].t, r[0])) != 0)
         goto fail;
     /* output 1 'x_view', alias-of-input of 1 */
-    if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
-        goto fail;
+    if (r[2]->storage != a[1].t->storage || !(v[0] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
+            goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
     wb_rt_commit_data_3d(a[0].t, r[0]);

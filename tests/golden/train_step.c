@@ -44,8 +44,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 #endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
 int wb_rt_first_call(const wb_env *e);
 int wb_rt_before_call(const wb_env *e);
@@ -68,6 +68,7 @@ int wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
+wb_tensor *wb_rt_tensor_alloc(void);
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
@@ -82,7 +83,6 @@ void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_grow_free(wb_rt_grow *g);
 void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
-void *memset(void *d, int c, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
@@ -93,7 +93,8 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_arg ca[9]; /* arguments, some detached */
     int n, st = 0, grad;
 
-    memset(r, 0, sizeof r);
+    r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = r[9] =
+        r[10] = r[11] = r[12] = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 9 arguments, room for at least 8 outputs */
     if (nargs != 9 || nouts < 8)
@@ -101,7 +102,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     /* every tensor argument present */
     if (!a[0].t || !a[1].t || !a[2].t || !a[3].t || !a[4].t || !a[5].t ||
         !a[6].t)
-        return wb_rt_err_null_input(e, a);
+        return wb_rt_err_inputs(e, a);
     /* inputs whose view or storage changes are not passed twice */
     if ((st = wb_rt_check_distinct(e, a)) != 0)
         return st;
@@ -157,20 +158,25 @@ leave0:
     if ((st = wb_rt_prep_data_meta(e, 6, a[6].t, r[3])) != 0)
         goto fail;
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
-    if ((st = wb_rt_prep_view(e, 1, r[12], 0, r[5], &v[0])) != 0)
-        goto fail;
+    if (r[5]->storage != r[12]->storage || !(v[0] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 1, r[12], 0, r[5], &v[0])) != 0)
+            goto fail;
     /* output 2 'h2', alias-of-intermediate-save-as-output of 0 */
-    if ((st = wb_rt_prep_view(e, 2, r[12], 0, r[6], &v[1])) != 0)
-        goto fail;
+    if (r[6]->storage != r[12]->storage || !(v[1] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 2, r[12], 0, r[6], &v[1])) != 0)
+            goto fail;
     /* output 3 'loss_view', alias-of-intermediate-base-is-user-output of 0 */
-    if ((st = wb_rt_prep_view(e, 3, r[4], 0, r[7], &v[2])) != 0)
-        goto fail;
+    if (r[7]->storage != r[4]->storage || !(v[2] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 3, r[4], 0, r[7], &v[2])) != 0)
+            goto fail;
     /* output 4 'buf_view', alias-of-input of 3 */
-    if ((st = wb_rt_prep_view(e, 4, r[0], 0, r[8], &v[3])) != 0)
-        goto fail;
+    if (r[8]->storage != r[0]->storage || !(v[3] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 4, r[0], 0, r[8], &v[3])) != 0)
+            goto fail;
     /* output 5 'kv_view', alias-of-input of 4 */
-    if ((st = wb_rt_prep_view(e, 5, a[4].t, &g1, r[9], &v[4])) != 0)
-        goto fail;
+    if (r[9]->storage != a[4].t->storage || !(v[4] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 5, a[4].t, &g1, r[9], &v[4])) != 0)
+            goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
     wb_rt_commit_storage(a[3].t, r[0]);

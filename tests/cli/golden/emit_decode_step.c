@@ -35,8 +35,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 #endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
 int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
@@ -44,6 +44,7 @@ int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
+wb_tensor *wb_rt_tensor_alloc(void);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
@@ -69,7 +70,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         return wb_rt_err_arity(e, nargs, nouts);
     /* every tensor argument present */
     if (!a[0].t || !a[1].t || !a[2].t)
-        return wb_rt_err_null_input(e, a);
+        return wb_rt_err_inputs(e, a);
 
 #line 1 "decode_step"
     /* the call: 0 guards, grad mode off */
@@ -89,8 +90,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
 #line 8 "decode_step"
     /* output 1 '', alias-of-input of 1 */
-    if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
-        goto fail;
+    if (r[2]->storage != a[1].t->storage || !(v[0] = wb_rt_tensor_alloc()))
+        if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
+            goto fail;
 
 #line 1 "decode_step"
     /* commit: mutations, then outputs; cannot fail */
