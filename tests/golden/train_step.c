@@ -83,7 +83,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor *v[5]; /* views for aliased outputs */
     wb_rt_grow g1 = {0}; /* growth for input 4 */
     wb_arg ca[9]; /* arguments, some detached */
-    int n, st = 0, grad;
+    int n = 0, st = 0, grad;
 
     memset(r, 0, sizeof r);
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
