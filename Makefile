@@ -24,6 +24,9 @@ LIBS      := -ltcc -ldl -lpthread -lm
 CLI_LIBS  := -lyaml
 TEST_LIBS := -lcriterion
 VERSION   := 0.1.0
+# Random specs the differential test also builds ahead of time (of the
+# 10000 it runs on the tcc tier); each costs the system compiler time.
+DIFF_AOT_COUNT ?= 2000
 # ---------------------------------------------------------------------------
 
 ifneq ($(SANITIZE),)
@@ -73,9 +76,11 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+# -rdynamic: the differential test loads ahead-of-time code built as a
+# shared object, which calls the library's helpers in this program.
 $(TESTS): $(TEST_OBJ) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(TEST_LIBS) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -rdynamic -o $@ $(TEST_OBJ) $(LIB) $(TEST_LIBS) $(LIBS)
 
 # The benchmark reads spec files with the CLI's reader.
 $(BENCH): $(BENCH_OBJ) $(BUILD)/obj/src/cli/input.o $(LIB)
@@ -121,13 +126,14 @@ endif
 test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS)) $(CLI) $(TIER_SRC) $(BENCH)
 	$(EXAMPLE)
 	$(ALLOC_RUN)
-	@rc=0; LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
+	@rc=0; WB_DIFF_AOT_COUNT=$(DIFF_AOT_COUNT) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
 	    $(TESTS) --jobs 2 2>$(BUILD)/tests.log || rc=$$?; \
 	cat $(BUILD)/tests.log; \
 	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
 	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
 	exit $$rc
 	sh tests/cli/run.sh $(CLI) $(TIER_SRC)
+	CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
 	sh tests/bench/run.sh $(BENCH)
 
 test-asan:

@@ -8,6 +8,8 @@
  * WB_DIFF_COUNT sets how many specs (default 10000); WB_DIFF_SEED replays
  * one seed, printed on the first difference.
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -388,6 +390,8 @@ static void diff_tensor_obs(diff_obs *o, const wb_tensor *t)
              wb_tensor_refcount(t));
 }
 
+static wb_status diff_aot_wrapper(wb_spec *s, diff_world *w, wb_wrapper **out);
+
 /* One tier's run of DIFF_CALLS calls on fresh inputs made from seed. */
 static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
                      wb_tier tier, uint64_t seed, diff_obs *o)
@@ -398,7 +402,8 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     wb_options opt = {.tier = tier};
     wb_wrapper *wr;
     memset(o, 0, sizeof *o);
-    WBT_OK(wb_wrapper_new(s, diff_graph, w, &opt, &wr));
+    WBT_OK(tier == WB_TIER_AOT ? diff_aot_wrapper(s, w, &wr)
+                               : wb_wrapper_new(s, diff_graph, w, &opt, &wr));
     for (int i = 0; i < d->ninputs; i++) {
         if (d->is_tensor[i]) {
             in[i] = diff_tensor(&r, d->dtype[i], diff_below(&r, 4), NULL);
@@ -473,7 +478,7 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     wb_wrapper_free(wr);
 }
 
-static void diff_one(uint64_t seed)
+static void diff_one(uint64_t seed, wb_tier tier)
 {
     diff_rng r = {seed * 0x9E3779B97F4A7C15ULL | 1};
     diff_spec d;
@@ -488,11 +493,12 @@ static void diff_one(uint64_t seed)
     diff_add_hooks(&h2, st, &wt);
     WBT_OK(wb_spec_validate(si));
     diff_run(&d, si, &wi, WB_TIER_INTERP, inputs, &oi);
-    diff_run(&d, st, &wt, WB_TIER_TCC, inputs, &ot);
-    cr_assert_str_eq(oi.text, ot.text, "seed %llu: the tcc tier differs from "
+    diff_run(&d, st, &wt, tier, inputs, &ot);
+    cr_assert_str_eq(oi.text, ot.text, "seed %llu: the %s tier differs from "
                      "the interpreter (replay with WB_DIFF_SEED=%llu)\n"
-                     "interp:\n%s\ntcc:\n%s", (unsigned long long)seed,
-                     (unsigned long long)seed, oi.text, ot.text);
+                     "interp:\n%s\n%s:\n%s", (unsigned long long)seed,
+                     wb_tier_name(tier), (unsigned long long)seed, oi.text,
+                     wb_tier_name(tier), ot.text);
     wb_spec_free(si);
     wb_spec_free(st);
 }
@@ -501,12 +507,12 @@ Test(diff, tcc_matches_interp, .timeout = 600)
 {
     const char *one = getenv("WB_DIFF_SEED"), *count = getenv("WB_DIFF_COUNT");
     if (one) {
-        diff_one(strtoull(one, NULL, 10));
+        diff_one(strtoull(one, NULL, 10), WB_TIER_TCC);
         return;
     }
     long n = count ? strtol(count, NULL, 10) : 10000;
     for (long seed = 1; seed <= n; seed++)
-        diff_one((uint64_t)seed);
+        diff_one((uint64_t)seed, WB_TIER_TCC);
     wb_set_grad_enabled(true);
     /* The random specs reached success and every injected failure. */
     long calls = n * DIFF_CALLS;
@@ -520,4 +526,195 @@ Test(diff, tcc_matches_interp, .timeout = 600)
     for (int i = 0; i <= WB_ERR_UNSUPPORTED; i++)
         cr_log_info("diff: %s %ld", wb_status_str((wb_status)i),
                     diff_status_seen[i]);
+}
+
+/* ---- the aot tier ---- */
+
+/*
+ * The random specs' code generated ahead of time and built by the system
+ * compiler must agree with the interpreter too.  Ten thousand files would
+ * take minutes to build, so the test builds a few translation units: the
+ * declarations every emitted file opens with (types and helper prototypes,
+ * the same text in each) once at the top, then each spec's function, the
+ * emitter's text byte for byte as a `wrapbake emit --aot` file holds it,
+ * under a name of its own.  (tests/aot/run.sh builds and links the real
+ * files.)  The shared object calls the helpers of this very program, which
+ * is linked -rdynamic, as an ahead-of-time program calls its
+ * libwrapbake.a; wb_wrapper_new_aot checks each function's fingerprint.
+ */
+/* Functions per translation unit: a compiler slows down on very large
+   ones.  Every fourth unit is built at -O1, where gcc's flow analysis adds
+   warnings, the others at -O0 to keep the test quick. */
+#define DIFF_AOT_PER_UNIT 250
+#define DIFF_AOT_MAX_UNITS 400
+#define DIFF_AOT_MAX_DECLS 256
+
+typedef struct diff_aot {
+    uint64_t lo, hi;                      /* the seeds built */
+    wb_entry_fn *entries;                 /* by seed - lo */
+    char (*fps)[WB_FINGERPRINT_LEN + 1];  /* by seed - lo */
+    char *decls[DIFF_AOT_MAX_DECLS];      /* distinct declarations */
+    int ndecls;
+    void *so;
+    char dir[256];
+} diff_aot;
+
+static diff_aot diff_aot_built;
+static uint64_t diff_aot_seed;  /* the seed diff_one is running */
+
+static wb_status diff_aot_wrapper(wb_spec *s, diff_world *w, wb_wrapper **out)
+{
+    diff_aot *a = &diff_aot_built;
+    cr_assert(diff_aot_seed >= a->lo && diff_aot_seed <= a->hi);
+    wb_status st = wb_wrapper_new_aot(s, a->entries[diff_aot_seed - a->lo],
+                                      a->fps[diff_aot_seed - a->lo],
+                                      diff_graph, w, out);
+    if (st == WB_OK)
+        cr_assert_eq(wb_wrapper_tier(*out), WB_TIER_AOT);
+    return st;
+}
+
+/* The spec diff_one makes for seed, hooks included (they change the code;
+   what they point to does not). */
+static wb_spec *diff_aot_spec(uint64_t seed)
+{
+    diff_rng r = {seed * 0x9E3779B97F4A7C15ULL | 1};
+    diff_spec d;
+    static diff_world unused;
+    wb_spec *s = diff_make_spec(&r, &d);
+    diff_rng h = {diff_next(&r) | 1};
+    diff_add_hooks(&h, s, &unused);
+    WBT_OK(wb_spec_validate(s));
+    return s;
+}
+
+/* Records the declarations of emitted C (statements ending in ";" and a
+   newline outside braces, after the banner, before the function) not seen
+   yet, and returns where the function starts. */
+static const char *diff_aot_split(diff_aot *a, const char *src)
+{
+    const char *fn = strstr(src, "\nint wb_generated(");
+    const char *p = strstr(src, "*/\n");
+    cr_assert(fn && p && p < fn, "emitted C without a banner or function");
+    p += 3;
+    int depth = 0;
+    for (const char *q = p; q < fn; q++) {
+        depth += (*q == '{') - (*q == '}');
+        if (*q != ';' || depth || q[1] != '\n')
+            continue;
+        while (*p == '\n' || *p == ' ')
+            p++;
+        size_t n = (size_t)(q + 1 - p);
+        bool seen = false;
+        for (int i = 0; i < a->ndecls && !seen; i++)
+            seen = strlen(a->decls[i]) == n && memcmp(a->decls[i], p, n) == 0;
+        if (!seen) {
+            cr_assert_lt(a->ndecls, DIFF_AOT_MAX_DECLS);
+            a->decls[a->ndecls] = strndup(p, n);
+            cr_assert(a->decls[a->ndecls]);
+            a->ndecls++;
+        }
+        p = q + 1;
+    }
+    return fn + 1;
+}
+
+/* Generates, builds and loads the code of seeds lo..hi. */
+static void diff_aot_build(diff_aot *a, uint64_t lo, uint64_t hi)
+{
+    char path[512], cmd[1024];
+    const char *tmp = getenv("TMPDIR");
+    FILE *unit[DIFF_AOT_MAX_UNITS];
+    size_t n = (size_t)(hi - lo + 1);
+    int units = (int)((n + DIFF_AOT_PER_UNIT - 1) / DIFF_AOT_PER_UNIT);
+    cr_assert_leq(units, DIFF_AOT_MAX_UNITS, "too many seeds at once");
+    a->lo = lo;
+    a->hi = hi;
+    a->entries = calloc(n, sizeof *a->entries);
+    a->fps = calloc(n, sizeof *a->fps);
+    cr_assert(a->entries && a->fps);
+    snprintf(a->dir, sizeof a->dir, "%s/wrapbake-aot-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    cr_assert(mkdtemp(a->dir), "mkdtemp: %s", strerror(errno));
+    for (int u = 0; u < units; u++) {
+        snprintf(path, sizeof path, "%s/unit%d_O%d.c", a->dir, u, u % 4 == 0);
+        unit[u] = fopen(path, "w");
+        cr_assert(unit[u], "cannot write %s", path);
+        fprintf(unit[u], "#include \"decls.h\"\n");
+    }
+    for (uint64_t seed = lo; seed <= hi; seed++) {
+        wb_spec *s = diff_aot_spec(seed);
+        char *src;
+        WBT_OK(wb_emit_c(s, &src));
+        WBT_OK(wb_spec_fingerprint(s, a->fps[seed - lo]));
+        fprintf(unit[(seed - lo) / DIFF_AOT_PER_UNIT], "\n#define wb_generated "
+                "wb_diff_aot_%llu\n%s#undef wb_generated\n",
+                (unsigned long long)seed, diff_aot_split(a, src));
+        free(src);
+        wb_spec_free(s);
+    }
+    for (int u = 0; u < units; u++)
+        cr_assert_eq(fclose(unit[u]), 0);
+    snprintf(path, sizeof path, "%s/decls.h", a->dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    for (int i = 0; i < a->ndecls; i++)
+        fprintf(f, "%s\n", a->decls[i]);
+    cr_assert_eq(fclose(f), 0);
+    /* Warnings are errors here as in an ahead-of-time build; two
+       compilers at a time. */
+    snprintf(cmd, sizeof cmd, "cd %s && ls unit*.c | xargs -P2 -n1 sh -c "
+             "'o=${0##*_}; ${CC:-cc} -std=c11 -Wall -Wextra -Wpedantic "
+             "-Werror -${o%%.c} -fPIC -c \"$0\" -o \"$0.o\"' && "
+             "${CC:-cc} -shared -o aot.so unit*.o", a->dir);
+    cr_assert_eq(system(cmd), 0, "building the ahead-of-time code failed: "
+                 "%s", cmd);
+    snprintf(path, sizeof path, "%s/aot.so", a->dir);
+    a->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert(a->so, "dlopen: %s", dlerror());
+    for (uint64_t seed = lo; seed <= hi; seed++) {
+        char name[64];
+        snprintf(name, sizeof name, "wb_diff_aot_%llu",
+                 (unsigned long long)seed);
+        void *fn = dlsym(a->so, name);
+        cr_assert(fn, "%s missing from the shared object", name);
+        memcpy(&a->entries[seed - lo], &fn, sizeof fn);
+    }
+}
+
+static void diff_aot_free(diff_aot *a)
+{
+    char cmd[512];
+    if (a->so)
+        dlclose(a->so);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", a->dir);
+    cr_assert_eq(system(cmd), 0);
+    for (int i = 0; i < a->ndecls; i++)
+        free(a->decls[i]);
+    free(a->entries);
+    free(a->fps);
+    memset(a, 0, sizeof *a);
+}
+
+/* The aot tier against the interpreter on the first WB_DIFF_AOT_COUNT
+   seeds of tcc_matches_interp (default 2000: building the code of all
+   10000 takes the system compiler minutes; `make test DIFF_AOT_COUNT=10000`
+   runs them all); WB_DIFF_SEED replays one. */
+Test(diff, aot_matches_interp, .timeout = 900)
+{
+    const char *one = getenv("WB_DIFF_SEED");
+    const char *count = getenv("WB_DIFF_AOT_COUNT");
+    uint64_t lo = 1, hi = count ? strtoull(count, NULL, 10) : 2000;
+    if (one)
+        lo = hi = strtoull(one, NULL, 10);
+    diff_aot_build(&diff_aot_built, lo, hi);
+    for (uint64_t seed = lo; seed <= hi; seed++) {
+        diff_aot_seed = seed;
+        diff_one(seed, WB_TIER_AOT);
+    }
+    wb_set_grad_enabled(true);
+    long calls = (long)(hi - lo + 1) * DIFF_CALLS;
+    cr_assert_gt(diff_status_seen[WB_OK], calls / 4, "only %ld of %ld calls "
+                 "succeeded", diff_status_seen[WB_OK], calls);
+    diff_aot_free(&diff_aot_built);
 }
