@@ -588,7 +588,7 @@ static wb_spec *diff_aot_spec(uint64_t seed)
     return s;
 }
 
-/* Records the declarations of emitted C (statements ending in ";" and a
+/* Records the declarations of emitted C (what ends in ";" or "}" and a
    newline outside braces, after the banner, before the function) not seen
    yet, and returns where the function starts. */
 static const char *diff_aot_split(diff_aot *a, const char *src)
@@ -600,7 +600,8 @@ static const char *diff_aot_split(diff_aot *a, const char *src)
     int depth = 0;
     for (const char *q = p; q < fn; q++) {
         depth += (*q == '{') - (*q == '}');
-        if (*q != ';' || depth || q[1] != '\n')
+        /* A declaration ends in ";", a function definition in "}". */
+        if ((*q != ';' && *q != '}') || depth || q[1] != '\n')
             continue;
         while (*p == '\n' || *p == ' ')
             p++;
@@ -714,7 +715,7 @@ Test(diff, aot_matches_interp, .timeout = 900)
     }
     wb_set_grad_enabled(true);
     long calls = (long)(hi - lo + 1) * DIFF_CALLS;
-    cr_assert_gt(diff_status_seen[WB_OK], calls / 4, "only %ld of %ld calls "
-                 "succeeded", diff_status_seen[WB_OK], calls);
+    cr_assert(one || diff_status_seen[WB_OK] > calls / 4, "only %ld of %ld "
+              "calls succeeded", diff_status_seen[WB_OK], calls);
     diff_aot_free(&diff_aot_built);
 }
