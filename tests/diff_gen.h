@@ -379,6 +379,11 @@ static void diff_add_hooks(diff_rng *r, wb_spec *s, diff_world *w)
    the success path and every failure it injects. */
 static long diff_status_seen[WB_ERR_UNSUPPORTED + 1];
 
+/* Makes the wrapper of the aot tier, whose code a test built ahead of time
+   (see test_diff.c); NULL where there is none. */
+static wb_status (*diff_aot_wrapper)(wb_spec *s, diff_world *w,
+                                     wb_wrapper **out);
+
 /* ---- the observables ---- */
 
 typedef struct diff_obs {
@@ -439,7 +444,9 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     wb_options opt = {.tier = tier, .flags = WB_OPT_NO_DISK_CACHE};
     wb_wrapper *wr;
     memset(o, 0, sizeof *o);
-    WBD_OK(wb_wrapper_new(s, diff_graph, w, &opt, &wr));
+    WBD_OK(tier == WB_TIER_AOT && diff_aot_wrapper
+               ? diff_aot_wrapper(s, w, &wr)
+               : wb_wrapper_new(s, diff_graph, w, &opt, &wr));
     for (int i = 0; i < d->ninputs; i++) {
         if (d->is_tensor[i]) {
             in[i] = diff_tensor(&r, d->dtype[i], diff_below(&r, 4), NULL);

@@ -6,6 +6,9 @@
  * WB_DIFF_COUNT sets how many specs (default 10000); WB_DIFF_SEED replays
  * one seed, printed on the first difference.
  */
+#include <dlfcn.h>
+#include <errno.h>
+
 #include "helpers.h"
 
 #define WBD_FAIL(...) cr_assert_fail(__VA_ARGS__)
@@ -66,3 +69,198 @@ Test(diff, cc_matches_interp_0, .timeout = 600) { diff_cc_range(0); }
 Test(diff, cc_matches_interp_1, .timeout = 600) { diff_cc_range(1); }
 Test(diff, cc_matches_interp_2, .timeout = 600) { diff_cc_range(2); }
 Test(diff, cc_matches_interp_3, .timeout = 600) { diff_cc_range(3); }
+
+/* ---- the aot tier ---- */
+
+/*
+ * The random specs' code generated ahead of time and built by the system
+ * compiler must agree with the interpreter too.  Ten thousand files would
+ * take minutes to build, so the test builds a few translation units: the
+ * declarations every emitted file opens with (types and helper prototypes,
+ * the same text in each) once at the top, then each spec's function, the
+ * emitter's text byte for byte as a `wrapbake emit --aot` file holds it,
+ * under a name of its own.  (tests/aot/run.sh builds and links the real
+ * files.)  The shared object calls the helpers of this very program, which
+ * is linked -rdynamic, as an ahead-of-time program calls its
+ * libwrapbake.a; wb_wrapper_new_aot checks each function's fingerprint.
+ */
+/* Functions per translation unit: a compiler slows down on very large
+   ones.  Every fourth unit is built at -O1, where gcc's flow analysis adds
+   warnings, the others at -O0 to keep the test quick. */
+#define DIFF_AOT_PER_UNIT 250
+#define DIFF_AOT_MAX_UNITS 400
+#define DIFF_AOT_MAX_DECLS 256
+
+typedef struct diff_aot {
+    uint64_t lo, hi;                      /* the seeds built */
+    wb_entry_fn *entries;                 /* by seed - lo */
+    char (*fps)[WB_FINGERPRINT_LEN + 1];  /* by seed - lo */
+    char *decls[DIFF_AOT_MAX_DECLS];      /* distinct declarations */
+    int ndecls;
+    void *so;
+    char dir[256];
+} diff_aot;
+
+static diff_aot diff_aot_built;
+static uint64_t diff_aot_seed;  /* the seed being run */
+
+static wb_status diff_aot_new(wb_spec *s, diff_world *w, wb_wrapper **out)
+{
+    diff_aot *a = &diff_aot_built;
+    cr_assert(diff_aot_seed >= a->lo && diff_aot_seed <= a->hi);
+    wb_status st = wb_wrapper_new_aot(s, a->entries[diff_aot_seed - a->lo],
+                                      a->fps[diff_aot_seed - a->lo],
+                                      diff_graph, w, out);
+    if (st == WB_OK)
+        cr_assert_eq(wb_wrapper_tier(*out), WB_TIER_AOT);
+    return st;
+}
+
+/* The spec diff_case_on makes for seed, hooks included (they change the code;
+   what they point to does not). */
+static wb_spec *diff_aot_spec(uint64_t seed)
+{
+    diff_rng r = {seed * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
+    diff_spec d;
+    static diff_world unused;
+    wb_spec *s = diff_make_spec(&r, &d);
+    diff_rng h = {diff_next(&r) | 1, NULL, 0};
+    diff_add_hooks(&h, s, &unused);
+    WBT_OK(wb_spec_validate(s));
+    return s;
+}
+
+/* Records the declarations of emitted C (what ends in ";" or "}" and a
+   newline outside braces, after the banner, before the function) not seen
+   yet, and returns where the function starts. */
+static const char *diff_aot_split(diff_aot *a, const char *src)
+{
+    const char *fn = strstr(src, "\nint wb_generated(");
+    const char *p = strstr(src, "*/\n");
+    cr_assert(fn && p && p < fn, "emitted C without a banner or function");
+    p += 3;
+    int depth = 0;
+    for (const char *q = p; q < fn; q++) {
+        depth += (*q == '{') - (*q == '}');
+        /* A declaration ends in ";", a function definition in "}". */
+        if ((*q != ';' && *q != '}') || depth || q[1] != '\n')
+            continue;
+        while (*p == '\n' || *p == ' ')
+            p++;
+        size_t n = (size_t)(q + 1 - p);
+        bool seen = false;
+        for (int i = 0; i < a->ndecls && !seen; i++)
+            seen = strlen(a->decls[i]) == n && memcmp(a->decls[i], p, n) == 0;
+        if (!seen) {
+            cr_assert_lt(a->ndecls, DIFF_AOT_MAX_DECLS);
+            a->decls[a->ndecls] = strndup(p, n);
+            cr_assert(a->decls[a->ndecls]);
+            a->ndecls++;
+        }
+        p = q + 1;
+    }
+    return fn + 1;
+}
+
+/* Generates, builds and loads the code of seeds lo..hi. */
+static void diff_aot_build(diff_aot *a, uint64_t lo, uint64_t hi)
+{
+    char path[512], cmd[1024];
+    const char *tmp = getenv("TMPDIR");
+    FILE *unit[DIFF_AOT_MAX_UNITS];
+    size_t n = (size_t)(hi - lo + 1);
+    int units = (int)((n + DIFF_AOT_PER_UNIT - 1) / DIFF_AOT_PER_UNIT);
+    cr_assert_leq(units, DIFF_AOT_MAX_UNITS, "too many seeds at once");
+    a->lo = lo;
+    a->hi = hi;
+    a->entries = calloc(n, sizeof *a->entries);
+    a->fps = calloc(n, sizeof *a->fps);
+    cr_assert(a->entries && a->fps);
+    snprintf(a->dir, sizeof a->dir, "%s/wrapbake-aot-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    cr_assert(mkdtemp(a->dir), "mkdtemp: %s", strerror(errno));
+    for (int u = 0; u < units; u++) {
+        snprintf(path, sizeof path, "%s/unit%d_O%d.c", a->dir, u, u % 4 == 0);
+        unit[u] = fopen(path, "w");
+        cr_assert(unit[u], "cannot write %s", path);
+        fprintf(unit[u], "#include \"decls.h\"\n");
+    }
+    for (uint64_t seed = lo; seed <= hi; seed++) {
+        wb_spec *s = diff_aot_spec(seed);
+        char *src;
+        WBT_OK(wb_emit_c(s, &src));
+        WBT_OK(wb_spec_fingerprint(s, a->fps[seed - lo]));
+        fprintf(unit[(seed - lo) / DIFF_AOT_PER_UNIT], "\n#define wb_generated "
+                "wb_diff_aot_%llu\n%s#undef wb_generated\n",
+                (unsigned long long)seed, diff_aot_split(a, src));
+        free(src);
+        wb_spec_free(s);
+    }
+    for (int u = 0; u < units; u++)
+        cr_assert_eq(fclose(unit[u]), 0);
+    snprintf(path, sizeof path, "%s/decls.h", a->dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    for (int i = 0; i < a->ndecls; i++)
+        fprintf(f, "%s\n", a->decls[i]);
+    cr_assert_eq(fclose(f), 0);
+    /* Warnings are errors here as in an ahead-of-time build; two
+       compilers at a time. */
+    snprintf(cmd, sizeof cmd, "cd %s && ls unit*.c | xargs -P2 -n1 sh -c "
+             "'o=${0##*_}; ${CC:-cc} -std=c11 -Wall -Wextra -Wpedantic "
+             "-Werror -${o%%.c} -fPIC -c \"$0\" -o \"$0.o\"' && "
+             "${CC:-cc} -shared -o aot.so unit*.o", a->dir);
+    cr_assert_eq(system(cmd), 0, "building the ahead-of-time code failed: "
+                 "%s", cmd);
+    snprintf(path, sizeof path, "%s/aot.so", a->dir);
+    a->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert(a->so, "dlopen: %s", dlerror());
+    for (uint64_t seed = lo; seed <= hi; seed++) {
+        char name[64];
+        snprintf(name, sizeof name, "wb_diff_aot_%llu",
+                 (unsigned long long)seed);
+        void *fn = dlsym(a->so, name);
+        cr_assert(fn, "%s missing from the shared object", name);
+        memcpy(&a->entries[seed - lo], &fn, sizeof fn);
+    }
+}
+
+static void diff_aot_free(diff_aot *a)
+{
+    char cmd[512];
+    if (a->so)
+        dlclose(a->so);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", a->dir);
+    cr_assert_eq(system(cmd), 0);
+    for (int i = 0; i < a->ndecls; i++)
+        free(a->decls[i]);
+    free(a->entries);
+    free(a->fps);
+    memset(a, 0, sizeof *a);
+}
+
+/* The aot tier against the interpreter on the first WB_DIFF_AOT_COUNT
+   seeds of compiled_tiers_match_interp (default 2000: building the code of all
+   10000 takes the system compiler minutes; `make test DIFF_AOT_COUNT=10000`
+   runs them all); WB_DIFF_SEED replays one. */
+Test(diff, aot_matches_interp, .timeout = 900)
+{
+    const char *one = getenv("WB_DIFF_SEED");
+    const char *count = getenv("WB_DIFF_AOT_COUNT");
+    uint64_t lo = 1, hi = count ? strtoull(count, NULL, 10) : 2000;
+    if (one)
+        lo = hi = strtoull(one, NULL, 10);
+    static const wb_tier aot[] = {WB_TIER_AOT};
+    diff_aot_build(&diff_aot_built, lo, hi);
+    diff_aot_wrapper = diff_aot_new;
+    for (uint64_t seed = lo; seed <= hi; seed++) {
+        diff_aot_seed = seed;
+        diff_case_on((diff_rng){seed * 0x9E3779B97F4A7C15ULL | 1, NULL, 0},
+                     seed, aot, 1);
+    }
+    wb_set_grad_enabled(true);
+    long calls = (long)(hi - lo + 1) * DIFF_CALLS;
+    cr_assert(one || diff_status_seen[WB_OK] > calls / 4, "only %ld of %ld "
+              "calls succeeded", diff_status_seen[WB_OK], calls);
+    diff_aot_free(&diff_aot_built);
+}

@@ -17,6 +17,7 @@
 #include <yaml.h>
 
 #include "input.h"
+#include "../spec/schema.h"
 
 /* ---- small helpers ---- */
 
@@ -708,4 +709,17 @@ void wb_cli_allowlist_free(wb_cli_allowlist *al)
     al->lines = NULL;
     al->used = NULL;
     al->n = al->cap = 0;
+}
+
+/* The name a spec is shown and picked by: "ns::name.overload" when the
+   schema names a namespace, else "name.overload"; the caller frees it, and
+   it is NULL when out of memory. */
+char *wb_cli_full_name(const wb_schema *sc)
+{
+    const char *ns = wb_schema_namespace(sc), *name = wb_schema_name(sc);
+    size_t n = strlen(ns) + strlen(name) + 3;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s%s", ns, *ns ? "::" : "", name);
+    return p;
 }

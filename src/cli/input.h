@@ -42,6 +42,12 @@ void wb_cli_entries_free(wb_cli_entries *e);
    name.  Malloc'ed. */
 char *wb_cli_text_name(const char *text);
 
+/* The name a spec is shown and picked by: "ns::name.overload" when the
+   schema names a namespace, else "name.overload"; malloc'ed, NULL when out
+   of memory. */
+struct wb_schema;
+char *wb_cli_full_name(const struct wb_schema *sc);
+
 /* Whether want names the spec named name: "add.Tensor" names that overload
    only, "add" every overload of add; a want without a namespace ignores
    the name's ("aten::add" is "add"), one with a namespace must match it. */

@@ -1,9 +1,10 @@
 /*
- * wrapbake.c -- the wrapbake command: checks text specs and prints the C
- * the tcc tier compiles for one.
+ * wrapbake.c -- the wrapbake command: checks text specs, prints the C the
+ * tcc tier compiles for one, and writes ahead-of-time C for many (aot.c).
  *
  *   wrapbake check [--json] [--allowlist LIST] FILE...
  *   wrapbake emit [--name NAME] FILE
+ *   wrapbake emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...
  *
  * Exit status: 0 on success, 1 when any spec or file failed, 2 on a usage
  * error.  README.md ("The wrapbake command") describes the output.
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "wrapbake.h"
+#include "aot.h"
 #include "input.h"
 #include "../spec/schema.h"
 #include "../spec/spec.h"
@@ -23,25 +25,13 @@
 enum { WB_CLI_OK = 0, WB_CLI_FAILED = 1, WB_CLI_USAGE = 2 };
 
 
-/* The name a spec is shown and picked by: "ns::name.overload" when the
-   schema names a namespace, else "name.overload"; the caller frees it, and
-   it is NULL when out of memory. */
-static char *wb_cli_full_name(const wb_schema *sc)
-{
-    const char *ns = wb_schema_namespace(sc), *name = wb_schema_name(sc);
-    size_t n = strlen(ns) + strlen(name) + 3;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s%s%s", ns, *ns ? "::" : "", name);
-    return p;
-}
-
 static const char wb_cli_usage_text[] =
     "Usage: wrapbake [--help] [--version] COMMAND [OPTIONS] FILE...\n"
     "\n"
     "Checks wrapbake text specs (ATen function schemas, optionally with\n"
-    "wrapbake's extension; see docs/spec-format.md) and prints the C that\n"
-    "wrapbake compiles for one.\n"
+    "wrapbake's extension; see docs/spec-format.md), prints the C that\n"
+    "wrapbake compiles for one, and writes ahead-of-time C for a build that\n"
+    "links no JIT.\n"
     "\n"
     "Commands:\n"
     "  check [--json] [--allowlist LIST] FILE...\n"
@@ -51,16 +41,28 @@ static const char wb_cli_usage_text[] =
     "      fails is reported and the run goes on.\n"
     "  emit [--name NAME] FILE\n"
     "      Prints the C the tcc tier compiles for a spec of FILE.\n"
-    "\n"
+    "  emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...\n"
+    "      Writes ahead-of-time C for every spec of every FILE into DIR:\n"
+    "      PREFIX_NAME_I.c per spec (its wrapper function), and the dispatch\n"
+    "      unit PREFIX.c with its header PREFIX.h (lookup by name, make,\n"
+    "      call, active tier, clear).  Prints the paths of the files; leaves\n"
+    "      a file whose content is unchanged untouched.  Any spec that fails\n"
+    "      fails the run, and then nothing is written.\n"    "\n"
     "Options:\n"
     "  -j, --json            check: one JSON object per spec per line\n"
-    "  -a, --allowlist LIST  check: take only the specs LIST names, one per\n"
-    "                        line (`add` takes every overload of add,\n"
-    "                        `add.Tensor` only that one; `#` comments)\n"
+    "  -a, --allowlist LIST  check, emit --aot: take only the specs LIST\n"
+    "                        names, one per line (`add` takes every\n"
+    "                        overload of add, `add.Tensor` only that one;\n"
+    "                        `#` comments)\n"
     "  -n, --name NAME       emit: the spec to print; needed when FILE holds\n"
     "                        more than one (`add.Tensor`, or `add` when add\n"
     "                        has one overload in FILE)\n"
-    "  -h, --help            print this help and exit\n"
+    "      --aot             emit: ahead-of-time C, into the directory -o\n"
+    "                        names (created when missing)\n"
+    "  -o, --output DIR      emit --aot: the directory to write\n"
+    "  -p, --prefix PREFIX   emit --aot: the prefix of every file and name\n"
+    "                        generated (a C identifier of at most 24 bytes;\n"
+    "                        default wb_aot)\n"    "  -h, --help            print this help and exit\n"
     "  -V, --version         print the version and exit\n"
     "\n"
     "FILE is a text file of specs (one per line; `#` comments; a line whose\n"
@@ -704,25 +706,86 @@ static int wb_cli_main_check(int argc, char **argv)
     return wb_cli_check(json, allowlist, argc - optind, argv + optind);
 }
 
+/* emit --aot: the options checked, the allowlist read. */
+static int wb_cli_main_aot(const char *dir, const char *prefix,
+                           const char *allowlist, int nfiles, char **files)
+{
+    wb_cli_allowlist al = {0};
+    char *err = NULL;
+    if (!dir)
+        return wb_cli_usage_error("emit --aot: no output directory (-o DIR)");
+    if (!prefix)
+        prefix = WB_AOT_PREFIX;
+    if (!wb_cli_aot_prefix_ok(prefix))
+        return wb_cli_usage_error("emit --aot: the prefix '%s' is not a C "
+                                  "identifier of at most %d bytes", prefix,
+                                  WB_AOT_MAX_PREFIX);
+    if (nfiles < 1)
+        return wb_cli_usage_error("emit: no FILE given ('-' reads standard "
+                                  "input)");
+    if (allowlist && wb_cli_allowlist_read(allowlist, &al, &err) != 0) {
+        wb_cli_error_text(err ? err : "out of memory");
+        free(err);
+        wb_cli_allowlist_free(&al);
+        return WB_CLI_FAILED;
+    }
+    int rc = wb_cli_aot(dir, prefix, allowlist ? &al : NULL, nfiles, files);
+    wb_cli_allowlist_free(&al);
+    return rc;
+}
+
 static int wb_cli_main_emit(int argc, char **argv)
 {
+    enum { WB_CLI_OPT_AOT = 256 };
     static const struct option opts[] = {
         {"name", required_argument, NULL, 'n'},
+        {"aot", no_argument, NULL, WB_CLI_OPT_AOT},
+        {"output", required_argument, NULL, 'o'},
+        {"prefix", required_argument, NULL, 'p'},
+        {"allowlist", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *name = NULL;
+    const char *name = NULL, *dir = NULL, *prefix = NULL, *allowlist = NULL;
+    bool aot = false;
     int c;
-    while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":n:o:p:a:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (name)
                 return wb_cli_usage_error("emit: --name given twice");
             name = optarg;
             break;
+        case WB_CLI_OPT_AOT: aot = true; break;
+        case 'o':
+            if (dir)
+                return wb_cli_usage_error("emit: --output given twice");
+            dir = optarg;
+            break;
+        case 'p':
+            if (prefix)
+                return wb_cli_usage_error("emit: --prefix given twice");
+            prefix = optarg;
+            break;
+        case 'a':
+            if (allowlist)
+                return wb_cli_usage_error("emit: --allowlist given twice");
+            allowlist = optarg;
+            break;
         case 'h': fputs(wb_cli_usage_text, stdout); return WB_CLI_OK;
         default: return wb_cli_bad_option("emit", c, argv);
         }
     }
+    if (aot) {
+        if (name)
+            return wb_cli_usage_error("emit --aot: --name does not apply; "
+                                      "every spec is generated (--allowlist "
+                                      "picks some)");
+        return wb_cli_main_aot(dir, prefix, allowlist, argc - optind,
+                               argv + optind);
+    }
+    if (dir || prefix || allowlist)
+        return wb_cli_usage_error("emit: --output, --prefix and --allowlist "
+                                  "go with --aot");
     if (optind >= argc)
         return wb_cli_usage_error("emit: no FILE given ('-' reads standard "
                                   "input)");

@@ -294,7 +294,11 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
                     s->ninputs);
     if (s->ndeclared)
         wb_buf_line(b, "const wb_tensor *t; /* the argument being checked */");
-    wb_buf_line(b, "int n, st = 0, grad;");
+    /* When a guard, a detach or the before-call hook can skip the call,
+       n is read only on paths that set it, but gcc -O2 -Wall cannot tell
+       and warns in ahead-of-time builds. */
+    bool skips = s->nguards || s->ndetached || s->before_call;
+    wb_buf_line(b, "int n%s, st = 0, grad;", skips ? " = 0" : "");
     wb_buf_printf(b, "\n");
     /* Failure paths release every non-NULL slot.  Up to 16 stores beat
        the memset libtcc would call for an initializer; longer arrays take
@@ -302,6 +306,10 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     wb_emit_zero(b, "r", s->nvalues ? s->nvalues : 1);
     if (s->nviews)
         wb_emit_zero(b, "v", s->nviews);
+    /* A graph with no user outputs writes none; -Wextra rejects the unused
+       parameter in ahead-of-time builds. */
+    if (!s->noutputs)
+        wb_buf_line(b, "(void)outs; /* no outputs */");
 }
 
 /* DLDataType as the 32-bit word generated code compares: code in the low
@@ -599,7 +607,10 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
         if (s->muts[j].kind == WB_MUT_RESIZE)
             wb_buf_line(b, "wb_rt_grow_free(&g%d);", j);
     wb_buf_line(b, "return st;");
-    if (s->nbumped) {
+    /* Only a guard, a detach or the before-call hook can bail out after
+       the bumps and before the call; without one the label would be
+       unused, which -Wall rejects in ahead-of-time builds. */
+    if (s->nbumped && (s->nguards || s->ndetached || s->before_call)) {
         wb_buf_printf(b, "unbump:\n");
         for (int k = 0; k < s->nbumped; k++)
             wb_buf_line(b, "wb_rt_unbump(a[%d].t);", s->bumped[k]);

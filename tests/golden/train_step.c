@@ -91,7 +91,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor *v[5]; /* views for aliased outputs */
     wb_rt_grow g1 = {0}; /* growth for input 4 */
     wb_arg ca[9]; /* arguments, some detached */
-    int n, st = 0, grad;
+    int n = 0, st = 0, grad;
 
     r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = r[9] =
         r[10] = r[11] = r[12] = 0;
