@@ -15,8 +15,8 @@
  * Naming objects by content lets a reader check what it loads: a truncated
  * or damaged object no longer hashes to its name and is rebuilt.
  *
- * wb_cache_lock guards the in-process table, the statistics and the
- * compiler identities; it is never held across a compile.
+ * wb_cache_lock guards the in-process table and the statistics; it is
+ * never held across a compile.
  */
 #include <dirent.h>
 #include <stdarg.h>
@@ -186,7 +186,6 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
         }
     }
     if (nmiss > 0) {
-        double t0 = wb_now_ms();
         block = calloc(1, sizeof *block);
         for (int k = 0; block && k < nmiss; k++)
             if (!(made[k] = calloc(1, sizeof *made[k])))
@@ -198,7 +197,6 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
         if ((st = wb_jit_compile_batch(nmiss, srcs, WB_EMIT_FN, &block->jit,
                                        entries)) != WB_OK)
             goto done;
-        double ms = (wb_now_ms() - t0) / nmiss;
         atomic_init(&block->refs, nmiss);
         for (int k = 0; k < nmiss; k++) {
             wb_tcc_code *c = made[k];
@@ -207,7 +205,6 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
             memcpy(&c->code.entry, &entries[k], sizeof entries[k]);
             c->code.destroy = wb_tcc_destroy;
             memcpy(c->code.key, keys[miss[k]], sizeof c->code.key);
-            c->code.compile_ms = ms;
             c->block = block;
             out[miss[k]] = &c->code;
             made[k] = NULL;
@@ -430,17 +427,24 @@ static bool wb_disk_check_object(const char *path, long long bytes,
     return k == 0 && strcmp(got, hex) == 0;
 }
 
-/* Copies the file src to dir under a temporary name, then renames it to
-   dst; also returns the SHA-256 and size of what it copied. */
-static bool wb_disk_put(const char *dir, const char *src, const char *dst,
-                        char hex[WB_FINGERPRINT_LEN + 1], long long *bytes)
+/* A fresh temporary name in dir, into tmp (PATH_MAX bytes). */
+static void wb_disk_tmp(const char *dir, char *tmp)
 {
     static atomic_uint seq;
-    char tmp[PATH_MAX], buf[65536];
     char name[64];
     snprintf(name, sizeof name, ".tmp-%ld-%u", (long)getpid(),
              atomic_fetch_add(&seq, 1));
     wb_join(tmp, dir, name, "");
+}
+
+/* Copies the object at src into dir as <sha256>.so: under a temporary name
+   first, hashing as it goes, then renamed.  Returns the hash and size. */
+static bool wb_disk_put_object(const char *dir, const char *src,
+                               char hex[WB_FINGERPRINT_LEN + 1],
+                               long long *bytes)
+{
+    char tmp[PATH_MAX], dst[PATH_MAX], buf[65536];
+    wb_disk_tmp(dir, tmp);
     int in = open(src, O_RDONLY | O_CLOEXEC);
     int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     bool ok = in >= 0 && out >= 0;
@@ -461,11 +465,9 @@ static bool wb_disk_put(const char *dir, const char *src, const char *dst,
         close(in);
     if (out >= 0 && close(out) != 0)
         ok = false;
-    if (hex)
-        wb_sha256_hex(&h, hex);
-    if (ok && dst)
-        ok = rename(tmp, dst) == 0;
-    if (!ok || !dst)
+    wb_sha256_hex(&h, hex);
+    ok = ok && wb_join(dst, dir, hex, ".so") && rename(tmp, dst) == 0;
+    if (!ok)
         unlink(tmp);
     return ok;
 }
@@ -474,12 +476,8 @@ static bool wb_disk_put(const char *dir, const char *src, const char *dst,
 static bool wb_disk_put_text(const char *dir, const char *text,
                              const char *dst)
 {
-    static atomic_uint seq;
     char tmp[PATH_MAX];
-    char name[64];
-    snprintf(name, sizeof name, ".tmp-%ld-m%u", (long)getpid(),
-             atomic_fetch_add(&seq, 1));
-    wb_join(tmp, dir, name, "");
+    wb_disk_tmp(dir, tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
@@ -627,13 +625,10 @@ static int wb_disk_load(const char *dir, const wb_disk_key *k, wb_code **code,
 static void wb_disk_store(const char *dir, const wb_disk_key *k,
                           const char *built, double ms, const char *spec)
 {
-    char obj[PATH_MAX], meta[PATH_MAX], hex[WB_FINGERPRINT_LEN + 1];
+    char meta[PATH_MAX], hex[WB_FINGERPRINT_LEN + 1];
     char text[PATH_MAX + 1024];
     long long bytes;
-    if (!wb_disk_put(dir, built, NULL, hex, &bytes))
-        return;
-    wb_join(obj, dir, hex, ".so");
-    if (!wb_disk_put(dir, built, obj, hex, &bytes))
+    if (!wb_disk_put_object(dir, built, hex, &bytes))
         return;
     wb_join(meta, dir, k->key, ".meta");
     snprintf(text, sizeof text,
@@ -710,7 +705,6 @@ static wb_status wb_cc_code(const char *source, const wb_cc_opts *cc,
     if (st != WB_OK)
         return st;
     wb_cache_count(WB_STAT_COMPILED, 0);
-    (*out)->compile_ms = ms;
     snprintf(note, sizeof note, "cc: compiled by '%s' in %.1f ms%s",
              cc->argv[0], ms, !disk ? " (disk cache off)"
                               : got < 0 ? " (a damaged disk cache entry "

@@ -33,14 +33,13 @@
 
 extern char **environ;
 
-/* The flags every cc-tier object is built with; part of the disk cache's
-   key. */
-static const char *const wb_cc_flags[] = {"-O2", "-fPIC", "-shared", "-w"};
-#define WB_CC_NFLAGS (int)(sizeof wb_cc_flags / sizeof *wb_cc_flags)
+/* The flags every cc-tier object is built with, split at blanks for the
+   command line; part of the disk cache's key. */
+#define WB_CC_FLAGS "-O2 -fPIC -shared -w"
 
 const char *wb_cc_flags_text(void)
 {
-    return "-O2 -fPIC -shared -w";
+    return WB_CC_FLAGS;
 }
 
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
@@ -64,12 +63,13 @@ wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
     }
     memcpy(copy, cmd, len + 1);
     out->words = copy;
-    for (char *p = strtok(copy, " \t"); p; p = strtok(NULL, " \t"))
+    /* strtok_r: wrappers are built on many threads at once. */
+    char *save;
+    for (char *p = strtok_r(copy, " \t", &save); p;
+         p = strtok_r(NULL, " \t", &save))
         out->argv[out->argc++] = p;
     if (out->argc == 0) {
-        free(copy);
-        free(out->argv);
-        out->argv = NULL;
+        wb_cc_opts_free(out);
         return wb_rt_fail(WB_ERR_INVALID, "the compiler command is blank");
     }
     return WB_OK;
@@ -215,15 +215,18 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
 
     const char *tail[] = {"-include", bind, "-o", obj, src};
     int ntail = (int)(sizeof tail / sizeof *tail);
-    char **argv = calloc((size_t)(cc->argc + WB_CC_NFLAGS + ntail + 1),
-                         sizeof *argv);
+    char flags[] = WB_CC_FLAGS;
+    char **argv = calloc((size_t)cc->argc + sizeof flags / 2 + (size_t)ntail +
+                             1, sizeof *argv);
     if (!argv)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the cc tier");
     int k = 0;
     for (int i = 0; i < cc->argc; i++)
         argv[k++] = cc->argv[i];
-    for (int i = 0; i < WB_CC_NFLAGS; i++)
-        argv[k++] = (char *)wb_cc_flags[i];
+    char *save;
+    for (char *f = strtok_r(flags, " ", &save); f;
+         f = strtok_r(NULL, " ", &save))
+        argv[k++] = f;
     for (int i = 0; i < ntail; i++)
         argv[k++] = (char *)tail[i];
     int rc = wb_cc_run(argv, diag, cc->timeout_s, cancel);

@@ -28,7 +28,7 @@ struct wb_promotion {
     wb_entry_fn tcc_entry;
     atomic_uint_fast64_t calls_left;
     double due_ms;            /* when to start by time (0: only by calls) */
-    bool triggered, running, done;
+    bool triggered, running;
     atomic_bool cancel;
     struct wb_promotion *next;
 };
@@ -89,7 +89,6 @@ static void *wb_promoter(void *unused)
             wb_promote(p);
             pthread_mutex_lock(&wb_promo_lock);
             p->running = false;
-            p->done = true;
             pthread_cond_broadcast(&wb_promo_finished);
             continue;
         }

@@ -41,7 +41,6 @@ struct wb_code {
     char key[WB_FINGERPRINT_LEN + 1]; /* the in-process cache's key */
     wb_code *next;                    /* the in-process cache's chain */
     bool cached;                      /* in the in-process cache */
-    double compile_ms;                /* what compiling it took */
     char *note;                       /* how it was obtained, or NULL */
 };
 
