@@ -30,6 +30,15 @@ TEST_LIBS := -lcriterion
 FUZZ_TIME ?= 30
 FUZZ_CC   ?= clang
 VERSION   := 0.1.0
+# CUDA: on when nvcc and the CUDA runtime are found under CUDA_HOME;
+# WITH_CUDA=0 or WITH_CUDA=1 forces it either way.
+CUDA_HOME ?= /usr/local/cuda
+CUDA_FOUND := $(if $(and $(wildcard $(CUDA_HOME)/bin/nvcc),$(wildcard $(CUDA_HOME)/lib64/libcudart.so)),1,0)
+WITH_CUDA ?= $(CUDA_FOUND)
+# PTX for any GPU the driver can compile it for, and machine code for the
+# common data-center ones.
+CUDA_ARCH ?= -gencode arch=compute_75,code=compute_75 \
+             -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
 # Random specs the differential test also builds ahead of time (of the
 # 10000 it runs on the tcc tier); each costs the system compiler time.
 DIFF_AOT_COUNT ?= 2000
@@ -40,6 +49,18 @@ OPT += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 ALL_CFLAGS  = $(WARN) $(DEFS) $(OPT) -Iinclude $(CFLAGS)
 ALL_LDFLAGS = $(OPT) $(LDFLAGS)
+
+# With CUDA the library holds the copy kernel's fatbin (src/runtime/cuda.c
+# embeds it) and loads the CUDA runtime when a program first asks for a
+# CUDA device: programs link nothing more, and run where CUDA is absent.
+CUDA_FATBIN := $(BUILD)/obj/src/runtime/cuda_copy.fatbin
+ifeq ($(WITH_CUDA),1)
+ifeq ($(CUDA_FOUND),0)
+$(error WITH_CUDA=1, but no nvcc and libcudart.so under CUDA_HOME=$(CUDA_HOME))
+endif
+ALL_CFLAGS += -DWB_WITH_CUDA -DWB_CUDA_FATBIN='"$(CURDIR)/$(CUDA_FATBIN)"' \
+              -DWB_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"' -isystem $(CUDA_HOME)/include
+endif
 
 # The library is src/spec, src/wrappers and src/runtime; src/cli holds the
 # wrapbake program's own sources, which stay out of libwrapbake.a.
@@ -94,6 +115,11 @@ $(TCC_DIR)/.sealed: $(DEPS)
 	for o in $(TCC_DIR)/*.o; do \
 	    objcopy --redefine-sym mprotect=wb_jit_tcc_mprotect $$o || exit 1; done
 	touch $@
+
+$(CUDA_FATBIN): src/runtime/cuda_copy.cu src/runtime/cuda_copy.h
+	@mkdir -p $(@D)
+	$(CUDA_HOME)/bin/nvcc -fatbin -O3 $(CUDA_ARCH) -o $@ $<
+$(BUILD)/obj/src/runtime/cuda.o: $(if $(filter 1,$(WITH_CUDA)),$(CUDA_FATBIN))
 
 $(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
 	@mkdir -p $(@D)

@@ -102,7 +102,8 @@ typedef struct wb_tensor wb_tensor;
 /* Frees the data of a wrapped storage; ctx is what was given to the wrap. */
 typedef void (*wb_deleter)(void *ctx, void *data);
 
-/* A new zero-filled storage of nbytes on device (only kDLCPU in this build). */
+/* A new zero-filled storage of nbytes on device: kDLCPU, or kDLCUDA in a
+   build with CUDA (wb_cuda_devices). */
 wb_status wb_storage_new(DLDevice device, size_t nbytes, wb_storage **out);
 /* A storage over memory the caller owns; deleter (may be NULL) runs at the
    last release.  On failure the deleter is not called. */
@@ -117,6 +118,11 @@ DLDevice wb_storage_device(const wb_storage *s);
 uint64_t wb_storage_version(const wb_storage *s);
 /* The current reference count, for tests and leak checks. */
 long wb_storage_refcount(const wb_storage *s);
+/* CUDA: ties s to a stream (a cudaStream_t): a call that would write s on
+   another stream fails with WB_ERR_DEVICE before anything is mutated.
+   Untied (the default), s may be written on any stream. */
+void wb_storage_set_stream(wb_storage *s, void *stream);
+void wb_storage_unset_stream(wb_storage *s);
 
 /* Element size in bytes of dtype, or 0 if dtype is not byte-addressable. */
 size_t wb_dtype_size(DLDataType dtype);
@@ -184,6 +190,32 @@ wb_status wb_tensor_to_dlpack(const wb_tensor *t, DLManagedTensor **out);
 /* Frees the calling thread's cache of unused tensor headers (kept so that
    calls allocate nothing in steady state); threads free theirs at exit. */
 void wb_thread_cache_flush(void);
+
+/* ---------------------------------------------------------------------- */
+/* CUDA                                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Storages may live on CUDA devices (kDLCUDA) in a build with CUDA.  Views,
+ * aliases, versions and DLPack work as on the CPU.  A call writes its data
+ * mutations of CUDA inputs back asynchronously on its stream, all of them
+ * in one submission (a batched copy, or one launch of a gather-copy kernel
+ * per 8 copies): the host cost does not grow with their number.
+ */
+
+/* The number of CUDA devices: WB_OK with *count >= 1; WB_ERR_UNSUPPORTED
+   in a build without CUDA; WB_ERR_DEVICE, saying why, when none can be
+   used (no driver, no device). */
+wb_status wb_cuda_devices(int *count);
+/* The stream (a cudaStream_t) this thread's calls enqueue their CUDA work
+   on, over each wrapper's own (wb_options.stream), until cleared.  As
+   torch.cuda.current_stream, it is per thread; NULL is the legacy default
+   stream. */
+void wb_set_call_stream(void *stream);
+void wb_clear_call_stream(void);
+/* CUDA submissions (kernel launches, batched copies) this thread has made
+   through wrapbake, for benchmarks and tests. */
+uint64_t wb_cuda_launches(void);
 
 /* ---------------------------------------------------------------------- */
 /* Grad mode                                                               */
@@ -266,6 +298,11 @@ wb_status wb_spec_add_scalar(wb_spec *spec, const char *name,
    helpers specialized for them. */
 wb_status wb_spec_declare_input(wb_spec *spec, int index, DLDataType dtype,
                                 int ndim);
+/* Declares the device input `index` must be on: kDLCPU, or kDLCUDA with
+   its number; device_type 0 undoes it.  The generated code then copies
+   the data mutations of a CPU input without asking where it is, and
+   those of a CUDA one through the batched write-back. */
+wb_status wb_spec_declare_device(wb_spec *spec, int index, DLDevice device);
 
 /* User-visible outputs, in return order.  base is the input, intermediate
    base or output index the alias kind refers to, -1 for non-aliases.
@@ -368,6 +405,10 @@ typedef struct wb_options {
     /* cc and auto: the compiler command, split at blanks and run without a
        shell (NULL: $CC, then "cc"). */
     const char *cc;
+    /* CUDA: the stream (a cudaStream_t) calls enqueue their device work on,
+       unless the calling thread set one (wb_set_call_stream); NULL is the
+       legacy default stream. */
+    void *stream;
 } wb_options;
 
 typedef struct wb_wrapper wb_wrapper;
@@ -398,7 +439,11 @@ void wb_wrapper_free(wb_wrapper *w);
 /*
  * One call.  args are borrowed; on WB_OK outs[0..outputs) receive one new
  * reference each.  nouts must be at least the number of outputs.  On any
- * failure no input is mutated, no output is written and no reference leaks.
+ * failure no input is mutated, no output is written and no reference leaks,
+ * with one exception: CUDA refusing to enqueue the write-back (a lost
+ * device, an error left by earlier work) is reported as WB_ERR_DEVICE after
+ * the commit, and what the device holds is then undefined, as after any
+ * CUDA error.
  */
 wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
                   wb_tensor **outs, int nouts);

@@ -129,6 +129,12 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t)
         return wb_rt_callf(e, WB_ERR_SHAPE, "%s: %d dimensions; expected %d",
                            wb_rt_input_label(e, input, lb, sizeof lb),
                            t->ndim, in->ndim);
+    if (in->device.device_type &&
+        !wb_rt_device_eq(in->device, t->storage->device))
+        return wb_rt_callf(e, WB_ERR_DEVICE, "%s: on %s; expected %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_rt_device_str(t->storage->device, a, sizeof a),
+                           wb_rt_device_str(in->device, b, sizeof b));
     return WB_OK;
 }
 
@@ -323,12 +329,10 @@ static wb_status wb_rt_prep_like(const wb_env *e, int input,
                            wb_rt_dtype_str(t->dtype, b, sizeof b));
     if (!wb_rt_device_eq(t->storage->device, v->storage->device))
         return wb_rt_callf(e, WB_ERR_DEVICE, "%s: the updated value is on "
-                           "device %d:%d; expected %d:%d",
+                           "%s; expected %s",
                            wb_rt_input_label(e, input, lb, sizeof lb),
-                           (int)v->storage->device.device_type,
-                           v->storage->device.device_id,
-                           (int)t->storage->device.device_type,
-                           t->storage->device.device_id);
+                           wb_rt_device_str(v->storage->device, a, sizeof a),
+                           wb_rt_device_str(t->storage->device, b, sizeof b));
     return WB_OK;
 }
 
@@ -346,6 +350,8 @@ static wb_status wb_rt_prep_copy(const wb_env *e, int input,
         return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value overlaps "
                            "the input in one storage",
                            wb_rt_input_label(e, input, lb, sizeof lb));
+    if (after->storage->device.device_type != kDLCPU)
+        return wb_rt_prep_device_copy(e, input, after, v);
     return WB_OK;
 }
 
@@ -427,18 +433,17 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                           const wb_rt_grow *grown, const wb_tensor *v,
                           wb_tensor **view)
 {
-    char lb[400];
+    char lb[400], a[32], b[32];
     const wb_storage *s = holder->storage;
     size_t nbytes = s->nbytes;
     if (grown && grown->nbytes > nbytes)
         nbytes = grown->nbytes;
     if (!wb_rt_device_eq(s->device, v->storage->device))
         return wb_rt_callf(e, WB_ERR_DEVICE, "%s: the graph's value is on "
-                           "device %d:%d, its base on %d:%d",
+                           "%s, its base on %s",
                            wb_rt_output_label(e, output, lb, sizeof lb),
-                           (int)v->storage->device.device_type,
-                           v->storage->device.device_id,
-                           (int)s->device.device_type, s->device.device_id);
+                           wb_rt_device_str(v->storage->device, a, sizeof a),
+                           wb_rt_device_str(s->device, b, sizeof b));
     int64_t end = wb_rt_fits(v, nbytes);
     if (end >= 0)
         return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the graph's view does not "
@@ -454,9 +459,14 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
 
 /* ---- commit phase ---- */
 
+/* The copy of a data mutation: now on the CPU, at the end of the call on
+   a CUDA device (wb_rt_flush). */
 static void wb_rt_copy_bump(wb_tensor *t, const wb_tensor *v)
 {
-    wb_rt_copy_elems(t, v);
+    if (t->storage->device.device_type != kDLCPU)
+        wb_rt_defer_copy(t, v);
+    else
+        wb_rt_copy_elems(t, v);
     atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
 }
 
@@ -487,7 +497,8 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
     {                                                                       \
         const wb_storage *a = t->storage, *b = v->storage;                 \
         bool fine = v->ndim == D && wb_rt_dtype_eq(t->dtype, v->dtype) &&   \
-                    wb_rt_device_eq(a->device, b->device) &&                \
+                    a->device.device_type == kDLCPU &&                      \
+                    b->device.device_type == kDLCPU &&                      \
                     ((char *)a->data + a->nbytes <= (char *)b->data ||      \
                      (char *)b->data + b->nbytes <= (char *)a->data);       \
         for (int d = 0; fine && d < D; d++)                                 \
@@ -496,7 +507,8 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
     }                                                                       \
     void wb_rt_commit_data_##D##d(wb_tensor *t, wb_tensor *v)               \
     {                                                                       \
-        if (wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
+        if (t->storage->device.device_type == kDLCPU &&                     \
+            wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
             /* The check phase saw one dtype on both sides. */              \
             size_t es = wb_rt_esize(t->dtype), n = es;                      \
             for (int d = 0; d < D; d++)                                     \
@@ -670,6 +682,8 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_out_input,
               "wb_tensor *wb_rt_out_input(wb_tensor *t, "
               "unsigned long long dyn);"),
+    WB_RT_SYM(wb_rt_flush, "int wb_rt_flush(const wb_env *e, "
+                           "wb_tensor **outs, int nouts);"),
     WB_RT_SYM(wb_rt_release_all,
               "void wb_rt_release_all(wb_tensor **v, int n);"),
     WB_RT_SYM(wb_rt_grow_free, "void wb_rt_grow_free(wb_rt_grow *g);"),

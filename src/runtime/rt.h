@@ -24,6 +24,8 @@ struct wb_storage {
     DLDevice device;
     wb_deleter deleter;   /* frees data at the last release; may be NULL */
     void *deleter_ctx;
+    bool has_stream;      /* CUDA: writes must run on stream */
+    void *stream;
 };
 
 struct wb_tensor {
@@ -48,6 +50,11 @@ _Static_assert(offsetof(struct wb_tensor, dtype) == 2 * sizeof(long) &&
 _Static_assert(offsetof(struct wb_tensor, ndim) == 2 * sizeof(long) + 4,
                "tensor layout seen by generated code");
 
+/* Generated code also reads a storage's device (see wb_emit_prelude). */
+_Static_assert(offsetof(struct wb_storage, device) == 4 * sizeof(long) &&
+                   sizeof(DLDevice) == 8,
+               "storage layout seen by generated code");
+
 /* The graph-facing part of a wrapper, passed first to every entry point.
    Generated code declares only the first two members (see emit.c), so they
    must stay first and in this order. */
@@ -56,6 +63,7 @@ struct wb_env {
     void *graph_ctx;
     const wb_spec *spec;
     atomic_int first_call_state;
+    void *stream;         /* CUDA work of a call, unless the thread sets one */
 };
 
 /* A storage growth planned by wb_rt_prep_resize for the commit. */
@@ -101,6 +109,8 @@ void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
 bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b);
 bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
+/* "cpu", "cuda:N", else "device TYPE:ID". */
+const char *wb_rt_device_str(DLDevice d, char *buf, size_t n);
 /* Releases the storage reference of a tensor whose last reference went and
    returns its header to the thread cache. */
 void wb_rt_tensor_free(wb_tensor *t);
@@ -269,6 +279,29 @@ extern const wb_rt_symbol wb_rt_symbols[];
 /* Sets used[i] for each symbol i that src calls (its name followed by an
    opening parenthesis), in one pass over src; returns how many. */
 int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS]);
+
+/* ---- devices (cuda.c) ---- */
+
+/* Whether storages can live on device: WB_OK or WB_ERR_DEVICE. */
+wb_status wb_rt_device_check(DLDevice device);
+/* nbytes of zeroed memory on a checked non-CPU device, and the deleter that
+   frees it. */
+wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
+                             wb_deleter *deleter, void **deleter_ctx);
+/* Check phase of a copy into input t (on a CUDA device) from v: one device
+   per call, the call's stream, a layout the copy kernel takes. */
+wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
+                                 const wb_tensor *t, const wb_tensor *v);
+/* Commit phase: records the copy of v into t for wb_rt_flush. */
+void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v);
+/* The end of a call: enqueues the copies recorded on the call's stream.  A
+   CUDA failure releases outs[0..nouts) and returns WB_ERR_DEVICE. */
+wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
+/* wb_tensor_copy_ on a CUDA device: enqueued on the thread's call stream. */
+wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src);
+/* A function of the CUDA runtime wrapbake loaded (for tests); NULL when
+   none is loaded or it lacks name. */
+void *wb_rt_cuda_symbol(const char *name);
 
 /* ---- the JIT (jit.c) ---- */
 

@@ -118,6 +118,17 @@ const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n)
     return buf;
 }
 
+const char *wb_rt_device_str(DLDevice d, char *buf, size_t n)
+{
+    if (d.device_type == kDLCPU && d.device_id == 0)
+        snprintf(buf, n, "cpu");
+    else if (d.device_type == kDLCUDA)
+        snprintf(buf, n, "cuda:%d", (int)d.device_id);
+    else
+        snprintf(buf, n, "device %d:%d", (int)d.device_type, (int)d.device_id);
+    return buf;
+}
+
 /* ---- view arithmetic ---- */
 
 int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
@@ -211,15 +222,6 @@ static int64_t wb_rt_contiguous_nbytes(DLDataType dtype, int ndim,
 
 /* ---- storages ---- */
 
-static wb_status wb_rt_check_device(DLDevice device)
-{
-    if (device.device_type != kDLCPU)
-        return wb_rt_fail(WB_ERR_DEVICE,
-                          "device type %d is not supported by this build "
-                          "(only kDLCPU)", (int)device.device_type);
-    return WB_OK;
-}
-
 wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
                           wb_deleter deleter, void *deleter_ctx,
                           wb_storage **out)
@@ -228,7 +230,7 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
     if (!out || (!data && nbytes))
         return wb_rt_fail(WB_ERR_INVALID,
                           "wb_storage_wrap: NULL data or out");
-    if ((st = wb_rt_check_device(device)) != WB_OK)
+    if ((st = wb_rt_device_check(device)) != WB_OK)
         return st;
     wb_storage *s = malloc(sizeof *s);
     if (!s)
@@ -240,6 +242,8 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
     s->device = device;
     s->deleter = deleter;
     s->deleter_ctx = deleter_ctx;
+    s->has_stream = false;
+    s->stream = NULL;
     *out = s;
     return WB_OK;
 }
@@ -256,15 +260,20 @@ wb_status wb_storage_new(DLDevice device, size_t nbytes, wb_storage **out)
     wb_status st;
     if (!out)
         return wb_rt_fail(WB_ERR_INVALID, "wb_storage_new: out is NULL");
-    if ((st = wb_rt_check_device(device)) != WB_OK)
+    if ((st = wb_rt_device_check(device)) != WB_OK)
         return st;
-    void *data = calloc(1, nbytes ? nbytes : 1);
-    if (!data)
-        return wb_rt_fail(WB_ERR_NOMEM,
-                          "wb_storage_new: cannot allocate %zu bytes", nbytes);
-    st = wb_storage_wrap(data, nbytes, device, wb_rt_free_data, NULL, out);
+    void *data, *ctx = NULL;
+    wb_deleter deleter = wb_rt_free_data;
+    if (device.device_type != kDLCPU)
+        st = wb_rt_device_alloc(device, nbytes, &data, &deleter, &ctx);
+    else if (!(data = calloc(1, nbytes ? nbytes : 1)))
+        st = wb_rt_fail(WB_ERR_NOMEM,
+                        "wb_storage_new: cannot allocate %zu bytes", nbytes);
     if (st != WB_OK)
-        free(data);
+        return st;
+    st = wb_storage_wrap(data, nbytes, device, deleter, ctx, out);
+    if (st != WB_OK)
+        deleter(ctx, data);
     return st;
 }
 
@@ -284,6 +293,22 @@ void wb_storage_release(wb_storage *s)
     if (s->deleter)
         s->deleter(s->deleter_ctx, s->data);
     free(s);
+}
+
+void wb_storage_set_stream(wb_storage *s, void *stream)
+{
+    if (s) {
+        s->has_stream = true;
+        s->stream = stream;
+    }
+}
+
+void wb_storage_unset_stream(wb_storage *s)
+{
+    if (s) {
+        s->has_stream = false;
+        s->stream = NULL;
+    }
 }
 
 void *wb_storage_data(const wb_storage *s) { return s ? s->data : NULL; }
@@ -569,7 +594,13 @@ wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src)
     if (!wb_rt_same_view(dst, src) && wb_rt_may_overlap(dst, src))
         return wb_rt_fail(WB_ERR_SHAPE,
                           "copy between overlapping views of one storage");
-    wb_rt_copy_elems(dst, src);
+    if (dst->storage->device.device_type != kDLCPU) {
+        wb_status st = wb_rt_device_copy_now(dst, src);
+        if (st != WB_OK)
+            return st;
+    } else {
+        wb_rt_copy_elems(dst, src);
+    }
     atomic_fetch_add_explicit(&dst->storage->version, 1, memory_order_relaxed);
     return WB_OK;
 }
@@ -587,6 +618,10 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
         return wb_rt_fail(WB_ERR_SHAPE, "resize to negative or overflowing sizes");
     if ((size_t)need <= t->storage->nbytes)
         return WB_OK;
+    if (t->storage->device.device_type != kDLCPU)
+        return wb_rt_fail(WB_ERR_UNSUPPORTED, "growing a storage on a CUDA "
+                          "device (%zu to %lld bytes) is not supported",
+                          t->storage->nbytes, (long long)need);
     if (!(g->data = calloc(1, (size_t)need)))
         return wb_rt_fail(WB_ERR_NOMEM, "cannot grow a storage to %lld bytes",
                           (long long)need);

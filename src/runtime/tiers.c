@@ -277,6 +277,7 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
         if ((st = wb_wrapper_alloc(specs[i], graphs[i], ctxs ? ctxs[i] : NULL,
                                    &ws[i])) != WB_OK)
             goto fail;
+        ws[i]->env.stream = o->stream;
         if (tier == WB_TIER_INTERP) {
             atomic_store(&ws[i]->entry, wb_interp_call);
             atomic_store(&ws[i]->tier, WB_TIER_INTERP);

@@ -121,6 +121,7 @@ typedef struct wb_schema_arg {
     unsigned flags;        /* WB_INPUT_DETACH and WB_INPUT_HIDDEN */
     DLDataType dtype;
     int ndim;
+    DLDevice device;       /* device_type 0: not declared */
     unsigned seen;         /* attributes given, a bit each */
     const char *mut_attr;  /* the mutation attribute given, or NULL */
     size_t mut_pos, hidden_pos, detach_pos;
@@ -852,9 +853,10 @@ typedef struct wb_schema_attr {
     int nints;
     long first, max;       /* the first and the largest number */
     uint64_t mask;         /* the numbers below 64, a bit each */
+    bool indexed;          /* ident ":" int; the int in first */
 } wb_schema_attr;
 
-/* value = ident | int { "|" int } */
+/* value = ident [ ":" int ] | int { "|" int } */
 static wb_status wb_schema_parse_attr(wb_schema_parser *p, wb_schema_attr *a,
                                       const char *what)
 {
@@ -868,6 +870,13 @@ static wb_status wb_schema_parse_attr(wb_schema_parser *p, wb_schema_attr *a,
     a->vpos = p->pos;
     if (wb_schema_ident(p, &a->vpos, &a->vlen)) {
         a->vkind = WB_SCHEMA_V_IDENT;
+        if (!wb_schema_accept(p, ":"))
+            return WB_OK;
+        wb_schema_skip(p);
+        if (!wb_schema_is_digit(p->text[p->pos]))
+            return wb_schema_expected(p, "a number after ':'");
+        a->indexed = true;
+        a->first = wb_schema_digits(p);
         return WB_OK;
     }
     if (!wb_schema_is_digit(p->text[p->pos]))
@@ -932,14 +941,14 @@ static wb_status wb_schema_attr_common(const wb_schema_parser *p,
 
 static const char *const wb_schema_param_attrs[] = {
     "data", "metadata", "data_metadata", "storage", "resize", "in_graph",
-    "hidden", "detach", "dtype", "ndim",
+    "hidden", "detach", "dtype", "ndim", "device",
 };
 static const wb_mutation wb_schema_param_muts[] = {
     WB_MUT_DATA, WB_MUT_METADATA, WB_MUT_DATA_METADATA, WB_MUT_STORAGE,
     WB_MUT_RESIZE, WB_MUT_IN_GRAPH,
 };
 enum { WB_SCHEMA_PA_HIDDEN = 6, WB_SCHEMA_PA_DETACH, WB_SCHEMA_PA_DTYPE,
-       WB_SCHEMA_PA_NDIM };
+       WB_SCHEMA_PA_NDIM, WB_SCHEMA_PA_DEVICE };
 
 /* DLPack 0.8 brought a code for bool; before it, bool travels as uint8, as
    PyTorch exported it then. */
@@ -971,9 +980,10 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
     st = wb_schema_attr_common(
         p, a, who, "a parameter", wb_schema_param_attrs,
         WB_SCHEMA_COUNT(wb_schema_param_attrs),
-        (1u << WB_SCHEMA_PA_DTYPE) | (1u << WB_SCHEMA_PA_NDIM), &arg->seen,
+        (1u << WB_SCHEMA_PA_DTYPE) | (1u << WB_SCHEMA_PA_NDIM) |
+            (1u << WB_SCHEMA_PA_DEVICE), &arg->seen,
         "data, metadata, data_metadata, storage, resize, in_graph, hidden, "
-        "detach, dtype=NAME or ndim=N", &k);
+        "detach, dtype=NAME, ndim=N or device=DEVICE", &k);
     if (st != WB_OK)
         return st;
     wb_spec_print_name(arg->type.text, ty, sizeof ty);
@@ -1026,6 +1036,19 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
                                      ? wb_schema_q(p->text + a->vpos,
                                                    a->vlen, q, sizeof q)
                                      : "a number");
+    case WB_SCHEMA_PA_DEVICE:
+        if (a->vkind == WB_SCHEMA_V_IDENT && !a->indexed &&
+            wb_schema_is_word(p->text + a->vpos, a->vlen, "cpu")) {
+            arg->device = (DLDevice){kDLCPU, 0};
+            return WB_OK;
+        }
+        if (a->vkind == WB_SCHEMA_V_IDENT && a->first <= INT32_MAX &&
+            wb_schema_is_word(p->text + a->vpos, a->vlen, "cuda")) {
+            arg->device = (DLDevice){kDLCUDA, (int32_t)a->first};
+            return WB_OK;
+        }
+        return wb_schema_fail_at(p, a->vpos, "%s: device is cpu, cuda or "
+                                 "cuda:N", who);
     default: /* ndim */
         if (a->vkind != WB_SCHEMA_V_INTS || a->nints != 1 ||
             a->first > WB_MAX_DIMS)
@@ -2040,6 +2063,8 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
         st = wb_spec_add_tensor(s, a->name, a->mutation, flags, NULL);
         if (st == WB_OK && (a->dtype.bits != 0 || a->ndim >= 0))
             st = wb_spec_declare_input(s, i, a->dtype, a->ndim);
+        if (st == WB_OK && a->device.device_type)
+            st = wb_spec_declare_device(s, i, a->device);
     }
     for (int k = 0; k < sc->nrets && st == WB_OK; k++) {
         const wb_schema_ret *r = &sc->rets[k];

@@ -103,6 +103,13 @@ void wb_spec_safe_name(const char *name, char *buf, size_t n)
     wb_spec_escape_name(name, buf, n, wb_spec_escape_for_code);
 }
 
+bool wb_spec_mut_on_device(const wb_spec *s, const wb_spec_mut *m)
+{
+    return (m->kind == WB_MUT_DATA || m->kind == WB_MUT_DATA_METADATA ||
+            m->kind == WB_MUT_RESIZE) &&
+           s->inputs[m->input].device.device_type != kDLCPU;
+}
+
 void wb_spec_print_name(const char *name, char *buf, size_t n)
 {
     wb_spec_escape_name(name, buf, n, wb_spec_escape_for_text);
@@ -259,6 +266,25 @@ wb_status wb_spec_declare_input(wb_spec *s, int index, DLDataType dtype,
     wb_spec_forget(s);
     s->inputs[index].dtype = dtype;
     s->inputs[index].ndim = ndim;
+    return WB_OK;
+}
+
+wb_status wb_spec_declare_device(wb_spec *s, int index, DLDevice device)
+{
+    if (!s || index < 0 || index >= s->ninputs)
+        return wb_rt_fail(WB_ERR_INVALID,
+                          "wb_spec_declare_device: no input %d", index);
+    if (!s->inputs[index].is_tensor)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: a scalar has no device to "
+                          "declare", index);
+    if ((device.device_type != kDLCPU && device.device_type != kDLCUDA &&
+         device.device_type != 0) || device.device_id < 0 ||
+        (device.device_type == kDLCPU && device.device_id != 0))
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: device %d:%d is neither "
+                          "cpu nor cuda:N", index, (int)device.device_type,
+                          (int)device.device_id);
+    wb_spec_forget(s);
+    s->inputs[index].device = device;
     return WB_OK;
 }
 
@@ -445,7 +471,7 @@ static wb_status wb_spec_check_input(const wb_spec *s, int i)
                            "mutated", i, nm);
     if ((in->flags & WB_INPUT_OPTIONAL) &&
         (in->mutation != WB_MUT_NONE || (in->flags & WB_INPUT_DETACH) ||
-         in->dtype.bits || in->ndim >= 0))
+         in->dtype.bits || in->ndim >= 0 || in->device.device_type))
         return WB_SPEC_ERR(s, "input %d '%s': an optional tensor may be "
                            "NULL, so it can be neither mutated, detached nor "
                            "declared", i, nm);
@@ -596,7 +622,7 @@ static void wb_spec_derive_inputs(wb_spec *s)
         if (!in->is_tensor || (in->flags & WB_INPUT_OPTIONAL))
             continue;
         s->tensor_inputs[s->ntensor_inputs++] = i;
-        if (in->dtype.bits != 0 || in->ndim >= 0)
+        if (in->dtype.bits != 0 || in->ndim >= 0 || in->device.device_type)
             s->declared[s->ndeclared++] = i;
         if (in->mutation == WB_MUT_IN_GRAPH && !(in->flags & WB_INPUT_HIDDEN))
             s->bumped[s->nbumped++] = i;
@@ -680,6 +706,9 @@ wb_status wb_spec_validate(wb_spec *s)
     s->nvalues = s->nupdated + s->noutputs + s->nbases;
     if ((st = wb_spec_derive_signature(s)) != WB_OK)
         goto fail;
+    s->device_copies = false;
+    for (int j = 0; j < s->nupdated; j++)
+        s->device_copies |= wb_spec_mut_on_device(s, &s->muts[j]);
     s->valid = true;
     return WB_OK;
 fail:

@@ -19,6 +19,7 @@ typedef struct wb_input {
     unsigned flags;
     DLDataType dtype;    /* bits == 0: any dtype */
     int ndim;            /* -1: any ndim */
+    DLDevice device;     /* device_type 0: any device */
 } wb_input;
 
 typedef struct wb_output {
@@ -75,6 +76,7 @@ struct wb_spec {
 
     /* Derived by wb_spec_validate. */
     bool valid;
+    bool device_copies;         /* see wb_spec_mut_on_device */
     int nvalues;                /* N */
     int nupdated;               /* M */
     int *tensor_inputs;         /* every tensor input, for NULL checks */
@@ -101,6 +103,11 @@ struct wb_spec {
    escaped). */
 void wb_spec_safe_name(const char *name, char *buf, size_t n);
 void wb_spec_print_name(const char *name, char *buf, size_t n);
+/* Whether mutation m of a validated spec copies into an input that may be
+   on a device (data, data+metadata or resize of an input not declared on
+   the CPU).  A spec with one (device_copies) ends its calls with the
+   device write-back, wb_rt_flush. */
+bool wb_spec_mut_on_device(const wb_spec *s, const wb_spec_mut *m);
 
 const char *wb_mutation_name(wb_mutation m);
 const char *wb_alias_name(wb_alias a);

@@ -114,6 +114,10 @@ static const char *wb_emit_input_desc(wb_emitter *x, int i)
     }
     if (in->ndim >= 0)
         wb_buf_printf(b, ", %d dims", in->ndim);
+    if (in->device.device_type == kDLCPU)
+        wb_buf_printf(b, ", cpu");
+    else if (in->device.device_type == kDLCUDA)
+        wb_buf_printf(b, ", cuda:%d", (int)in->device.device_id);
     return wb_emit_tmp_text(x);
 }
 
@@ -192,10 +196,18 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
     wb_buf_printf(b,
         "#ifndef WB_PRELUDE\n"
         "#define WB_PRELUDE\n"
-        "/* The leading members of a tensor; the rest is the runtime's. */\n"
+        "/* The leading members of a storage and a tensor; the rest is the\n"
+        "   runtime's. */\n"
+        "typedef struct wb_storage {\n"
+        "    long refcount;\n"
+        "    unsigned long long version;\n"
+        "    void *data;\n"
+        "    unsigned long nbytes;\n"
+        "    unsigned long long device; /* DLDevice: type, then id << 32 */\n"
+        "} wb_storage;\n"
         "typedef struct wb_tensor {\n"
         "    long refcount;\n"
-        "    void *storage;\n"
+        "    wb_storage *storage;\n"
         "    unsigned long long meta; /* DLDataType, then ndim << 32 */\n"
         "} wb_tensor;\n"
         "typedef union wb_arg { wb_tensor *t; long long i; double f; "
@@ -347,15 +359,26 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
             }
             unsigned long long want = (unsigned long long)in->ndim << 32 |
                                       wb_emit_dtype_word(in->dtype);
+            unsigned long long dev = (unsigned long long)
+                                         (uint32_t)in->device.device_id << 32 |
+                                     (unsigned)in->device.device_type;
+            const char *take = "!(t = a[%d].t) || ";
             if (in->dtype.bits && in->ndim >= 0)
                 wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta != 0x%llxull",
                              i, want);
             else if (in->dtype.bits)
                 wb_emit_term(x, b, &k, "!(t = a[%d].t) || (unsigned)t->meta "
                              "!= 0x%xu", i, wb_emit_dtype_word(in->dtype));
-            else
+            else if (in->ndim >= 0)
                 wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta >> 32 != %d",
                              i, in->ndim);
+            else
+                take = NULL;
+            if (in->device.device_type && take)
+                wb_emit_term(x, b, &k, "t->storage->device != 0x%llxull", dev);
+            else if (in->device.device_type)
+                wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->storage->device "
+                             "!= 0x%llxull", i, dev);
         }
         wb_buf_printf(b, ")\n");
         wb_buf_line(b, "    return wb_rt_err_inputs(e, a);");
@@ -437,8 +460,11 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
    uses the primitives unrolled for that count: their number, else 0. */
 static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
 {
-    int nd = s->inputs[m->input].ndim;
-    return m->kind == WB_MUT_DATA && nd >= 1 && nd <= WB_RT_MAX_ND ? nd : 0;
+    const wb_input *in = &s->inputs[m->input];
+    return m->kind == WB_MUT_DATA && in->ndim >= 1 &&
+                   in->ndim <= WB_RT_MAX_ND &&
+                   in->device.device_type != kDLCUDA
+               ? in->ndim : 0;
 }
 
 static const char *wb_emit_prep_fn(wb_mutation m)
@@ -590,7 +616,13 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "wb_rt_grad_set(%d); /* grad mode at the end */",
                     s->grad_at_end);
     }
-    wb_buf_line(b, "return 0;");
+    if (s->device_copies) {
+        wb_emit_at(x, 1);
+        wb_buf_line(b, "/* device copies, all at once on the call's stream */");
+        wb_buf_line(b, "return wb_rt_flush(e, outs, %d);", s->noutputs);
+    } else {
+        wb_buf_line(b, "return 0;");
+    }
     wb_buf_printf(b, "\n");
 }
 

@@ -169,7 +169,8 @@ leave_guards:
     wb_rt_release_all(r + M + s->noutputs, s->nbases);
     if (s->grad_at_end >= 0)
         wb_rt_grad_set(s->grad_at_end);
-    return WB_OK;
+    return s->device_copies ? wb_rt_flush(e, outs, s->noutputs)
+                                    : WB_OK;
 
     /* After the graph ran, its in-graph writes stand, and so do their
        version bumps. */

@@ -37,10 +37,18 @@
 
 #ifndef WB_PRELUDE
 #define WB_PRELUDE
-/* The leading members of a tensor; the rest is the runtime's. */
+/* The leading members of a storage and a tensor; the rest is the
+   runtime's. */
+typedef struct wb_storage {
+    long refcount;
+    unsigned long long version;
+    void *data;
+    unsigned long nbytes;
+    unsigned long long device; /* DLDevice: type, then id << 32 */
+} wb_storage;
 typedef struct wb_tensor {
     long refcount;
-    void *storage;
+    wb_storage *storage;
     unsigned long long meta; /* DLDataType, then ndim << 32 */
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
@@ -69,6 +77,7 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
+int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
@@ -164,7 +173,8 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     outs[4] = wb_rt_commit_view(v[4], a[7].t, r[7], 0, 0x0ull);
     /* output 5 'out', non-alias */
     outs[5] = wb_rt_out_flags(r[8], 0, 0x0ull);
-    return 0;
+    /* device copies, all at once on the call's stream */
+    return wb_rt_flush(e, outs, 6);
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:

@@ -28,10 +28,18 @@
 
 #ifndef WB_PRELUDE
 #define WB_PRELUDE
-/* The leading members of a tensor; the rest is the runtime's. */
+/* The leading members of a storage and a tensor; the rest is the
+   runtime's. */
+typedef struct wb_storage {
+    long refcount;
+    unsigned long long version;
+    void *data;
+    unsigned long nbytes;
+    unsigned long long device; /* DLDevice: type, then id << 32 */
+} wb_storage;
 typedef struct wb_tensor {
     long refcount;
-    void *storage;
+    wb_storage *storage;
     unsigned long long meta; /* DLDataType, then ndim << 32 */
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
@@ -79,6 +87,7 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
+int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_grow_free(wb_rt_grow *g);
 void wb_tensor_release(wb_tensor *t);
@@ -203,7 +212,8 @@ leave0:
     /* the intermediate bases are not returned */
     wb_rt_release_all(r + 12, 1);
     wb_rt_grad_set(1); /* grad mode at the end */
-    return 0;
+    /* device copies, all at once on the call's stream */
+    return wb_rt_flush(e, outs, 8);
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:

@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "fcce42cbdb186fc09f9556edeefc3a2085ee710fcfeb5f451687a488a68b2bc4",
+     "c819aee38f53068889ca7c92e45024fb3fdb3075f6bb4457811dc98cdb81e6f6",
      wb_aot_decode_step_0},
 };
 

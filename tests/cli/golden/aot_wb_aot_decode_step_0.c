@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint fcce42cbdb186fc09f9556edeefc3a2085ee710fcfeb5f451687a488a68b2bc4.
+ * Fingerprint c819aee38f53068889ca7c92e45024fb3fdb3075f6bb4457811dc98cdb81e6f6.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -33,10 +33,18 @@
 
 #ifndef WB_PRELUDE
 #define WB_PRELUDE
-/* The leading members of a tensor; the rest is the runtime's. */
+/* The leading members of a storage and a tensor; the rest is the
+   runtime's. */
+typedef struct wb_storage {
+    long refcount;
+    unsigned long long version;
+    void *data;
+    unsigned long nbytes;
+    unsigned long long device; /* DLDevice: type, then id << 32 */
+} wb_storage;
 typedef struct wb_tensor {
     long refcount;
-    void *storage;
+    wb_storage *storage;
     unsigned long long meta; /* DLDataType, then ndim << 32 */
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
@@ -66,6 +74,7 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
+int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_tensor_release(wb_tensor *t);
 
@@ -112,7 +121,8 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
     /* output 2 '', is-input of 0 */
     outs[2] = wb_rt_out_input(a[0].t, 0x0ull);
     wb_tensor_release(r[3]);
-    return 0;
+    /* device copies, all at once on the call's stream */
+    return wb_rt_flush(e, outs, 3);
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:

@@ -1,0 +1,578 @@
+/*
+ * cuda.c -- storages on CUDA devices and the batched write-back of data
+ * mutations.
+ *
+ * A call does not copy its data mutations of CUDA inputs one by one.  The
+ * check phase checks each copy (wb_rt_prep_device_copy: one device, the
+ * call's stream, a layout the kernel takes), the commit phase records it
+ * (wb_rt_defer_copy), and the end of the call enqueues them all at once on
+ * the call's stream (wb_rt_flush): one cudaMemcpyBatchAsync when every copy
+ * is contiguous and the stream is not the legacy default stream (which that
+ * call refuses), otherwise one launch of the gather-copy kernel
+ * (cuda_copy.cu) per WB_CUDA_BATCH copies, strided views included.  A copy
+ * that touches memory an earlier copy of the batch touches waits for the
+ * next submission, so the copies keep their order.  So the host cost of a
+ * call does not grow with its number of mutated inputs.
+ *
+ * The CUDA runtime is not linked: the first use of a CUDA device loads it
+ * (libcudart.so.MAJOR of the toolkit the library was built with, or the
+ * file $WRAPBAKE_CUDART names), so programs link nothing more and run where
+ * CUDA is absent.  Built without CUDA (WB_WITH_CUDA unset), only CPU
+ * storages exist and the functions below say so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+#include "../spec/spec.h"
+
+static _Thread_local struct {
+    bool set;
+    void *stream;
+} wb_rt_call_stream;
+
+static _Thread_local uint64_t wb_rt_launches;
+
+void wb_set_call_stream(void *stream)
+{
+    wb_rt_call_stream.set = true;
+    wb_rt_call_stream.stream = stream;
+}
+
+void wb_clear_call_stream(void)
+{
+    wb_rt_call_stream.set = false;
+    wb_rt_call_stream.stream = NULL;
+}
+
+uint64_t wb_cuda_launches(void) { return wb_rt_launches; }
+
+#ifdef WB_WITH_CUDA
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda_copy.h"
+
+/* ---- the CUDA runtime, loaded on first use ---- */
+
+#define WB_CUDA_FUNCTIONS(X)                                                \
+    X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice)                 \
+    X(cudaGetErrorString) X(cudaGetLastError) X(cudaMalloc) X(cudaFree)     \
+    X(cudaMemset) X(cudaMemcpyBatchAsync) X(cudaLibraryLoadData)            \
+    X(cudaLibraryGetKernel) X(cudaLaunchKernel)
+
+static struct {
+    pthread_once_t once;
+    void *lib;
+    char why[300];     /* why it could not be loaded */
+#define WB_CUDA_POINTER(f) __typeof__(f) *f;
+    WB_CUDA_FUNCTIONS(WB_CUDA_POINTER)
+#undef WB_CUDA_POINTER
+} wb_cu = {.once = PTHREAD_ONCE_INIT};
+
+#define WB_CUDA_STR2(x) #x
+#define WB_CUDA_STR(x) WB_CUDA_STR2(x)
+#define WB_CUDART "libcudart.so." WB_CUDA_STR(WB_CUDART_MAJOR)
+#define WB_CUDART_MAJOR 13
+_Static_assert(CUDART_VERSION / 1000 == WB_CUDART_MAJOR,
+               "WB_CUDART_MAJOR names the runtime of the headers");
+
+static void wb_cu_load(void)
+{
+    const char *path = getenv("WRAPBAKE_CUDART");
+    wb_rt_inside_dependency++;
+    if (path && *path)
+        wb_cu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    else if (!(wb_cu.lib = dlopen(WB_CUDART, RTLD_NOW | RTLD_LOCAL)))
+        wb_cu.lib = dlopen(WB_CUDA_LIBDIR "/" WB_CUDART,
+                           RTLD_NOW | RTLD_LOCAL);
+    if (!wb_cu.lib) {
+        const char *e = dlerror();
+        snprintf(wb_cu.why, sizeof wb_cu.why, "cannot load the CUDA runtime: "
+                 "%s", e ? e : (path && *path ? path : WB_CUDART));
+        wb_rt_inside_dependency--;
+        return;
+    }
+#define WB_CUDA_RESOLVE(f)                                                  \
+    if (!wb_cu.why[0] && !(*(void **)&wb_cu.f = dlsym(wb_cu.lib, #f)))      \
+        snprintf(wb_cu.why, sizeof wb_cu.why, "the CUDA runtime has no %s "  \
+                 "(wrapbake needs CUDA %d or newer)", #f, WB_CUDART_MAJOR);
+    WB_CUDA_FUNCTIONS(WB_CUDA_RESOLVE)
+#undef WB_CUDA_RESOLVE
+    wb_rt_inside_dependency--;
+}
+
+void *wb_rt_cuda_symbol(const char *name)
+{
+    pthread_once(&wb_cu.once, wb_cu_load);
+    return wb_cu.lib && !wb_cu.why[0] ? dlsym(wb_cu.lib, name) : NULL;
+}
+
+/* The stream a call of e (NULL: a copy outside any call) enqueues on. */
+static void *wb_rt_stream_of(const wb_env *e)
+{
+    if (wb_rt_call_stream.set)
+        return wb_rt_call_stream.stream;
+    return e ? e->stream : NULL;
+}
+
+/* The kernel's fatbin, built by nvcc from cuda_copy.cu (see Makefile). */
+__asm__(".section .rodata\n"
+        ".balign 64\n"
+        "wb_cuda_fatbin:\n"
+        ".incbin \"" WB_CUDA_FATBIN "\"\n"
+        ".byte 0\n"
+        ".previous\n");
+extern const char wb_cuda_fatbin[];
+
+/* ---- devices ---- */
+
+static struct {
+    pthread_once_t once;
+    int count;
+    cudaError_t err;
+} wb_rt_cuda_probe = {PTHREAD_ONCE_INIT, 0, cudaSuccess};
+
+static void wb_rt_cuda_probe_once(void)
+{
+    if (!wb_rt_cuda_symbol("cudaGetDeviceCount")) {
+        wb_rt_cuda_probe.err = cudaErrorInsufficientDriver;
+        return;
+    }
+    wb_rt_cuda_probe.err = wb_cu.cudaGetDeviceCount(&wb_rt_cuda_probe.count);
+    if (wb_rt_cuda_probe.err != cudaSuccess)
+        wb_rt_cuda_probe.count = 0;
+    else if (wb_rt_cuda_probe.count == 0)
+        wb_rt_cuda_probe.err = cudaErrorNoDevice;
+    (void)wb_cu.cudaGetLastError();
+}
+
+wb_status wb_cuda_devices(int *count)
+{
+    pthread_once(&wb_rt_cuda_probe.once, wb_rt_cuda_probe_once);
+    if (count)
+        *count = wb_rt_cuda_probe.count;
+    if (!wb_cu.lib || wb_cu.why[0])
+        return wb_rt_fail(WB_ERR_DEVICE, "no CUDA device: %s", wb_cu.why);
+    if (wb_rt_cuda_probe.err != cudaSuccess)
+        return wb_rt_fail(WB_ERR_DEVICE, "no CUDA device: %s",
+                          wb_cu.cudaGetErrorString(wb_rt_cuda_probe.err));
+    return WB_OK;
+}
+
+wb_status wb_rt_device_check(DLDevice device)
+{
+    int count;
+    wb_status st;
+    if (device.device_type == kDLCPU)
+        return WB_OK;
+    if (device.device_type != kDLCUDA)
+        return wb_rt_fail(WB_ERR_DEVICE, "device type %d is not supported "
+                          "(only kDLCPU and kDLCUDA)",
+                          (int)device.device_type);
+    if ((st = wb_cuda_devices(&count)) != WB_OK)
+        return st;
+    if (device.device_id < 0 || device.device_id >= count)
+        return wb_rt_fail(WB_ERR_DEVICE, "CUDA device %d does not exist "
+                          "(%d present)", device.device_id, count);
+    return WB_OK;
+}
+
+/* Makes dev current; the device that was, to give back to wb_rt_leave. */
+static int wb_rt_enter(int dev)
+{
+    int prev = dev;
+    if (wb_cu.cudaGetDevice(&prev) != cudaSuccess || prev != dev)
+        wb_cu.cudaSetDevice(dev);
+    return prev;
+}
+
+static void wb_rt_leave(int dev, int prev)
+{
+    if (prev != dev)
+        wb_cu.cudaSetDevice(prev);
+}
+
+static wb_status wb_rt_cuda_fail(wb_status st, const char *what,
+                                 cudaError_t err)
+{
+    (void)wb_cu.cudaGetLastError();
+    return wb_rt_fail(st, "%s: %s", what, wb_cu.cudaGetErrorString(err));
+}
+
+static void wb_rt_device_free(void *ctx, void *data)
+{
+    int dev = (int)(intptr_t)ctx, prev = wb_rt_enter(dev);
+    wb_cu.cudaFree(data);
+    wb_rt_leave(dev, prev);
+}
+
+wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
+                             wb_deleter *deleter, void **deleter_ctx)
+{
+    int dev = device.device_id, prev = wb_rt_enter(dev);
+    void *p = NULL;
+    cudaError_t err = wb_cu.cudaMalloc(&p, nbytes ? nbytes : 1);
+    if (err == cudaSuccess && (err = wb_cu.cudaMemset(p, 0, nbytes)) != cudaSuccess)
+        wb_cu.cudaFree(p);
+    wb_rt_leave(dev, prev);
+    if (err != cudaSuccess)
+        return wb_rt_cuda_fail(err == cudaErrorMemoryAllocation
+                                   ? WB_ERR_NOMEM : WB_ERR_DEVICE,
+                               "cannot allocate CUDA memory", err);
+    *data = p;
+    *deleter = wb_rt_device_free;
+    *deleter_ctx = (void *)(intptr_t)dev;
+    return WB_OK;
+}
+
+/* ---- the pending write-back of this thread's call ---- */
+
+#define WB_RT_PENDING 32
+
+typedef struct wb_rt_pending {
+    const wb_env *e;     /* the call whose copies are checked, or NULL */
+    int last;            /* the input checked last */
+    void *stream;        /* the call's stream and device */
+    int device;
+    int n;               /* copies recorded */
+    wb_status st;        /* of a submission made when the batch filled up */
+    wb_cuda_copy c[WB_RT_PENDING];
+    wb_storage *hold[WB_RT_PENDING];  /* the sources, alive until enqueued */
+} wb_rt_pending;
+
+static _Thread_local wb_rt_pending wb_rt_pend;
+
+/* Merges the dims of dst and src (same sizes) where both are dense across
+   them; false when more than WB_CUDA_ND remain. */
+static bool wb_rt_describe(wb_cuda_copy *c, const wb_tensor *dst,
+                           const wb_tensor *src)
+{
+    size_t es = wb_rt_esize(dst->dtype);
+    int n = 0;
+    c->numel = 1;
+    for (int d = 0; d < dst->ndim; d++) {
+        int64_t size = dst->sizes[d];
+        c->numel *= size;
+        if (size == 1)
+            continue;
+        if (n > 0 && c->dstrides[n - 1] == dst->strides[d] * size &&
+            c->sstrides[n - 1] == src->strides[d] * size) {
+            c->sizes[n - 1] *= size;
+            c->dstrides[n - 1] = dst->strides[d];
+            c->sstrides[n - 1] = src->strides[d];
+            continue;
+        }
+        if (n == WB_CUDA_ND)
+            return false;
+        c->sizes[n] = size;
+        c->dstrides[n] = dst->strides[d];
+        c->sstrides[n] = src->strides[d];
+        n++;
+    }
+    if (n == 0) {
+        c->sizes[0] = 1;
+        c->dstrides[0] = c->sstrides[0] = 1;
+        n = 1;
+    }
+    c->ndim = n;
+    c->esize = (int32_t)es;
+    c->dst = (char *)dst->storage->data + dst->offset * (int64_t)es;
+    c->src = (const char *)src->storage->data + src->offset * (int64_t)es;
+    return true;
+}
+
+static bool wb_rt_dense(const wb_cuda_copy *c)
+{
+    return c->ndim == 1 && c->dstrides[0] == 1 && c->sstrides[0] == 1;
+}
+
+/* The bytes [*lo, *hi) a side of c touches. */
+static void wb_rt_span(const wb_cuda_copy *c, bool dst, uintptr_t *lo,
+                       uintptr_t *hi)
+{
+    int64_t last = 0;
+    for (int k = 0; k < c->ndim; k++)
+        last += (c->sizes[k] - 1) * (dst ? c->dstrides[k] : c->sstrides[k]);
+    *lo = (uintptr_t)(dst ? c->dst : c->src);
+    *hi = *lo + (uintptr_t)((last + 1) * c->esize);
+}
+
+static bool wb_rt_meet(const wb_cuda_copy *a, bool ad, const wb_cuda_copy *b,
+                       bool bd)
+{
+    uintptr_t alo, ahi, blo, bhi;
+    wb_rt_span(a, ad, &alo, &ahi);
+    wb_rt_span(b, bd, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+/* Whether copy j must wait for copy i: one writes what the other touches. */
+static bool wb_rt_conflict(const wb_cuda_copy *i, const wb_cuda_copy *j)
+{
+    return wb_rt_meet(i, true, j, true) || wb_rt_meet(i, true, j, false) ||
+           wb_rt_meet(i, false, j, true);
+}
+
+static struct {
+    pthread_once_t once;
+    cudaError_t err;
+    cudaKernel_t kernel;
+    _Atomic bool no_batch_api;   /* cudaMemcpyBatchAsync refused once */
+} wb_rt_kernel = {PTHREAD_ONCE_INIT, cudaSuccess, NULL, false};
+
+static void wb_rt_kernel_once(void)
+{
+    cudaLibrary_t lib;
+    cudaError_t err = wb_cu.cudaLibraryLoadData(&lib, wb_cuda_fatbin, NULL, NULL, 0,
+                                          NULL, NULL, 0);
+    if (err == cudaSuccess)
+        err = wb_cu.cudaLibraryGetKernel(&wb_rt_kernel.kernel, lib,
+                                   "wb_cuda_copy_kernel");
+    wb_rt_kernel.err = err;
+    (void)wb_cu.cudaGetLastError();
+}
+
+static wb_status wb_rt_launch(const wb_cuda_copy *c, int n, void *stream)
+{
+    pthread_once(&wb_rt_kernel.once, wb_rt_kernel_once);
+    if (wb_rt_kernel.err != cudaSuccess)
+        return wb_rt_cuda_fail(WB_ERR_DEVICE, "cannot load the copy kernel",
+                               wb_rt_kernel.err);
+    for (int i = 0; i < n; i += WB_CUDA_BATCH) {
+        wb_cuda_batch b;
+        int64_t most = 1;
+        b.n = n - i < WB_CUDA_BATCH ? n - i : WB_CUDA_BATCH;
+        memcpy(b.c, c + i, sizeof *c * (size_t)b.n);
+        for (int k = 0; k < b.n; k++)
+            if (b.c[k].numel > most)
+                most = b.c[k].numel;
+        int64_t blocks = (most + WB_CUDA_THREADS - 1) / WB_CUDA_THREADS;
+        dim3 grid = {(unsigned)(blocks < 1024 ? blocks : 1024),
+                     (unsigned)b.n, 1};
+        dim3 block = {WB_CUDA_THREADS, 1, 1};
+        void *args[] = {&b};
+        cudaError_t err = wb_cu.cudaLaunchKernel((const void *)wb_rt_kernel.kernel,
+                                           grid, block, args, 0, stream);
+        wb_rt_launches++;
+        if (err != cudaSuccess)
+            return wb_rt_cuda_fail(WB_ERR_DEVICE, "cannot launch the copy "
+                                   "kernel", err);
+    }
+    return WB_OK;
+}
+
+/* n contiguous copies in one cudaMemcpyBatchAsync; WB_ERR_UNSUPPORTED
+   when the stream or the driver does not take it. */
+static wb_status wb_rt_memcpy_batch(const wb_cuda_copy *c, int n, int dev,
+                                    void *stream)
+{
+    void *dsts[WB_RT_PENDING];
+    const void *srcs[WB_RT_PENDING];
+    size_t sizes[WB_RT_PENDING], first = 0;
+    if (!stream || stream == cudaStreamLegacy ||
+        atomic_load_explicit(&wb_rt_kernel.no_batch_api,
+                             memory_order_relaxed))
+        return WB_ERR_UNSUPPORTED;
+    for (int k = 0; k < n; k++) {
+        dsts[k] = c[k].dst;
+        srcs[k] = c[k].src;
+        sizes[k] = (size_t)c[k].numel * (size_t)c[k].esize;
+    }
+    struct cudaMemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.srcLocHint.type = attr.dstLocHint.type = cudaMemLocationTypeDevice;
+    attr.srcLocHint.id = attr.dstLocHint.id = dev;
+    cudaError_t err = wb_cu.cudaMemcpyBatchAsync(dsts, srcs, sizes, (size_t)n,
+                                           &attr, &first, 1, stream);
+    if (err == cudaSuccess) {
+        wb_rt_launches++;
+        return WB_OK;
+    }
+    /* A driver older than the runtime refuses it; the kernel does the
+       same work. */
+    (void)wb_cu.cudaGetLastError();
+    atomic_store_explicit(&wb_rt_kernel.no_batch_api, true,
+                          memory_order_relaxed);
+    return WB_ERR_UNSUPPORTED;
+}
+
+/* Enqueues the recorded copies and lets their sources go. */
+static wb_status wb_rt_submit(wb_rt_pending *p)
+{
+    wb_status st = WB_OK;
+    int prev = wb_rt_enter(p->device);
+    for (int i = 0, j; i < p->n && st == WB_OK; i = j) {
+        bool dense = wb_rt_dense(&p->c[i]);
+        for (j = i + 1; j < p->n; j++) {
+            bool free_of = true;
+            for (int k = i; k < j && free_of; k++)
+                free_of = !wb_rt_conflict(&p->c[k], &p->c[j]);
+            if (!free_of)
+                break;
+            dense = dense && wb_rt_dense(&p->c[j]);
+        }
+        st = dense ? wb_rt_memcpy_batch(&p->c[i], j - i, p->device, p->stream)
+                   : WB_ERR_UNSUPPORTED;
+        if (st == WB_ERR_UNSUPPORTED)
+            st = wb_rt_launch(&p->c[i], j - i, p->stream);
+    }
+    wb_rt_leave(p->device, prev);
+    for (int i = 0; i < p->n; i++)
+        wb_storage_release(p->hold[i]);
+    p->n = 0;
+    return st;
+}
+
+static const char *wb_rt_name(const wb_env *e, char *buf, size_t n)
+{
+    wb_spec_print_name(e->spec->name, buf, n);
+    return buf;
+}
+
+wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
+                                 const wb_tensor *t, const wb_tensor *v)
+{
+    wb_rt_pending *p = &wb_rt_pend;
+    const wb_storage *s = t->storage;
+    char name[300];
+    wb_cuda_copy c;
+    /* A call checks its mutations in input order, so an input not after
+       the last one checked starts the checks of a new call (the last call
+       failed in its check phase, or flushed). */
+    if (p->e != e || input <= p->last) {
+        p->e = e;
+        p->stream = wb_rt_stream_of(e);
+        p->device = s->device.device_id;
+        p->st = WB_OK;
+    }
+    p->last = input;
+    if (s->device.device_id != p->device)
+        return wb_rt_fail(WB_ERR_DEVICE, "spec '%s': input %d is on cuda:%d "
+                          "and an earlier mutated input on cuda:%d; a call "
+                          "writes back on one device",
+                          wb_rt_name(e, name, sizeof name),
+                          input, s->device.device_id, p->device);
+    if (s->has_stream && s->stream != p->stream)
+        return wb_rt_fail(WB_ERR_DEVICE, "spec '%s': input %d is tied to "
+                          "stream %p; this call runs on stream %p",
+                          wb_rt_name(e, name, sizeof name),
+                          input, s->stream, p->stream);
+    if (!wb_rt_describe(&c, t, v))
+        return wb_rt_fail(WB_ERR_UNSUPPORTED, "spec '%s': input %d: a CUDA "
+                          "copy of views with more than %d dimensions that "
+                          "do not merge",
+                          wb_rt_name(e, name, sizeof name),
+                          input, WB_CUDA_ND);
+    return WB_OK;
+}
+
+void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
+{
+    wb_rt_pending *p = &wb_rt_pend;
+    wb_cuda_copy *c = &p->c[p->n];
+    if (!wb_rt_describe(c, t, v) || c->numel == 0 || c->dst == c->src)
+        return;  /* the check phase refused the first; nothing to copy */
+    p->hold[p->n++] = wb_rt_storage_retain(v->storage);
+    if (p->n == WB_RT_PENDING) {
+        wb_status st = wb_rt_submit(p);
+        if (p->st == WB_OK)
+            p->st = st;
+    }
+}
+
+wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
+{
+    wb_rt_pending *p = &wb_rt_pend;
+    if (p->e != e)
+        return WB_OK;  /* no CUDA copy was checked */
+    wb_status st = p->n ? wb_rt_submit(p) : WB_OK;
+    if (st == WB_OK)
+        st = p->st;
+    p->e = NULL;
+    if (st != WB_OK)
+        for (int k = 0; k < nouts; k++) {
+            wb_tensor_release(outs[k]);
+            outs[k] = NULL;
+        }
+    return st;
+}
+
+wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src)
+{
+    /* Outside a call: a batch of its own, on this thread's call stream. */
+    wb_rt_pending q;
+    q.n = 0;
+    q.stream = wb_rt_stream_of(NULL);
+    q.device = dst->storage->device.device_id;
+    if (!wb_rt_describe(&q.c[0], dst, src))
+        return wb_rt_fail(WB_ERR_UNSUPPORTED, "a CUDA copy of views with "
+                          "more than %d dimensions that do not merge",
+                          WB_CUDA_ND);
+    if (q.c[0].numel == 0 || q.c[0].dst == q.c[0].src)
+        return WB_OK;
+    q.hold[q.n++] = wb_rt_storage_retain(src->storage);
+    return wb_rt_submit(&q);
+}
+
+#else /* !WB_WITH_CUDA */
+
+void *wb_rt_cuda_symbol(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+
+wb_status wb_cuda_devices(int *count)
+{
+    if (count)
+        *count = 0;
+    return wb_rt_fail(WB_ERR_UNSUPPORTED, "this build of wrapbake has no "
+                      "CUDA support (built with WITH_CUDA=0)");
+}
+
+wb_status wb_rt_device_check(DLDevice device)
+{
+    if (device.device_type != kDLCPU)
+        return wb_rt_fail(WB_ERR_DEVICE, "device type %d is not supported "
+                          "by this build (only kDLCPU; CUDA needs "
+                          "WITH_CUDA=1)", (int)device.device_type);
+    return WB_OK;
+}
+
+wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
+                             wb_deleter *deleter, void **deleter_ctx)
+{
+    (void)nbytes; (void)data; (void)deleter; (void)deleter_ctx;
+    return wb_rt_device_check(device);
+}
+
+wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
+                                 const wb_tensor *t, const wb_tensor *v)
+{
+    (void)e; (void)input; (void)v;
+    return wb_rt_device_check(t->storage->device);
+}
+
+void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
+{
+    (void)t; (void)v;
+}
+
+wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
+{
+    (void)e; (void)outs; (void)nouts;
+    return WB_OK;
+}
+
+wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src)
+{
+    (void)src;
+    return wb_rt_device_check(dst->storage->device);
+}
+
+#endif /* WB_WITH_CUDA */
