@@ -158,6 +158,19 @@ $(EXAMPLE): $(BUILD)/example/example.c $(LIB)
 example: $(EXAMPLE)
 	$(EXAMPLE)
 
+# The emulated CUDA runtime the CUDA tests also run on (tests/test_cuda.c):
+# loaded by the library through $$WRAPBAKE_CUDART, in place of libcudart.
+FAKECUDA := $(BUILD)/lib/libfakecudart.so
+$(FAKECUDA): tests/tools/fakecuda.c tests/tools/fakecuda.h \
+             src/runtime/cuda_copy.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
+ifeq ($(WITH_CUDA),1)
+CUDA_EMU_RUN := WRAPBAKE_CUDART=$(CURDIR)/$(FAKECUDA) $(TESTS) --filter 'cuda/*'
+else
+CUDA_EMU_RUN := @echo "cuda tests on an emulated device: skipped, built without CUDA"
+endif
+
 # Counts heap allocations per call by replacing malloc; sanitizers replace
 # it too, so sanitizer builds leave it out.
 $(ALLOCS): tests/tools/alloc_count.c $(LIB)
@@ -222,7 +235,7 @@ fuzz-run: $(FUZZ_BIN)
 # cut to the allocator and its caller, so that the suppression of
 # Criterion's own leak (tests/lsan.supp) cannot hide one of ours.
 test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIER_SRC) $(BENCH) \
-      $(FUZZ_REPLAY)
+      $(FUZZ_REPLAY) $(if $(filter 1,$(WITH_CUDA)),$(FAKECUDA))
 	$(EXAMPLE)
 	$(ALLOC_RUN)
 	@rc=0; WB_DIFF_AOT_COUNT=$(DIFF_AOT_COUNT) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
@@ -231,6 +244,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIE
 	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
 	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
 	exit $$rc
+	$(CUDA_EMU_RUN) --verbose=0
 	sh tests/cli/run.sh $(CLI) $(TIER_SRC)
 	CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
 	sh tests/bench/run.sh $(BENCH)

@@ -1,0 +1,597 @@
+/*
+ * test_cuda.c -- tensors on CUDA devices: storages, DLPack, the batched
+ * write-back of data mutations on every tier, strided copies of odd
+ * layouts, aliases and versions, and the device and stream errors.
+ *
+ * The suite runs twice in `make test`: on the CUDA runtime the library
+ * finds, where every test skips with the reason when there is no GPU; and
+ * on an emulated device (tests/tools/fakecuda.c, through $WRAPBAKE_CUDART),
+ * where it runs everywhere and also looks at what was submitted.  Values
+ * on a device are read back after synchronizing.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "helpers.h"
+
+#ifdef WB_WITH_CUDA
+
+#include <cuda_runtime_api.h>
+
+#include "../src/runtime/rt.h"
+#include "tools/fakecuda.h"
+
+/* The runtime functions the tests call themselves, from the runtime the
+   library loaded. */
+static struct {
+    __typeof__(cudaMemcpy) *memcpy;
+    __typeof__(cudaDeviceSynchronize) *sync;
+    __typeof__(cudaStreamCreate) *stream_create;
+    __typeof__(cudaStreamDestroy) *stream_destroy;
+    fakecuda_state *fake;   /* NULL on a real device */
+    __typeof__(fakecuda_is_device) *is_device;
+    int devices;
+} cu;
+
+static void tc_need_cuda(void)
+{
+    if (wb_cuda_devices(&cu.devices) != WB_OK)
+        cr_skip_test("CUDA tests skipped: %s", wb_last_error());
+    *(void **)&cu.memcpy = wb_rt_cuda_symbol("cudaMemcpy");
+    *(void **)&cu.sync = wb_rt_cuda_symbol("cudaDeviceSynchronize");
+    *(void **)&cu.stream_create = wb_rt_cuda_symbol("cudaStreamCreate");
+    *(void **)&cu.stream_destroy = wb_rt_cuda_symbol("cudaStreamDestroy");
+    cu.fake = wb_rt_cuda_symbol("fakecuda");
+    *(void **)&cu.is_device = wb_rt_cuda_symbol("fakecuda_is_device");
+    cr_assert(cu.memcpy && cu.sync && cu.stream_create && cu.stream_destroy);
+}
+
+static const DLDataType tc_f32 = {kDLFloat, 32, 1};
+
+static DLDevice tc_gpu(int id) { return (DLDevice){kDLCUDA, id}; }
+
+static void tc_put(wb_storage *s, const void *host, size_t n)
+{
+    cr_assert_eq(cu.memcpy(wb_storage_data(s), host, n,
+                           cudaMemcpyHostToDevice), cudaSuccess);
+}
+
+static void tc_get(const wb_storage *s, void *host, size_t n)
+{
+    cr_assert_eq(cu.sync(), cudaSuccess);
+    cr_assert_eq(cu.memcpy(host, wb_storage_data(s), n,
+                           cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
+/* A contiguous float32 [n] tensor on dev holding base, base+1, ... */
+static wb_tensor *tc_vec(int dev, int64_t n, float base)
+{
+    wb_tensor *t;
+    float host[64];
+    cr_assert(n <= 64);
+    for (int64_t i = 0; i < n; i++)
+        host[i] = base + (float)i;
+    WBT_OK(wb_tensor_new(tc_f32, tc_gpu(dev), 1, &n, &t));
+    tc_put(wb_tensor_storage(t), host, sizeof *host * (size_t)n);
+    return t;
+}
+
+static void tc_expect(const wb_tensor *t, int64_t n, float base)
+{
+    float host[64];
+    tc_get(wb_tensor_storage(t), host, sizeof *host * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_eq(host[i], base + (float)i, "element %lld: %g, not %g",
+                     (long long)i, host[i], base + (float)i);
+}
+
+/* ---- the graph: hands out the values prepared in its context ---- */
+
+typedef struct tc_graph {
+    int n;
+    wb_tensor *values[48];
+} tc_graph;
+
+static int tc_graph_fn(void *ctx, const wb_arg *args, int nargs,
+                       wb_tensor **values, int nvalues)
+{
+    tc_graph *g = ctx;
+    (void)args; (void)nargs;
+    for (int i = 0; i < nvalues && i < g->n; i++)
+        values[i] = wb_tensor_retain(g->values[i]);
+    return g->n;
+}
+
+static void tc_graph_free(tc_graph *g)
+{
+    for (int i = 0; i < g->n; i++)
+        wb_tensor_release(g->values[i]);
+}
+
+/* m data-mutated float32 [4] inputs and one output. */
+static wb_spec *tc_mut_spec(int m, DLDevice declared)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_new("muts", &s));
+    for (int i = 0; i < m; i++) {
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_declare_input(s, i, tc_f32, 1));
+        if (declared.device_type)
+            WBT_OK(wb_spec_declare_device(s, i, declared));
+    }
+    WBT_OK(wb_spec_add_output(s, "out", WB_OUT_NON_ALIAS, -1, false, 0,
+                              NULL));
+    return s;
+}
+
+static const wb_tier tc_tiers[] = {WB_TIER_INTERP, WB_TIER_TCC, WB_TIER_CC};
+
+/* One call of m mutations on tier, on stream (a created one, or NULL);
+   checks values, versions, submissions and that nothing leaked. */
+static void tc_writeback(int m, wb_tier tier, void *stream, DLDevice declared)
+{
+    tc_graph g = {.n = m + 1};
+    wb_tensor *in[40], *out = NULL;
+    wb_arg args[40];
+    for (int i = 0; i < m; i++) {
+        in[i] = tc_vec(0, 4, 0);
+        args[i].t = in[i];
+        g.values[i] = tc_vec(0, 4, 100.0f * (float)(i + 1));
+    }
+    g.values[m] = tc_vec(0, 4, -1);
+    wb_spec *s = tc_mut_spec(m, declared);
+    wb_options o = {.tier = tier, .stream = stream};
+    wb_wrapper *w;
+    WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+    uint64_t before = wb_cuda_launches();
+    long kernels = cu.fake ? cu.fake->kernel_launches : 0;
+    long batches = cu.fake ? cu.fake->batch_copies : 0;
+    WBT_OK(wb_call(w, args, m, &out, 1));
+    uint64_t submitted = wb_cuda_launches() - before;
+    /* One submission for the whole write-back: a batched copy takes all
+       32 a call can hold, the kernel 8 per launch on the legacy stream. */
+    uint64_t expect = stream ? 1 : (uint64_t)(m + 7) / 8;
+    cr_assert_eq(submitted, expect, "%d mutations on %s: %llu submissions",
+                 m, wb_tier_name(tier), (unsigned long long)submitted);
+    if (cu.fake) {
+        cr_assert_eq(cu.fake->batch_copies - batches, stream ? 1 : 0);
+        cr_assert_eq(cu.fake->kernel_launches - kernels,
+                     stream ? 0 : (long)expect);
+    }
+    for (int i = 0; i < m; i++) {
+        tc_expect(in[i], 4, 100.0f * (float)(i + 1));
+        cr_assert_eq(wb_tensor_version(in[i]), 1);
+        cr_assert_eq(wb_tensor_refcount(in[i]), 1);
+    }
+    cr_assert_eq(out, g.values[m]);
+    cr_assert_eq(wb_tensor_refcount(g.values[0]), 1, "a value was kept");
+    wb_tensor_release(out);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    for (int i = 0; i < m; i++)
+        wb_tensor_release(in[i]);
+    tc_graph_free(&g);
+}
+
+Test(cuda, storage_and_dlpack)
+{
+    tc_need_cuda();
+    long live = cu.fake ? cu.fake->live_allocs : 0;
+    wb_storage *s;
+    unsigned char host[40];
+    WBT_OK(wb_storage_new(tc_gpu(0), sizeof host, &s));
+    cr_assert_eq(wb_storage_device(s).device_type, kDLCUDA);
+    tc_get(s, host, sizeof host);
+    for (size_t i = 0; i < sizeof host; i++)
+        cr_assert_eq(host[i], 0, "byte %zu of a new storage is %d", i,
+                     host[i]);
+    if (cu.fake)
+        cr_assert(cu.is_device(wb_storage_data(s), 0));
+
+    /* Out through DLPack and back in: the same memory, device and view. */
+    wb_tensor *t = tc_vec(0, 6, 1), *back;
+    DLManagedTensor *mt;
+    WBT_OK(wb_tensor_to_dlpack(t, &mt));
+    cr_assert_eq(mt->dl_tensor.device.device_type, kDLCUDA);
+    cr_assert_eq(mt->dl_tensor.data, wb_storage_data(wb_tensor_storage(t)));
+    WBT_OK(wb_tensor_from_dlpack(mt, &back));
+    cr_assert_eq(wb_tensor_device(back).device_type, kDLCUDA);
+    cr_assert_eq(wb_tensor_data(back), wb_tensor_data(t));
+    tc_expect(back, 6, 1);
+    wb_tensor_release(back);
+    wb_tensor_release(t);
+    wb_storage_release(s);
+    if (cu.fake)
+        cr_assert_eq(cu.fake->live_allocs, live, "device memory leaked");
+
+    /* A device that is not there. */
+    WBT_FAILS(wb_storage_new(tc_gpu(cu.devices), 8, &s), WB_ERR_DEVICE,
+              "does not exist");
+}
+
+Test(cuda, writeback_batched_on_every_tier)
+{
+    tc_need_cuda();
+    static const int counts[] = {1, 3, 8, 9, 20};
+    for (size_t t = 0; t < sizeof tc_tiers / sizeof *tc_tiers; t++)
+        for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
+            tc_writeback(counts[k], tc_tiers[t], NULL, (DLDevice){0, 0});
+}
+
+Test(cuda, writeback_on_a_stream_and_declared)
+{
+    tc_need_cuda();
+    cudaStream_t st;
+    cr_assert_eq(cu.stream_create(&st), cudaSuccess);
+    for (size_t t = 0; t < sizeof tc_tiers / sizeof *tc_tiers; t++) {
+        tc_writeback(3, tc_tiers[t], st, (DLDevice){0, 0});
+        tc_writeback(30, tc_tiers[t], st, tc_gpu(0));
+    }
+    cu.stream_destroy(st);
+}
+
+/* The batch against one copy per mutation: the same bytes land. */
+Test(cuda, batch_equals_one_copy_per_mutation)
+{
+    tc_need_cuda();
+    enum { M = 12 };
+    tc_graph g = {.n = M + 1};
+    wb_tensor *in[M], *ref[M], *out = NULL;
+    wb_arg args[M];
+    for (int i = 0; i < M; i++) {
+        in[i] = tc_vec(0, 4, 0);
+        ref[i] = tc_vec(0, 4, 0);
+        args[i].t = in[i];
+        g.values[i] = tc_vec(0, 4, 7.0f * (float)i - 3);
+        WBT_OK(wb_tensor_copy_(ref[i], g.values[i]));
+    }
+    g.values[M] = tc_vec(0, 4, 0);
+    wb_spec *s = tc_mut_spec(M, (DLDevice){0, 0});
+    wb_wrapper *w = wbt_wrap(s, tc_graph_fn, &g, WB_TIER_TCC);
+    WBT_OK(wb_call(w, args, M, &out, 1));
+    for (int i = 0; i < M; i++) {
+        float a[4], b[4];
+        tc_get(wb_tensor_storage(in[i]), a, sizeof a);
+        tc_get(wb_tensor_storage(ref[i]), b, sizeof b);
+        cr_assert(!memcmp(a, b, sizeof a), "input %d differs", i);
+        wb_tensor_release(in[i]);
+        wb_tensor_release(ref[i]);
+    }
+    wb_tensor_release(out);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tc_graph_free(&g);
+}
+
+/* One tensor given for two mutated inputs: the copies keep their order
+   (the later one wins, as on the CPU), on either path. */
+Test(cuda, overlapping_copies_keep_their_order)
+{
+    tc_need_cuda();
+    cudaStream_t st;
+    cr_assert_eq(cu.stream_create(&st), cudaSuccess);
+    wb_spec *s = tc_mut_spec(2, (DLDevice){0, 0});
+    for (int k = 0; k < 2; k++) {
+        wb_tensor *x = tc_vec(0, 4, 0), *out;
+        tc_graph g = {.n = 3, .values = {tc_vec(0, 4, 10), tc_vec(0, 4, 20),
+                                         tc_vec(0, 4, 0)}};
+        wb_options o = {.tier = WB_TIER_TCC, .stream = k ? st : NULL};
+        wb_wrapper *w;
+        WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+        uint64_t before = wb_cuda_launches();
+        WBT_OK(wb_call(w, (wb_arg[]){{.t = x}, {.t = x}}, 2, &out, 1));
+        cr_assert_eq(wb_cuda_launches() - before, 2, "the second copy did "
+                     "not wait for the first");
+        tc_expect(x, 4, 20);
+        cr_assert_eq(wb_tensor_version(x), 2);
+        wb_tensor_release(out);
+        wb_wrapper_free(w);
+        tc_graph_free(&g);
+        wb_tensor_release(x);
+    }
+    wb_spec_free(s);
+    cu.stream_destroy(st);
+}
+
+/* A strided copy on the device against the same copy on the CPU. */
+static void tc_strided(DLDataType dt, int ndim, const int64_t *sizes,
+                       const int64_t *dst_strides, int64_t dst_off,
+                       const int64_t *src_strides, int64_t src_off,
+                       size_t nbytes)
+{
+    unsigned char init[512], want[512], got[512];
+    wb_storage *ds, *ss, *hd, *hs;
+    wb_tensor *dt_, *st_, *hdt, *hst;
+    cr_assert(nbytes <= sizeof init);
+    for (size_t i = 0; i < nbytes; i++)
+        init[i] = (unsigned char)(i * 7 + 3);
+    WBT_OK(wb_storage_new(tc_gpu(0), nbytes, &ds));
+    WBT_OK(wb_storage_new(tc_gpu(0), nbytes, &ss));
+    WBT_OK(wb_storage_new((DLDevice){kDLCPU, 0}, nbytes, &hd));
+    WBT_OK(wb_storage_new((DLDevice){kDLCPU, 0}, nbytes, &hs));
+    memset(wb_storage_data(hd), 0, nbytes);
+    memcpy(wb_storage_data(hs), init, nbytes);
+    tc_put(ss, init, nbytes);
+    WBT_OK(wb_tensor_from_storage(ds, dt, ndim, sizes, dst_strides, dst_off,
+                                  &dt_));
+    WBT_OK(wb_tensor_from_storage(ss, dt, ndim, sizes, src_strides, src_off,
+                                  &st_));
+    WBT_OK(wb_tensor_from_storage(hd, dt, ndim, sizes, dst_strides, dst_off,
+                                  &hdt));
+    WBT_OK(wb_tensor_from_storage(hs, dt, ndim, sizes, src_strides, src_off,
+                                  &hst));
+    WBT_OK(wb_tensor_copy_(dt_, st_));
+    WBT_OK(wb_tensor_copy_(hdt, hst));
+    memcpy(want, wb_storage_data(hd), nbytes);
+    tc_get(ds, got, nbytes);
+    for (size_t i = 0; i < nbytes; i++)
+        cr_assert_eq(got[i], want[i], "byte %zu: %d, the CPU has %d", i,
+                     got[i], want[i]);
+    cr_assert_eq(wb_tensor_version(dt_), 1);
+    wb_tensor_release(dt_);
+    wb_tensor_release(st_);
+    wb_tensor_release(hdt);
+    wb_tensor_release(hst);
+    wb_storage_release(ds);
+    wb_storage_release(ss);
+    wb_storage_release(hd);
+    wb_storage_release(hs);
+}
+
+Test(cuda, strided_copies_of_odd_layouts)
+{
+    tc_need_cuda();
+    const DLDataType u8 = {kDLUInt, 8, 1}, i16 = {kDLInt, 16, 1},
+                     f64 = {kDLFloat, 64, 1}, c3 = {kDLUInt, 8, 3};
+    /* A transpose, both ways. */
+    tc_strided(tc_f32, 2, (int64_t[]){3, 5}, (int64_t[]){1, 3}, 0,
+               (int64_t[]){5, 1}, 0, 60);
+    tc_strided(tc_f32, 2, (int64_t[]){3, 5}, (int64_t[]){5, 1}, 0,
+               (int64_t[]){1, 3}, 0, 60);
+    /* Offsets, every other element, bytes and shorts. */
+    tc_strided(u8, 1, (int64_t[]){9}, (int64_t[]){2}, 3, (int64_t[]){1}, 1,
+               40);
+    tc_strided(i16, 3, (int64_t[]){2, 3, 4}, (int64_t[]){1, 2, 6}, 1,
+               (int64_t[]){12, 4, 1}, 0, 120);
+    /* Doubles in a 3-D permutation, with a size-1 dim. */
+    tc_strided(f64, 4, (int64_t[]){2, 1, 3, 2}, (int64_t[]){1, 99, 4, 2}, 0,
+               (int64_t[]){6, 6, 2, 1}, 0, 96);
+    /* 3-byte elements (lanes), which no machine word holds. */
+    tc_strided(c3, 2, (int64_t[]){4, 3}, (int64_t[]){1, 4}, 0,
+               (int64_t[]){3, 1}, 2, 60);
+    /* Dims that merge: a dense block inside a wider row. */
+    tc_strided(tc_f32, 3, (int64_t[]){2, 2, 4}, (int64_t[]){16, 4, 1}, 2,
+               (int64_t[]){8, 4, 1}, 0, 160);
+}
+
+Test(cuda, too_many_unmergeable_dims)
+{
+    tc_need_cuda();
+    int64_t sizes[7] = {2, 2, 2, 2, 2, 2, 2}, a[7], b[7] = {64, 32, 16, 8, 4, 2, 1};
+    for (int d = 0; d < 7; d++)
+        a[d] = (int64_t)1 << (d + 1);  /* every dim interleaved */
+    wb_storage *s1, *s2;
+    wb_tensor *x, *y;
+    WBT_OK(wb_storage_new(tc_gpu(0), 4 * 256, &s1));
+    WBT_OK(wb_storage_new(tc_gpu(0), 4 * 128, &s2));
+    WBT_OK(wb_tensor_from_storage(s1, tc_f32, 7, sizes, a, 0, &x));
+    WBT_OK(wb_tensor_from_storage(s2, tc_f32, 7, sizes, b, 0, &y));
+    WBT_FAILS(wb_tensor_copy_(x, y), WB_ERR_UNSUPPORTED, "more than 6");
+    cr_assert_eq(wb_tensor_version(x), 0);
+    wb_tensor_release(x);
+    wb_tensor_release(y);
+    wb_storage_release(s1);
+    wb_storage_release(s2);
+}
+
+/* An input given as a transposed view: the write-back takes the kernel
+   on every stream, and aliases and versions behave as on the CPU. */
+Test(cuda, strided_input_alias_and_versions)
+{
+    tc_need_cuda();
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("f(Tensor(a!) x, Tensor(b) y) -> Tensor(b)", &s));
+    cudaStream_t st;
+    cr_assert_eq(cu.stream_create(&st), cudaSuccess);
+    for (size_t k = 0; k < sizeof tc_tiers / sizeof *tc_tiers; k++) {
+        wb_tensor *base = tc_vec(0, 6, 0), *x, *y = tc_vec(0, 4, 50), *out;
+        WBT_OK(wb_tensor_as_strided(base, 2, (int64_t[]){3, 2},
+                                    (int64_t[]){1, 3}, 0, &x));
+        tc_graph g = {.n = 2};
+        wb_tensor *v = tc_vec(0, 6, 10);
+        WBT_OK(wb_tensor_as_strided(v, 2, (int64_t[]){3, 2},
+                                    (int64_t[]){2, 1}, 0, &g.values[0]));
+        wb_tensor_release(v);
+        g.values[1] = wb_tensor_retain(y);
+        wb_options o = {.tier = tc_tiers[k], .stream = st};
+        wb_wrapper *w;
+        WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+        long kernels = cu.fake ? cu.fake->kernel_launches : 0;
+        WBT_OK(wb_call(w, (wb_arg[]){{.t = x}, {.t = y}}, 2, &out, 1));
+        if (cu.fake)
+            cr_assert_eq(cu.fake->kernel_launches - kernels, 1);
+        /* x[i][j] (at j*3+i) = v[i][j] (at i*2+j = 10 + i*2+j). */
+        float host[6];
+        tc_get(wb_tensor_storage(base), host, sizeof host);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++)
+                cr_assert_eq(host[j * 3 + i], 10.0f + (float)(i * 2 + j));
+        cr_assert_eq(wb_tensor_version(base), 1);
+        /* The alias of y: a new view of y's CUDA storage. */
+        cr_assert_neq(out, y);
+        cr_assert_eq(wb_tensor_storage(out), wb_tensor_storage(y));
+        cr_assert_eq(wb_tensor_device(out).device_type, kDLCUDA);
+        wb_tensor_release(out);
+        wb_wrapper_free(w);
+        tc_graph_free(&g);
+        wb_tensor_release(x);
+        wb_tensor_release(base);
+        wb_tensor_release(y);
+    }
+    cu.stream_destroy(st);
+    wb_spec_free(s);
+}
+
+/* A call that must fail before anything is mutated. */
+static void tc_refused(wb_wrapper *w, wb_tensor *x, wb_status status,
+                       const char *needle)
+{
+    float before[4], after[4];
+    tc_get(wb_tensor_storage(x), before, sizeof before);
+    wb_tensor *out = (wb_tensor *)(uintptr_t)1;
+    WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), status, needle);
+    cr_assert_eq(out, (wb_tensor *)(uintptr_t)1, "an output was written");
+    tc_get(wb_tensor_storage(x), after, sizeof after);
+    cr_assert(!memcmp(before, after, sizeof before), "the input changed");
+    cr_assert_eq(wb_tensor_version(x), 0);
+    cr_assert_eq(wb_tensor_refcount(x), 1);
+}
+
+Test(cuda, device_and_stream_errors)
+{
+    tc_need_cuda();
+    cudaStream_t s1, s2;
+    cr_assert_eq(cu.stream_create(&s1), cudaSuccess);
+    cr_assert_eq(cu.stream_create(&s2), cudaSuccess);
+    for (size_t k = 0; k < sizeof tc_tiers / sizeof *tc_tiers; k++) {
+        wb_options o = {.tier = tc_tiers[k], .stream = s1};
+        wb_tensor *x = tc_vec(0, 4, 0), *cpu;
+        WBT_OK(wb_tensor_new(tc_f32, (DLDevice){kDLCPU, 0}, 1,
+                             (int64_t[]){4}, &cpu));
+        tc_graph g = {.n = 2, .values = {tc_vec(0, 4, 9), tc_vec(0, 4, 0)}};
+        wb_spec *s = tc_mut_spec(1, (DLDevice){0, 0});
+        wb_wrapper *w;
+        WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+
+        /* Tied to another stream; then on the wrapper's, per call. */
+        wb_storage_set_stream(wb_tensor_storage(x), s2);
+        tc_refused(w, x, WB_ERR_DEVICE, "is tied to stream");
+        wb_set_call_stream(s2);
+        wb_tensor *out;
+        WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+        wb_tensor_release(out);
+        tc_expect(x, 4, 9);
+        wb_clear_call_stream();
+        wb_storage_unset_stream(wb_tensor_storage(x));
+        wb_tensor_release(x);
+        x = tc_vec(0, 4, 0);
+
+        /* The updated value on the CPU. */
+        wb_tensor_release(g.values[0]);
+        g.values[0] = wb_tensor_retain(cpu);
+        tc_refused(w, x, WB_ERR_DEVICE, "the updated value is on cpu; "
+                   "expected cuda:0");
+        cr_assert_eq(wb_tensor_refcount(cpu), 2, "the value leaked");
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+
+        /* Declared on the CPU, given on the device, and the other way. */
+        s = tc_mut_spec(1, (DLDevice){kDLCPU, 0});
+        WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+        tc_refused(w, x, WB_ERR_DEVICE, "on cuda:0; expected cpu");
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+        s = tc_mut_spec(1, tc_gpu(0));
+        WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+        WBT_FAILS(wb_call(w, (wb_arg[]){{.t = cpu}}, 1, &out, 1),
+                  WB_ERR_DEVICE, "on cpu; expected cuda:0");
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+
+        /* A resize that would grow a device storage. */
+        WBT_OK(wb_spec_parse("f(Tensor(a!) x [resize]) -> ()", &s));
+        wb_tensor_release(g.values[0]);
+        g.values[0] = tc_vec(0, 8, 1);
+        g.n = 1;
+        WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+        tc_refused(w, x, WB_ERR_UNSUPPORTED, "growing a storage on a CUDA");
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+        g.n = 2;
+
+        /* Two mutated inputs on two devices. */
+        if (cu.devices > 1) {
+            wb_tensor *x1 = tc_vec(1, 4, 0);
+            g.n = 3;
+            g.values[2] = g.values[1];
+            wb_tensor_release(g.values[0]);
+            g.values[0] = tc_vec(0, 4, 5);
+            g.values[1] = tc_vec(1, 4, 5);
+            s = tc_mut_spec(2, (DLDevice){0, 0});
+            WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+            WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}, {.t = x1}}, 2, &out, 1),
+                      WB_ERR_DEVICE, "a call writes back on one device");
+            cr_assert_eq(wb_tensor_version(x), 0);
+            cr_assert_eq(wb_tensor_version(x1), 0);
+            wb_wrapper_free(w);
+            wb_spec_free(s);
+            wb_tensor_release(x1);
+        }
+        tc_graph_free(&g);
+        wb_tensor_release(x);
+        wb_tensor_release(cpu);
+    }
+    cu.stream_destroy(s1);
+    cu.stream_destroy(s2);
+}
+
+/* Faults only an emulated device can make. */
+Test(cuda, launch_failure_and_old_driver)
+{
+    tc_need_cuda();
+    if (!cu.fake)
+        cr_skip_test("needs the emulated device (fakecuda) to inject faults");
+    cudaStream_t st;
+    cr_assert_eq(cu.stream_create(&st), cudaSuccess);
+    wb_tensor *x = tc_vec(0, 4, 0), *out = NULL;
+    tc_graph g = {.n = 2, .values = {tc_vec(0, 4, 3), tc_vec(0, 4, 0)}};
+    wb_spec *s = tc_mut_spec(1, (DLDevice){0, 0});
+    wb_wrapper *w = wbt_wrap(s, tc_graph_fn, &g, WB_TIER_TCC);
+
+    /* A launch the device refuses: the call says so and keeps nothing. */
+    cu.fake->fail_launch = true;
+    WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), WB_ERR_DEVICE,
+              "cannot launch the copy kernel");
+    cr_assert_null(out, "a failed write-back left an output");
+    cr_assert_eq(wb_tensor_refcount(g.values[0]), 1);
+    cr_assert_eq(wb_tensor_refcount(g.values[1]), 1);
+    cu.fake->fail_launch = false;
+
+    /* A driver without cudaMemcpyBatchAsync: the kernel does it. */
+    wb_wrapper_free(w);
+    wb_options o = {.tier = WB_TIER_TCC, .stream = st};
+    WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+    cu.fake->old_driver = true;
+    long kernels = cu.fake->kernel_launches;
+    WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+    cr_assert_eq(cu.fake->kernel_launches - kernels, 1);
+    cr_assert_eq(cu.fake->batch_copies, 0);
+    tc_expect(x, 4, 3);
+    wb_tensor_release(out);
+
+    /* Out of device memory. */
+    cu.fake->fail_malloc = true;
+    wb_storage *none = NULL;
+    WBT_FAILS(wb_storage_new(tc_gpu(0), 16, &none), WB_ERR_NOMEM,
+              "cannot allocate CUDA memory");
+    cr_assert_null(none);
+    cu.fake->fail_malloc = false;
+
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tc_graph_free(&g);
+    wb_tensor_release(x);
+    cu.stream_destroy(st);
+}
+
+#else /* !WB_WITH_CUDA */
+
+Test(cuda, built_without_cuda)
+{
+    int n = -1;
+    WBT_FAILS(wb_cuda_devices(&n), WB_ERR_UNSUPPORTED, "no CUDA support");
+    cr_assert_eq(n, 0);
+    cr_skip_test("CUDA tests skipped: this build has no CUDA (WITH_CUDA=0)");
+}
+
+#endif /* WB_WITH_CUDA */
