@@ -848,6 +848,35 @@ Test(schema, semantic_rejections)
                     "                             ^");
 }
 
+/* device= declares where an input lives; the generated code checks it
+   and names it. */
+Test(schema, extension_declares_devices)
+{
+    wb_spec *s;
+    char *c;
+    WBT_OK(wb_spec_parse("f(Tensor(a!) x [device=cuda:1], Tensor y "
+                         "[device=cpu], Tensor z [device=cuda]) -> Tensor",
+                         &s));
+    WBT_OK(wb_spec_validate(s));
+    WBT_OK(wb_emit_c(s, &c));
+    cr_assert(strstr(c, "input 0 'x', INOUT, data mutation, cuda:1"), "%s", c);
+    cr_assert(strstr(c, "input 1 'y', IN, cpu"), "%s", c);
+    cr_assert(strstr(c, "t->storage->device != 0x100000002ull"), "%s", c);
+    cr_assert(strstr(c, "t->storage->device != 0x1ull"), "%s", c);
+    cr_assert(strstr(c, "t->storage->device != 0x2ull"), "%s", c);
+    /* x is on a device: the call ends with the device write-back. */
+    cr_assert(strstr(c, "return wb_rt_flush(e, outs, 1);"), "%s", c);
+    free(c);
+    wb_spec_free(s);
+    /* All copies declared on the CPU: no write-back step. */
+    WBT_OK(wb_spec_parse("f(Tensor(a!) x [device=cpu]) -> Tensor", &s));
+    WBT_OK(wb_spec_validate(s));
+    WBT_OK(wb_emit_c(s, &c));
+    cr_assert(!strstr(c, "wb_rt_flush"), "%s", c);
+    free(c);
+    wb_spec_free(s);
+}
+
 Test(schema, extension_rejections_parameters)
 {
     static const tsc_case c[] = {
@@ -865,14 +894,18 @@ Test(schema, extension_rejections_parameters)
          "parameter has one mutation kind"},
         {"f(Tensor(a!) x [resize, resize]) -> Tensor", 25,
          "parameter 0 'x': attribute 'resize' is given twice"},
+        {"f(Tensor x [device=tpu]) -> Tensor", 20,
+         "parameter 0 'x': device is cpu, cuda or cuda:N"},
+        {"f(Tensor x [device=cpu:1]) -> Tensor", 20,
+         "parameter 0 'x': device is cpu, cuda or cuda:N"},
         {"f(Tensor(a!) x [bogus]) -> Tensor", 17,
          "parameter 0 'x': unknown attribute 'bogus'; a parameter takes "
          "data, metadata, data_metadata, storage, resize, in_graph, hidden, "
-         "detach, dtype=NAME or ndim=N"},
+         "detach, dtype=NAME, ndim=N or device=DEVICE"},
         {"f(Tensor(a!) x [requires_grad]) -> Tensor", 17,
          "parameter 0 'x': unknown attribute 'requires_grad'; a parameter "
          "takes data, metadata, data_metadata, storage, resize, in_graph, "
-         "hidden, detach, dtype=NAME or ndim=N"},
+         "hidden, detach, dtype=NAME, ndim=N or device=DEVICE"},
         {"f(Tensor(a!) x [data=1]) -> Tensor", 22,
          "parameter 0 'x': attribute 'data' takes no value"},
         {"f(Tensor x [detach=yes]) -> Tensor", 20,
