@@ -6,6 +6,14 @@
 
 #include "rt.h"
 
+/* Nonzero while the calling thread is inside libtcc, the dynamic loader
+   or the CUDA runtime (see rt.h).  libtcc exits the process when one of
+   its own allocations fails, so the allocation-failure test
+   (tests/tools/alloc_fail.c) reads this to fail only allocations made
+   outside them.  It lives here, apart from the JIT, because ahead-of-time
+   programs link the runtime without libtcc. */
+_Thread_local int wb_rt_inside_dependency;
+
 /* Each thread owns its message, so a failing call never races another
    thread's read of wb_last_error(). */
 static _Thread_local char wb_rt_errmsg[1024];

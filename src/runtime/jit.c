@@ -22,12 +22,6 @@
 
 static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Nonzero while the calling thread is inside libtcc or the dynamic loader
-   (see rt.h).  libtcc exits the process when one of its own allocations
-   fails, so the allocation-failure test (tests/tools/alloc_fail.c) reads
-   this to fail only allocations made outside them. */
-_Thread_local int wb_rt_inside_dependency;
-
 struct wb_jit_code {
     void *mem;
     size_t size;
