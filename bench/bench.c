@@ -4,8 +4,11 @@
  * Cases A-E follow the reference table of PyTorch's code-generated runtime
  * wrapper: every input is a contiguous float32 [2, 4] tensor, mutations are
  * data mutations of distinct inputs, each alias is an alias-of-input view of
- * a distinct input, and one further output is not aliased.  --spec FILE
- * benchmarks the user's own specs the same way.  The graph stand-in does
+ * a distinct input, and one further output is not aliased.  Their specs are
+ * the text of bench/cases.txt, which the Makefile also builds into this
+ * program ahead of time (aot.c): every tier, aot included, runs the same
+ * specs.  --spec FILE benchmarks the user's own specs the same way, on every
+ * tier but aot, whose code only a build can bring.  The graph stand-in does
  * constant work: it hands out references to values prepared ahead of time,
  * shaped as the spec says.  "direct" calls the graph alone and releases its
  * values, the least any caller must do: the floor no wrapper can beat.
@@ -37,8 +40,11 @@
 typedef struct bench_case {
     char name[64], desc[64];
     wb_spec *spec;
+    int aot;  /* the case's graph in the ahead-of-time unit, or -1 */
 } bench_case;
 
+/* What each builtin case must be; bench_builtin_spec holds the text of
+   bench/cases.txt to it. */
 static const struct {
     const char *name, *desc;
     int nargs, nmut, nalias;
@@ -67,23 +73,53 @@ static void bench_ok(wb_status st, const char *what)
 static const DLDataType bench_f32 = {kDLFloat, 32, 1};
 static const DLDevice bench_cpu = {kDLCPU, 0};
 
-static wb_spec *bench_builtin_spec(int i)
+/* Whether s is builtin case i as documented: nargs declared float32 2-d
+   tensor inputs, the first nmut of them data-mutated, each of the next
+   nalias viewed by one alias-of-input output, then one output that aliases
+   nothing; nothing else. */
+static bool bench_builtin_ok(const wb_spec *s, int i)
+{
+    int nargs = bench_builtin[i].nargs, nmut = bench_builtin[i].nmut;
+    int nalias = bench_builtin[i].nalias;
+    if (s->ninputs != nargs || s->nupdated != nmut ||
+        s->noutputs != nalias + 1 || s->nbases != 0 || s->training ||
+        s->nguards || s->before_call || s->first_call)
+        return false;
+    for (int a = 0; a < nargs; a++) {
+        const wb_input *in = &s->inputs[a];
+        if (!in->is_tensor || in->flags || in->ndim != 2 ||
+            in->dtype.code != bench_f32.code ||
+            in->dtype.bits != bench_f32.bits ||
+            in->dtype.lanes != bench_f32.lanes ||
+            in->mutation != (a < nmut ? WB_MUT_DATA : WB_MUT_NONE))
+            return false;
+    }
+    for (int k = 0; k <= nalias; k++) {
+        const wb_output *o = &s->outputs[k];
+        if (o->requires_grad || o->dyn ||
+            (k < nalias && (o->kind != WB_OUT_ALIAS_OF_INPUT ||
+                            o->base != nmut + k)) ||
+            (k == nalias && o->kind != WB_OUT_NON_ALIAS))
+            return false;
+    }
+    return true;
+}
+
+/* Builtin case i, parsed from the text the ahead-of-time unit embeds (that
+   of bench/cases.txt), so that the aot code was generated for the very
+   spec every other tier runs. */
+static wb_spec *bench_builtin_spec(int i, int *aot)
 {
     wb_spec *s;
-    bench_ok(wb_spec_new(bench_builtin[i].name, &s), "spec");
-    for (int a = 0; a < bench_builtin[i].nargs; a++) {
-        bench_ok(wb_spec_add_tensor(s, "x", a < bench_builtin[i].nmut
-                                                ? WB_MUT_DATA : WB_MUT_NONE,
-                                    0, NULL), "input");
-        bench_ok(wb_spec_declare_input(s, a, bench_f32, 2), "declare");
-    }
-    for (int k = 0; k < bench_builtin[i].nalias; k++)
-        bench_ok(wb_spec_add_output(s, "view", WB_OUT_ALIAS_OF_INPUT,
-                                    bench_builtin[i].nmut + k, false, 0, NULL),
-                 "output");
-    bench_ok(wb_spec_add_output(s, "out", WB_OUT_NON_ALIAS, -1, false, 0,
-                                NULL), "output");
-    bench_ok(wb_spec_validate(s), "validate");
+    const char *name = bench_builtin[i].name;
+    *aot = bench_aot_lookup(name);
+    if (*aot < 0)
+        bench_die(name, "bench/cases.txt has no such case; rebuild "
+                  "wrapbake-bench");
+    bench_ok(bench_aot_spec(*aot, &s), name);
+    if (!bench_builtin_ok(s, i))
+        bench_die(name, "bench/cases.txt does not say what the case is "
+                  "documented to be");
     return s;
 }
 
@@ -104,6 +140,7 @@ static int bench_file_cases(const char *path, bench_case **cases)
         if (es.v[i].error)
             bench_die(where, es.v[i].error);
         bench_case *c = &(*cases)[n++];
+        c->aot = -1;
         bench_ok(wb_spec_parse(es.v[i].text, &c->spec), where);
         bench_ok(wb_spec_validate(c->spec), where);
         snprintf(c->name, sizeof c->name, "%s", wb_spec_name(c->spec));
@@ -274,30 +311,36 @@ static double bench_count_allocs(bench_world *world, wb_wrapper *w, long calls)
 
 static const wb_tier bench_tiers[BENCH_NTIERS] = {
     [BENCH_INTERP] = WB_TIER_INTERP, [BENCH_TCC] = WB_TIER_TCC,
-    [BENCH_CC] = WB_TIER_CC,
+    [BENCH_CC] = WB_TIER_CC, [BENCH_AOT] = WB_TIER_AOT,
 };
 
-static wb_wrapper *bench_wrapper(const wb_spec *s, bench_world *world,
+/* A wrapper of case c on tier (for aot: from the code built into this
+   program, which c must have). */
+static wb_wrapper *bench_wrapper(const bench_case *c, bench_world *world,
                                  wb_tier tier, unsigned flags,
                                  double *compile_us)
 {
     wb_options o = {.tier = tier, .flags = flags};
     wb_wrapper *w;
     double t0 = bench_now_ns();
-    bench_ok(wb_wrapper_new(s, bench_graph, world, &o, &w), "wrapper");
+    if (tier == WB_TIER_AOT)
+        bench_ok(bench_aot_new(c->aot, bench_graph, world, &w), "wrapper");
+    else
+        bench_ok(wb_wrapper_new(c->spec, bench_graph, world, &o, &w),
+                 "wrapper");
     if (compile_us)
         *compile_us = (bench_now_ns() - t0) / 1e3;
     return w;
 }
 
 /* The median time of building one wrapper on tier with flags, over n fresh
-   ones (compiled anew: nothing shared). */
-static double bench_build_us(const wb_spec *s, bench_world *world,
+   ones (compiled anew: nothing shared; aot wrappers never share). */
+static double bench_build_us(const bench_case *c, bench_world *world,
                              wb_tier tier, unsigned flags, int n)
 {
     double us[9];
     for (int i = 0; i < n; i++)
-        wb_wrapper_free(bench_wrapper(s, world, tier, flags | WB_OPT_NO_SHARE,
+        wb_wrapper_free(bench_wrapper(c, world, tier, flags | WB_OPT_NO_SHARE,
                                       &us[i]));
     qsort(us, (size_t)n, sizeof *us, bench_cmp);
     return us[n / 2];
@@ -344,6 +387,19 @@ static bool bench_cc_ready(bench_tier_result *t)
         t->why_not = why;
     }
     return ready;
+}
+
+/* Whether case c has ahead-of-time code in this program; when not, t says
+   why. */
+static bool bench_aot_ready(const bench_case *c, bench_tier_result *t)
+{
+    if (c->aot >= 0)
+        return true;
+    t->available = false;
+    t->why_not = "not available: wrapbake-bench holds ahead-of-time code for "
+                 "its builtin cases A-E only (a spec of --spec can be built "
+                 "into a program of its own with `wrapbake emit --aot`)";
+    return false;
 }
 
 /* The cc tier's disk cache goes to a private directory, removed at exit,
@@ -393,17 +449,21 @@ static void bench_measure(const bench_case *c, long calls, long reps,
         wb_wrapper *w = NULL;
         if (x == BENCH_CC && !bench_cc_ready(t))
             continue;
+        if (x == BENCH_AOT && !bench_aot_ready(c, t))
+            continue;
         if (x != BENCH_DIRECT)
-            w = bench_wrapper(c->spec, &world, bench_tiers[x], 0, NULL);
+            w = bench_wrapper(c, &world, bench_tiers[x], 0, NULL);
         if (x == BENCH_TCC) {
-            t->compile_us = bench_build_us(c->spec, &world, WB_TIER_TCC, 0, 9);
+            t->compile_us = bench_build_us(c, &world, WB_TIER_TCC, 0, 9);
             t->batch_us = bench_batch_us(c->spec, &world);
         }
         if (x == BENCH_CC) {
-            t->compile_us = bench_build_us(c->spec, &world, WB_TIER_CC,
+            t->compile_us = bench_build_us(c, &world, WB_TIER_CC,
                                            WB_OPT_NO_DISK_CACHE, 3);
-            t->load_us = bench_build_us(c->spec, &world, WB_TIER_CC, 0, 9);
+            t->load_us = bench_build_us(c, &world, WB_TIER_CC, 0, 9);
         }
+        if (x == BENCH_AOT)
+            t->compile_us = bench_build_us(c, &world, WB_TIER_AOT, 0, 9);
         t->ns = bench_time(&world, w, calls, reps);
         t->allocs_per_call = bench_count_allocs(&world, w, calls);
         wb_wrapper_free(w);
@@ -440,7 +500,8 @@ static void bench_usage(FILE *f)
         "Usage: wrapbake-bench [OPTION]...\n"
         "Times each tier of wrapbake against a bare call of the graph.\n\n"
         "  -c, --case NAME    only this case (A-E, or a spec name with --spec)\n"
-        "  -s, --spec FILE    the specs of FILE (text or YAML) instead of A-E\n"
+        "  -s, --spec FILE    the specs of FILE (text or YAML) instead of A-E;\n"
+        "                     their aot column is n/a (only A-E are built in)\n"
         "  -n, --calls N      calls per timed run (default 20000)\n"
         "  -r, --reps N       timed runs per column (default 31)\n"
         "  -p, --cpu N        pin the benchmark to CPU N\n"
@@ -448,8 +509,9 @@ static void bench_usage(FILE *f)
         "      --csv          CSV instead of the table\n"
         "      --svg FILE     also write a bar chart to FILE\n"
         "  -t, --tier T       counting mode: make exactly --calls calls on\n"
-        "                     tier T (direct, interp, tcc, cc) of one --case,\n"
-        "                     printing nothing; for valgrind --tool=callgrind\n"
+        "                     tier T (direct, interp, tcc, cc, aot) of one\n"
+        "                     --case, printing nothing; for valgrind\n"
+        "                     --tool=callgrind\n"
         "  -h, --help         this text\n");
 }
 
@@ -514,7 +576,7 @@ int main(int argc, char **argv)
                      bench_builtin[i].name);
             snprintf(cases[i].desc, sizeof cases[i].desc, "%s",
                      bench_builtin[i].desc);
-            cases[i].spec = bench_builtin_spec(i);
+            cases[i].spec = bench_builtin_spec(i, &cases[i].aot);
         }
     }
     if (only) {
@@ -544,8 +606,11 @@ int main(int argc, char **argv)
         bench_world world;
         bench_world_make(&world, cases[0].spec);
         wb_wrapper *w = NULL;
+        bench_tier_result t;
+        if (x == BENCH_AOT && !bench_aot_ready(&cases[0], &t))
+            bench_die("aot", t.why_not);
         if (x != BENCH_DIRECT)
-            w = bench_wrapper(cases[0].spec, &world, bench_tiers[x], 0, NULL);
+            w = bench_wrapper(&cases[0], &world, bench_tiers[x], 0, NULL);
         bench_calls(&world, w, calls);
         wb_wrapper_free(w);
         bench_world_free(&world);

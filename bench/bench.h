@@ -8,8 +8,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "wrapbake.h"
+
 /* The columns, in order: the floor first. */
-enum { BENCH_DIRECT, BENCH_INTERP, BENCH_TCC, BENCH_CC, BENCH_NTIERS };
+enum { BENCH_DIRECT, BENCH_INTERP, BENCH_TCC, BENCH_CC, BENCH_AOT,
+       BENCH_NTIERS };
 extern const char *const bench_tier_names[BENCH_NTIERS];
 
 typedef struct bench_stat {
@@ -21,7 +24,8 @@ typedef struct bench_tier_result {
     const char *why_not;      /* when not available */
     bench_stat ns;
     double allocs_per_call;   /* -1 when this build cannot count them */
-    double compile_us;        /* one wrapper alone; -1 when none is built */
+    double compile_us;        /* one wrapper alone (aot: made from its
+                                 embedded spec); -1 when none is built */
     double batch_us;          /* tcc: per wrapper in a batch; -1 if none */
     double load_us;           /* cc: a disk-cache hit; -1 if none */
 } bench_tier_result;
@@ -46,6 +50,15 @@ void bench_print_table(FILE *f, const bench_report *r);
 void bench_print_json(FILE *f, const bench_report *r);
 void bench_print_csv(FILE *f, const bench_report *r);
 void bench_print_svg(FILE *f, const bench_report *r);
+
+/* The builtin cases built ahead of time (aot.c, over the unit the Makefile
+   generates from bench/cases.txt): a case's index there, or -1; a new
+   validated spec parsed from the text the unit embeds; a wrapper of it on
+   the aot tier, which the caller frees. */
+int bench_aot_lookup(const char *name);
+wb_status bench_aot_spec(int graph, wb_spec **out);
+wb_status bench_aot_new(int graph, wb_graph_fn fn, void *ctx,
+                        wb_wrapper **out);
 
 /* Heap allocations made by the process so far (allocs.c), and whether this
    build can count them at all. */

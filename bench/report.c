@@ -7,7 +7,7 @@
 #include "bench.h"
 
 const char *const bench_tier_names[BENCH_NTIERS] = {"direct", "interp", "tcc",
-                                                    "cc"};
+                                                    "cc", "aot"};
 
 /* ---- the table ---- */
 
@@ -29,15 +29,16 @@ void bench_print_table(FILE *f, const bench_report *r)
     fprintf(f, "%-4s %-26s", "case", "desc");
     for (int t = 0; t < BENCH_NTIERS; t++)
         fprintf(f, " %20s", bench_tier_names[t]);
-    fprintf(f, " %9s %9s %9s %8s %8s %8s %8s %7s %7s %7s\n", "interp-d",
-            "tcc-d", "cc-d", "tcc/int", "tcc/cc", "tcc us", "batch us",
-            "cc ms", "hit us", "allocs");
+    fprintf(f, " %9s %9s %9s %9s %8s %8s %8s %8s %7s %7s %7s %7s\n",
+            "interp-d", "tcc-d", "cc-d", "aot-d", "tcc/int", "tcc/cc",
+            "tcc us", "batch us", "cc ms", "hit us", "aot us", "allocs");
     for (int c = 0; c < r->ncases; c++) {
         const bench_case_result *k = &r->cases[c];
         const bench_tier_result *d = &k->tiers[BENCH_DIRECT];
         const bench_tier_result *i = &k->tiers[BENCH_INTERP];
         const bench_tier_result *t = &k->tiers[BENCH_TCC];
         const bench_tier_result *cc = &k->tiers[BENCH_CC];
+        const bench_tier_result *a = &k->tiers[BENCH_AOT];
         fprintf(f, "%-4s %-26s", k->name, k->desc);
         for (int x = 0; x < BENCH_NTIERS; x++)
             bench_cell(f, &k->tiers[x]);
@@ -52,6 +53,10 @@ void bench_print_table(FILE *f, const bench_report *r)
             fprintf(f, " %9.1f", oc);
         else
             fprintf(f, " %9s", "n/a");
+        if (a->available)
+            fprintf(f, " %9.1f", a->ns.median - d->ns.median);
+        else
+            fprintf(f, " %9s", "n/a");
         fprintf(f, " %8.2f", oi > 0 ? ot / oi : 0.0);
         if (cc->available)
             fprintf(f, " %8.2f", oc > 0 ? ot / oc : 0.0);
@@ -62,18 +67,24 @@ void bench_print_table(FILE *f, const bench_report *r)
             fprintf(f, " %7.1f %7.1f", cc->compile_us / 1e3, cc->load_us);
         else
             fprintf(f, " %7s %7s", "n/a", "n/a");
+        if (a->available)
+            fprintf(f, " %7.1f", a->compile_us);
+        else
+            fprintf(f, " %7s", "n/a");
         if (i->allocs_per_call < 0)
             fprintf(f, " %7s\n", "n/a");
         else
             fprintf(f, " %7.2f\n", worst);
     }
-    fprintf(f, "\ninterp-d, tcc-d, cc-d: overhead above direct (the graph "
-            "called alone); tcc/int, tcc/cc:\nratios of those overheads; "
-            "tcc us: one wrapper compiled by libtcc; batch us: per wrapper\n"
-            "when %d are compiled together; cc ms: one wrapper built by the "
-            "system compiler;\nhit us: one cc wrapper loaded from the disk "
-            "cache; allocs: heap allocations per call,\nworst tier.\n",
-            BENCH_BATCH);
+    fprintf(f, "\ninterp-d, tcc-d, cc-d, aot-d: overhead above direct (the "
+            "graph called alone);\ntcc/int, tcc/cc: ratios of those "
+            "overheads; tcc us: one wrapper compiled by\nlibtcc; batch us: "
+            "per wrapper when %d are compiled together; cc ms: one\nwrapper "
+            "built by the system compiler; hit us: one cc wrapper loaded from "
+            "the\ndisk cache; aot us: one wrapper made from the code that "
+            "`wrapbake emit --aot`\nwrote for the case, built into "
+            "wrapbake-bench (its spec parsed, its fingerprint\nchecked); "
+            "allocs: heap allocations per call, worst tier.\n", BENCH_BATCH);
     for (int x = 0; x < BENCH_NTIERS; x++)
         if (r->ncases && !r->cases[0].tiers[x].available)
             fprintf(f, "%s: %s\n", bench_tier_names[x],
@@ -188,10 +199,13 @@ void bench_print_csv(FILE *f, const bench_report *r)
 void bench_print_svg(FILE *f, const bench_report *r)
 {
     static const char *const colors[BENCH_NTIERS] = {"#9e9e9e", "#e07b39",
-                                                      "#3b7dd8", "#3aa655"};
+                                                      "#3b7dd8", "#3aa655",
+                                                      "#8e5bc2"};
     const int bar = 22, gap = 28, left = 70, top = 50, height = 300;
     int ntiers = BENCH_NTIERS;
     int width = left + r->ncases * (ntiers * bar + gap) + 40;
+    if (width < left + ntiers * 110)
+        width = left + ntiers * 110;  /* room for the legend */
     double max = 1;
     for (int c = 0; c < r->ncases; c++)
         for (int x = 0; x < ntiers; x++)

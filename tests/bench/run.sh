@@ -1,8 +1,9 @@
 #!/bin/sh
 # Tests of wrapbake-bench's outputs (not of its timings): the table, JSON,
 # CSV and SVG are well-formed, every case and every tier is there (a tier
-# that cannot run here says why), the counting mode prints nothing, and --spec
-# benchmarks specs from a file.  The last line is "N passed, N failed".
+# that cannot run here says why), the counting mode prints nothing on every
+# tier, and --spec benchmarks specs from a file, its aot column saying why
+# it has none.  The last line is "N passed, N failed".
 #
 #   sh tests/bench/run.sh WRAPBAKE_BENCH
 set -u
@@ -30,6 +31,10 @@ for c in A B C D E; do
     check "table has case $c" "grep -q '^$c ' '$tmp/table.out'"
 done
 check "table has the cc column" "grep -q 'tcc/cc' '$tmp/table.out'"
+check "table has the aot columns" "grep -q '^case .* aot .* aot-d .* aot us ' '$tmp/table.out'"
+# Five timed cells (median, then min-max) per case: direct to aot.
+check "table times every case on all five tiers" "grep -E '^[A-E] ' '$tmp/table.out' | awk '{ if (gsub(/[0-9.]+ [(][0-9.]+-[0-9.]+[)]/, \"\") != 5) bad = 1 } END { exit bad || NR != 5 }'"
+check "table has aot for the builtin cases" "! grep -q '^aot: ' '$tmp/table.out'"
 # Without a system compiler the cc column says why instead.
 # shellcheck disable=SC2086
 CC=/nonexistent/cc "$bench" $fast --case A >"$tmp/nocc.out" 2>&1
@@ -47,8 +52,8 @@ assert r['machine'] and r['date']
 assert [c['case'] for c in r['cases']] == list('ABCDE')
 for c in r['cases']:
     assert c['direct']['median'] > 0
-    assert set(c['tiers']) == {'interp', 'tcc', 'cc'}
-    for t in ('interp', 'tcc'):
+    assert set(c['tiers']) == {'interp', 'tcc', 'cc', 'aot'}
+    for t in ('interp', 'tcc', 'aot'):
         assert c['tiers'][t]['min'] <= c['tiers'][t]['median'] <= c['tiers'][t]['max']
         # null where the build cannot count (sanitizers), else none at all
         assert c['tiers'][t]['allocs_per_call'] in (0, None)
@@ -58,29 +63,35 @@ for c in r['cases']:
     assert cc['min'] <= cc['median'] <= cc['max']
     assert cc['allocs_per_call'] in (0, None)
     assert cc['compile_us'] > 0 and cc['cache_hit_us'] > 0
+    assert c['tiers']['aot']['compile_us'] > 0
 PY"
     check "svg is well-formed XML with every case" "python3 - '$tmp/chart.svg' <<'PY'
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 texts = [t.text for t in root.iter('{http://www.w3.org/2000/svg}text')]
 assert all(c in texts for c in 'ABCDE'), texts
-assert len(list(root.iter('{http://www.w3.org/2000/svg}rect'))) >= 15
+assert 'aot' in texts, texts
+titles = [t.text for t in root.iter('{http://www.w3.org/2000/svg}title')]
+assert all(any(t.startswith(c + ' aot: ') for t in titles) for c in 'ABCDE'), titles
+assert len(list(root.iter('{http://www.w3.org/2000/svg}rect'))) >= 30
 PY"
 else
     echo "python3 is missing: JSON and SVG checked by grep only" >&2
     check "json names every case" "grep -q '\"case\": \"E\"' '$tmp/out.json'"
+    check "json has the aot tier" "grep -q '\"aot\": {\"median\": ' '$tmp/out.json'"
     check "svg closes" "tail -1 '$tmp/chart.svg' | grep -q '</svg>'"
 fi
 
 # shellcheck disable=SC2086
 "$bench" $fast --csv >"$tmp/out.csv"
 check "csv runs" '[ $? -eq 0 ]'
-check "csv has a header and 4 tiers for 5 cases" '[ "$(wc -l <"$tmp/out.csv")" -eq 21 ]'
+check "csv has a header and 5 tiers for 5 cases" '[ "$(wc -l <"$tmp/out.csv")" -eq 26 ]'
+check "csv has an available aot row for every case" '[ "$(grep -c "^[A-E],\"[^\"]*\",aot,1,[0-9]" "$tmp/out.csv")" -eq 5 ]'
 if command -v python3 >/dev/null 2>&1; then
     check "csv rows have 11 fields" "python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert all(len(r) == 11 for r in rows), rows' '$tmp/out.csv'"
 fi
 
-for t in direct interp tcc cc; do
+for t in direct interp tcc cc aot; do
     "$bench" --case E --tier "$t" --calls 100 >"$tmp/count.out" 2>&1
     check "counting mode on $t runs and prints nothing" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
 done
@@ -88,6 +99,8 @@ CC=/nonexistent/cc "$bench" --case E --tier cc --calls 1 >"$tmp/count.out" 2>&1
 check "counting mode on cc without a compiler says why" "[ \$? -eq 1 ] && grep -q 'cannot run the system compiler' '$tmp/count.out'"
 "$bench" --tier tcc --calls 1 >/dev/null 2>&1
 check "counting mode needs --case" '[ $? -eq 2 ]'
+"$bench" --help >"$tmp/help.out"
+check "--help names the aot tier" "grep -q 'direct, interp, tcc, cc, aot' '$tmp/help.out'"
 
 printf '%s\n' 'decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))' \
     'fwd(Tensor w [detach], Tensor x) -> (Tensor loss [requires_grad], Tensor(c) h, Tensor(c) h2) with training' >"$tmp/specs.txt"
@@ -95,6 +108,28 @@ printf '%s\n' 'decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, flo
 "$bench" $fast --spec "$tmp/specs.txt" >"$tmp/spec.out" 2>&1
 check "--spec runs" '[ $? -eq 0 ]'
 check "--spec shows each spec" "grep -q '^decode_step ' '$tmp/spec.out' && grep -q '^fwd ' '$tmp/spec.out'"
+check "--spec says why it has no aot column" "grep -q '^aot: not available: wrapbake-bench holds ahead-of-time code for its builtin cases A-E only' '$tmp/spec.out'"
+# shellcheck disable=SC2086
+"$bench" $fast --spec "$tmp/specs.txt" --json >"$tmp/spec.json" 2>&1
+check "--spec --json runs" '[ $? -eq 0 ]'
+if command -v python3 >/dev/null 2>&1; then
+    check "--spec --json: aot not available, with the reason" "python3 - '$tmp/spec.json' <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [c['case'] for c in r['cases']] == ['decode_step', 'fwd']
+for c in r['cases']:
+    a = c['tiers']['aot']
+    assert a['available'] is False and 'builtin cases A-E only' in a['reason'], a
+    assert c['tiers']['tcc']['median'] > 0
+PY"
+else
+    check "--spec --json: aot not available" "grep -q '\"aot\": {\"available\": false, \"reason\": ' '$tmp/spec.json'"
+fi
+# shellcheck disable=SC2086
+"$bench" $fast --spec "$tmp/specs.txt" --csv >"$tmp/spec.csv" 2>&1
+check "--spec --csv: an aot row that is not available" "grep -q '^fwd,\"[^\"]*\",aot,0,,,,' '$tmp/spec.csv'"
+"$bench" --spec "$tmp/specs.txt" --case fwd --tier aot --calls 1 >"$tmp/count.out" 2>&1
+check "counting mode on aot of a --spec case says why" "[ \$? -eq 1 ] && grep -q 'aot: not available' '$tmp/count.out'"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
