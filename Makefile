@@ -280,7 +280,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIE
 	$(CUDA_EMU_RUN) --verbose=0
 	sh tests/cli/run.sh $(CLI) $(TIER_SRC)
 	CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
-	sh tests/bench/run.sh $(BENCH)
+	FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(CURDIR)/$(FAKECUDA)) sh tests/bench/run.sh $(BENCH)
 	@for t in $(FUZZ_TARGETS); do \
 	    $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
 

@@ -31,6 +31,7 @@
 #include "wrapbake.h"
 #include "bench.h"
 #include "../src/cli/input.h"
+#include "../src/runtime/rt.h"
 #include "../src/spec/spec.h"
 
 #define BENCH_MAX_VALUES 64
@@ -71,7 +72,53 @@ static void bench_ok(wb_status st, const char *what)
 }
 
 static const DLDataType bench_f32 = {kDLFloat, 32, 1};
-static const DLDevice bench_cpu = {kDLCPU, 0};
+/* Where every tensor lives (--device). */
+static DLDevice bench_device = {kDLCPU, 0};
+
+/* --device cpu, cuda or cuda:N. */
+static void bench_parse_device(const char *text)
+{
+    char *end;
+    if (!strcmp(text, "cpu"))
+        return;
+    if (strncmp(text, "cuda", 4) != 0)
+        bench_die("--device", "takes cpu, cuda or cuda:N");
+    bench_device = (DLDevice){kDLCUDA, 0};
+    if (text[4] == ':') {
+        long id = strtol(text + 5, &end, 10);
+        if (end == text + 5 || *end || id < 0 || id > 1024)
+            bench_die("--device", "takes cpu, cuda or cuda:N");
+        bench_device.device_id = (int32_t)id;
+    } else if (text[4]) {
+        bench_die("--device", "takes cpu, cuda or cuda:N");
+    }
+    bench_ok(wb_cuda_devices(NULL), "--device cuda");
+}
+
+/* On a device, every tensor input is declared there, so the generated code
+   takes the device write-back without asking. */
+static void bench_on_device(wb_spec *s, const char *where)
+{
+    if (bench_device.device_type == kDLCPU)
+        return;
+    for (int i = 0; i < s->ninputs; i++)
+        if (s->inputs[i].is_tensor && !(s->inputs[i].flags & WB_INPUT_OPTIONAL))
+            bench_ok(wb_spec_declare_device(s, i, bench_device), where);
+    bench_ok(wb_spec_validate(s), where);
+}
+
+/* The device's own work finished, so that each repetition starts on an
+   idle device and measures what the host pays. */
+static void bench_device_sync(void)
+{
+    static int (*sync)(void);
+    if (bench_device.device_type == kDLCPU)
+        return;
+    if (!sync)
+        *(void **)&sync = wb_rt_cuda_symbol("cudaDeviceSynchronize");
+    if (!sync || sync() != 0)
+        bench_die("--device cuda", "cudaDeviceSynchronize failed");
+}
 
 /* Whether s is builtin case i as documented: nargs declared float32 2-d
    tensor inputs, the first nmut of them data-mutated, each of the next
@@ -88,6 +135,7 @@ static bool bench_builtin_ok(const wb_spec *s, int i)
     for (int a = 0; a < nargs; a++) {
         const wb_input *in = &s->inputs[a];
         if (!in->is_tensor || in->flags || in->ndim != 2 ||
+            in->device.device_type != kDLCPU ||
             in->dtype.code != bench_f32.code ||
             in->dtype.bits != bench_f32.bits ||
             in->dtype.lanes != bench_f32.lanes ||
@@ -120,6 +168,7 @@ static wb_spec *bench_builtin_spec(int i, int *aot)
     if (!bench_builtin_ok(s, i))
         bench_die(name, "bench/cases.txt does not say what the case is "
                   "documented to be");
+    bench_on_device(s, name);
     return s;
 }
 
@@ -143,6 +192,7 @@ static int bench_file_cases(const char *path, bench_case **cases)
         c->aot = -1;
         bench_ok(wb_spec_parse(es.v[i].text, &c->spec), where);
         bench_ok(wb_spec_validate(c->spec), where);
+        bench_on_device(c->spec, where);
         snprintf(c->name, sizeof c->name, "%s", wb_spec_name(c->spec));
         snprintf(c->desc, sizeof c->desc, "%d in, %d mut, %d out",
                  wb_spec_num_inputs(c->spec), wb_spec_num_updated(c->spec),
@@ -185,7 +235,7 @@ static wb_tensor *bench_tensor(DLDataType dt, int ndim)
     wb_tensor *t;
     for (int d = 0; d < ndim; d++)
         sizes[d] = d == ndim - 1 && ndim == 2 ? 4 : 2;
-    bench_ok(wb_tensor_new(dt, bench_cpu, ndim, sizes, &t), "tensor");
+    bench_ok(wb_tensor_new(dt, bench_device, ndim, sizes, &t), "tensor");
     return t;
 }
 
@@ -288,24 +338,32 @@ static bench_stat bench_time(bench_world *world, wb_wrapper *w, long calls,
         bench_die("timing", "out of memory");
     bench_calls(world, w, calls); /* warm-up */
     for (long r = 0; r < reps; r++) {
+        bench_device_sync();
         double t0 = bench_now_ns();
         bench_calls(world, w, calls);
         per[r] = (bench_now_ns() - t0) / (double)calls;
     }
+    bench_device_sync();
     qsort(per, (size_t)reps, sizeof *per, bench_cmp);
     bench_stat st = {per[reps / 2], per[0], per[reps - 1]};
     free(per);
     return st;
 }
 
-/* Heap allocations per call in steady state, counted over calls calls. */
-static double bench_count_allocs(bench_world *world, wb_wrapper *w, long calls)
+/* Heap allocations per call in steady state, counted over calls calls,
+   and on a device the submissions (launches, batched copies) per call. */
+static double bench_count_allocs(bench_world *world, wb_wrapper *w, long calls,
+                                 double *launches)
 {
-    if (!bench_allocs_counted())
-        return -1;
     bench_calls(world, w, 16);
     long before = bench_allocs();
+    uint64_t sent = wb_cuda_launches();
     bench_calls(world, w, calls);
+    *launches = bench_device.device_type == kDLCPU
+                    ? -1 : (double)(wb_cuda_launches() - sent) / (double)calls;
+    bench_device_sync();
+    if (!bench_allocs_counted())
+        return -1;
     return (double)(bench_allocs() - before) / (double)calls;
 }
 
@@ -393,9 +451,14 @@ static bool bench_cc_ready(bench_tier_result *t)
    why. */
 static bool bench_aot_ready(const bench_case *c, bench_tier_result *t)
 {
-    if (c->aot >= 0)
+    if (c->aot >= 0 && bench_device.device_type == kDLCPU)
         return true;
     t->available = false;
+    if (c->aot >= 0) {
+        t->why_not = "not available: the ahead-of-time cases are built for "
+                     "the CPU (bench/cases.txt declares it)";
+        return false;
+    }
     t->why_not = "not available: wrapbake-bench holds ahead-of-time code for "
                  "its builtin cases A-E only (a spec of --spec can be built "
                  "into a program of its own with `wrapbake emit --aot`)";
@@ -445,6 +508,7 @@ static void bench_measure(const bench_case *c, long calls, long reps,
         t->compile_us = -1;
         t->batch_us = -1;
         t->load_us = -1;
+        t->launches_per_call = -1;
         bench_progress(c->name, bench_tier_names[x]);
         wb_wrapper *w = NULL;
         if (x == BENCH_CC && !bench_cc_ready(t))
@@ -465,7 +529,8 @@ static void bench_measure(const bench_case *c, long calls, long reps,
         if (x == BENCH_AOT)
             t->compile_us = bench_build_us(c, &world, WB_TIER_AOT, 0, 9);
         t->ns = bench_time(&world, w, calls, reps);
-        t->allocs_per_call = bench_count_allocs(&world, w, calls);
+        t->allocs_per_call = bench_count_allocs(&world, w, calls,
+                                                &t->launches_per_call);
         wb_wrapper_free(w);
     }
     bench_world_free(&world);
@@ -508,6 +573,9 @@ static void bench_usage(FILE *f)
         "  -j, --json         one JSON object instead of the table\n"
         "      --csv          CSV instead of the table\n"
         "      --svg FILE     also write a bar chart to FILE\n"
+        "      --device D     the tensors on D: cpu (default), cuda or cuda:N;\n"
+        "                     on a device the table also gives the CUDA\n"
+        "                     submissions (launches, batched copies) per call\n"
         "  -t, --tier T       counting mode: make exactly --calls calls on\n"
         "                     tier T (direct, interp, tcc, cc, aot) of one\n"
         "                     --case, printing nothing; for valgrind\n"
@@ -527,10 +595,12 @@ int main(int argc, char **argv)
         {"csv", no_argument, NULL, 'v'},
         {"svg", required_argument, NULL, 'g'},
         {"tier", required_argument, NULL, 't'},
+        {"device", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *only = NULL, *spec_file = NULL, *svg = NULL, *tier = NULL;
+    const char *device = "cpu";
     long calls = 20000, reps = 31;
     int cpu = -1, opt;
     bool json = false, csv = false, counting_calls_given = false;
@@ -545,6 +615,7 @@ int main(int argc, char **argv)
         case 'v': csv = true; break;
         case 'g': svg = optarg; break;
         case 't': tier = optarg; break;
+        case 'd': device = optarg; break;
         case 'h': bench_usage(stdout); return 0;
         default: bench_usage(stderr); return 2;
         }
@@ -561,6 +632,8 @@ int main(int argc, char **argv)
         if (sched_setaffinity(0, sizeof set, &set) != 0)
             bench_die("--cpu", "cannot pin to that CPU");
     }
+
+    bench_parse_device(device);
 
     bench_case *cases;
     int ncases;
@@ -612,6 +685,7 @@ int main(int argc, char **argv)
         if (x != BENCH_DIRECT)
             w = bench_wrapper(&cases[0], &world, bench_tiers[x], 0, NULL);
         bench_calls(&world, w, calls);
+        bench_device_sync();
         wb_wrapper_free(w);
         bench_world_free(&world);
     } else {
@@ -621,6 +695,7 @@ int main(int argc, char **argv)
         bench_report r = {.calls = calls, .reps = reps, .cases = res,
                           .ncases = ncases};
         bench_machine(r.machine, sizeof r.machine);
+        snprintf(r.device, sizeof r.device, "%s", device);
         time_t now = time(NULL);
         strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));
         for (int i = 0; i < ncases; i++)

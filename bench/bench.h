@@ -28,6 +28,7 @@ typedef struct bench_tier_result {
                                  embedded spec); -1 when none is built */
     double batch_us;          /* tcc: per wrapper in a batch; -1 if none */
     double load_us;           /* cc: a disk-cache hit; -1 if none */
+    double launches_per_call; /* CUDA submissions per call; -1 on the CPU */
 } bench_tier_result;
 
 /* Wrappers in the batch behind batch_us. */
@@ -41,6 +42,7 @@ typedef struct bench_case_result {
 typedef struct bench_report {
     char machine[160];
     char date[32];
+    char device[32];          /* where the tensors live: cpu, cuda:N */
     long calls, reps;
     const bench_case_result *cases;
     int ncases;

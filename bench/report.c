@@ -25,7 +25,8 @@ static void bench_cell(FILE *f, const bench_tier_result *t)
 void bench_print_table(FILE *f, const bench_report *r)
 {
     fprintf(f, "wrapbake-bench: ns per call, median (min-max) of %ld runs of "
-            "%ld calls\n%s, %s\n\n", r->reps, r->calls, r->machine, r->date);
+            "%ld calls\n%s, %s, tensors on %s\n\n", r->reps, r->calls,
+            r->machine, r->date, r->device);
     fprintf(f, "%-4s %-26s", "case", "desc");
     for (int t = 0; t < BENCH_NTIERS; t++)
         fprintf(f, " %20s", bench_tier_names[t]);
@@ -89,6 +90,24 @@ void bench_print_table(FILE *f, const bench_report *r)
         if (r->ncases && !r->cases[0].tiers[x].available)
             fprintf(f, "%s: %s\n", bench_tier_names[x],
                     r->cases[0].tiers[x].why_not);
+    if (r->ncases && r->cases[0].tiers[BENCH_DIRECT].launches_per_call < 0)
+        return;
+    fprintf(f, "\nCUDA submissions (kernel launches, batched copies) per "
+            "call:\n%-4s", "case");
+    for (int x = 0; x < BENCH_NTIERS; x++)
+        fprintf(f, " %8s", bench_tier_names[x]);
+    fputc('\n', f);
+    for (int c = 0; c < r->ncases; c++) {
+        fprintf(f, "%-4s", r->cases[c].name);
+        for (int x = 0; x < BENCH_NTIERS; x++) {
+            const bench_tier_result *t = &r->cases[c].tiers[x];
+            if (t->available)
+                fprintf(f, " %8.2f", t->launches_per_call);
+            else
+                fprintf(f, " %8s", "n/a");
+        }
+        fputc('\n', f);
+    }
 }
 
 /* ---- JSON ---- */
@@ -131,6 +150,8 @@ static void bench_json_tier(FILE *f, int x, const bench_tier_result *t)
                 t->batch_us, BENCH_BATCH);
     if (t->load_us >= 0)
         fprintf(f, ", \"cache_hit_us\": %.1f", t->load_us);
+    if (t->launches_per_call >= 0)
+        fprintf(f, ", \"launches_per_call\": %.3f", t->launches_per_call);
     fputc('}', f);
 }
 
@@ -140,6 +161,8 @@ void bench_print_json(FILE *f, const bench_report *r)
     bench_json_str(f, r->machine);
     fprintf(f, ", \"date\": ");
     bench_json_str(f, r->date);
+    fprintf(f, ", \"device\": ");
+    bench_json_str(f, r->device);
     fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"cases\": [", r->calls,
             r->reps);
     for (int c = 0; c < r->ncases; c++) {

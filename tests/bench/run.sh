@@ -3,9 +3,13 @@
 # CSV and SVG are well-formed, every case and every tier is there (a tier
 # that cannot run here says why), the counting mode prints nothing on every
 # tier, and --spec benchmarks specs from a file, its aot column saying why
-# it has none.  The last line is "N passed, N failed".
+# it has none.  --device cuda runs on the CUDA runtime the library finds
+# (without a GPU it must refuse, saying why) and, when FAKECUDA names the
+# emulated runtime (tests/tools/fakecuda.c), on an emulated device, where
+# every case must write its mutations back in one submission per call.
+# The last line is "N passed, N failed".
 #
-#   sh tests/bench/run.sh WRAPBAKE_BENCH
+#   [FAKECUDA=libfakecudart.so] sh tests/bench/run.sh WRAPBAKE_BENCH
 set -u
 bench=$1
 cd "$(dirname "$0")/../.." || exit 2
@@ -130,6 +134,44 @@ fi
 check "--spec --csv: an aot row that is not available" "grep -q '^fwd,\"[^\"]*\",aot,0,,,,' '$tmp/spec.csv'"
 "$bench" --spec "$tmp/specs.txt" --case fwd --tier aot --calls 1 >"$tmp/count.out" 2>&1
 check "counting mode on aot of a --spec case says why" "[ \$? -eq 1 ] && grep -q 'aot: not available' '$tmp/count.out'"
+
+# ---- --device cuda ----
+# shellcheck disable=SC2086
+"$bench" $fast --device cuda --case C >"$tmp/cuda.out" 2>&1
+rc=$?
+if grep -q 'no CUDA support' "$tmp/cuda.out"; then
+    check "--device cuda in a build without CUDA says so" "[ $rc -eq 1 ]"
+elif grep -q 'no CUDA device' "$tmp/cuda.out"; then
+    check "--device cuda without a GPU says why" "[ $rc -eq 1 ]"
+else
+    check "--device cuda runs on the GPU" "[ $rc -eq 0 ] && grep -q 'tensors on cuda' '$tmp/cuda.out'"
+fi
+"$bench" $fast --device tpu >"$tmp/tpu.out" 2>&1
+check "--device names what it takes" "[ \$? -eq 1 ] && grep -q 'takes cpu, cuda or cuda:N' '$tmp/tpu.out'"
+if [ -n "${FAKECUDA:-}" ] && command -v python3 >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --json >"$tmp/cuda.json" 2>&1
+    check "--device cuda --json on an emulated device" "python3 - '$tmp/cuda.json' <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r['device'] == 'cuda', r['device']
+muts = {'A': 0, 'B': 0, 'C': 2, 'D': 1, 'E': 3}
+for c in r['cases']:
+    assert c['direct']['launches_per_call'] == 0
+    for t in ('interp', 'tcc', 'cc'):
+        if c['tiers'][t].get('available', True):
+            # all the mutations of a call in one submission
+            want = 1 if muts[c['case']] else 0
+            assert c['tiers'][t]['launches_per_call'] == want, (c['case'], t)
+    assert c['tiers']['aot']['available'] is False
+    assert 'built for the CPU' in c['tiers']['aot']['reason']
+PY"
+    # shellcheck disable=SC2086
+    WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --case E >"$tmp/cuda.out" 2>&1
+    check "--device cuda table has submissions per call" "grep -q '^CUDA submissions' '$tmp/cuda.out' && grep -Eq '^E +0.00 +1.00 +1.00' '$tmp/cuda.out'"
+    WRAPBAKE_CUDART=$FAKECUDA "$bench" --device cuda --case E --tier tcc --calls 3 >"$tmp/count.out" 2>&1
+    check "counting mode on a device prints nothing" "[ \$? -eq 0 ] && [ ! -s '$tmp/count.out' ]"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
