@@ -199,7 +199,7 @@ $(FAKECUDA): tests/tools/fakecuda.c tests/tools/fakecuda.h \
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
 ifeq ($(WITH_CUDA),1)
-CUDA_EMU_RUN := WRAPBAKE_CUDART=$(CURDIR)/$(FAKECUDA) $(TESTS) --filter 'cuda/*'
+CUDA_EMU_RUN := WRAPBAKE_CUDART=$(CURDIR)/$(FAKECUDA) $(TESTS) --filter 'cuda/*' --verbose=0
 else
 CUDA_EMU_RUN := @echo "cuda tests on an emulated device: skipped, built without CUDA"
 endif
@@ -277,7 +277,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIE
 	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
 	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
 	exit $$rc
-	$(CUDA_EMU_RUN) --verbose=0
+	$(CUDA_EMU_RUN)
 	sh tests/cli/run.sh $(CLI) $(TIER_SRC)
 	CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
 	FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(CURDIR)/$(FAKECUDA)) sh tests/bench/run.sh $(BENCH)
