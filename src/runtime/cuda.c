@@ -73,10 +73,10 @@ static struct {
 #undef WB_CUDA_POINTER
 } wb_cu = {.once = PTHREAD_ONCE_INIT};
 
+#define WB_CUDART_MAJOR 13
 #define WB_CUDA_STR2(x) #x
 #define WB_CUDA_STR(x) WB_CUDA_STR2(x)
 #define WB_CUDART "libcudart.so." WB_CUDA_STR(WB_CUDART_MAJOR)
-#define WB_CUDART_MAJOR 13
 _Static_assert(CUDART_VERSION / 1000 == WB_CUDART_MAJOR,
                "WB_CUDART_MAJOR names the runtime of the headers");
 
