@@ -362,7 +362,7 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
             unsigned long long dev = (unsigned long long)
                                          (uint32_t)in->device.device_id << 32 |
                                      (unsigned)in->device.device_type;
-            const char *take = "!(t = a[%d].t) || ";
+            bool took = true;  /* a term below assigned t */
             if (in->dtype.bits && in->ndim >= 0)
                 wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta != 0x%llxull",
                              i, want);
@@ -373,8 +373,8 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
                 wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta >> 32 != %d",
                              i, in->ndim);
             else
-                take = NULL;
-            if (in->device.device_type && take)
+                took = false;
+            if (in->device.device_type && took)
                 wb_emit_term(x, b, &k, "t->storage->device != 0x%llxull", dev);
             else if (in->device.device_type)
                 wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->storage->device "
