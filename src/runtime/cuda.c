@@ -216,7 +216,8 @@ wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
     int dev = device.device_id, prev = wb_rt_enter(dev);
     void *p = NULL;
     cudaError_t err = wb_cu.cudaMalloc(&p, nbytes ? nbytes : 1);
-    if (err == cudaSuccess && (err = wb_cu.cudaMemset(p, 0, nbytes)) != cudaSuccess)
+    if (err == cudaSuccess &&
+        (err = wb_cu.cudaMemset(p, 0, nbytes)) != cudaSuccess)
         wb_cu.cudaFree(p);
     wb_rt_leave(dev, prev);
     if (err != cudaSuccess)
@@ -327,8 +328,8 @@ static struct {
 static void wb_rt_kernel_once(void)
 {
     cudaLibrary_t lib;
-    cudaError_t err = wb_cu.cudaLibraryLoadData(&lib, wb_cuda_fatbin, NULL, NULL, 0,
-                                          NULL, NULL, 0);
+    cudaError_t err = wb_cu.cudaLibraryLoadData(&lib, wb_cuda_fatbin, NULL,
+                                                NULL, 0, NULL, NULL, 0);
     if (err == cudaSuccess)
         err = wb_cu.cudaLibraryGetKernel(&wb_rt_kernel.kernel, lib,
                                    "wb_cuda_copy_kernel");
@@ -355,8 +356,9 @@ static wb_status wb_rt_launch(const wb_cuda_copy *c, int n, void *stream)
                      (unsigned)b.n, 1};
         dim3 block = {WB_CUDA_THREADS, 1, 1};
         void *args[] = {&b};
-        cudaError_t err = wb_cu.cudaLaunchKernel((const void *)wb_rt_kernel.kernel,
-                                           grid, block, args, 0, stream);
+        const void *kernel = (const void *)wb_rt_kernel.kernel;
+        cudaError_t err = wb_cu.cudaLaunchKernel(kernel, grid, block, args, 0,
+                                                 stream);
         wb_rt_launches++;
         if (err != cudaSuccess)
             return wb_rt_cuda_fail(WB_ERR_DEVICE, "cannot launch the copy "
@@ -388,7 +390,7 @@ static wb_status wb_rt_memcpy_batch(const wb_cuda_copy *c, int n, int dev,
     attr.srcLocHint.type = attr.dstLocHint.type = cudaMemLocationTypeDevice;
     attr.srcLocHint.id = attr.dstLocHint.id = dev;
     cudaError_t err = wb_cu.cudaMemcpyBatchAsync(dsts, srcs, sizes, (size_t)n,
-                                           &attr, &first, 1, stream);
+                                                 &attr, &first, 1, stream);
     if (err == cudaSuccess) {
         wb_rt_launches++;
         return WB_OK;

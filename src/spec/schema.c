@@ -842,8 +842,9 @@ static wb_status wb_schema_parse_default(wb_schema_parser *p, wb_schema_buf *b,
 
 /* ---- attributes --------------------------------------------------------- */
 
-typedef enum { WB_SCHEMA_V_NONE, WB_SCHEMA_V_IDENT, WB_SCHEMA_V_INTS }
-    wb_schema_vkind;
+/* An indexed value is ident ":" int (cuda:1), the int in first. */
+typedef enum { WB_SCHEMA_V_NONE, WB_SCHEMA_V_IDENT, WB_SCHEMA_V_INDEXED,
+               WB_SCHEMA_V_INTS } wb_schema_vkind;
 
 /* One attribute as written: ident [ "=" value ]. */
 typedef struct wb_schema_attr {
@@ -853,7 +854,6 @@ typedef struct wb_schema_attr {
     int nints;
     long first, max;       /* the first and the largest number */
     uint64_t mask;         /* the numbers below 64, a bit each */
-    bool indexed;          /* ident ":" int; the int in first */
 } wb_schema_attr;
 
 /* value = ident [ ":" int ] | int { "|" int } */
@@ -875,7 +875,7 @@ static wb_status wb_schema_parse_attr(wb_schema_parser *p, wb_schema_attr *a,
         wb_schema_skip(p);
         if (!wb_schema_is_digit(p->text[p->pos]))
             return wb_schema_expected(p, "a number after ':'");
-        a->indexed = true;
+        a->vkind = WB_SCHEMA_V_INDEXED;
         a->first = wb_schema_digits(p);
         return WB_OK;
     }
@@ -1029,6 +1029,9 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
                     arg->dtype = wb_schema_dtypes[d].dtype;
                     return WB_OK;
                 }
+        if (a->vkind == WB_SCHEMA_V_INDEXED)
+            return wb_schema_fail_at(p, a->vpos, "%s: dtype takes a name, "
+                                     "not NAME:N", who);
         return wb_schema_fail_at(p, a->vpos, "%s: dtype '%s' is not one of "
                                  "float16, bfloat16, float32, float64, int8, "
                                  "int16, int32, int64, uint8, bool", who,
@@ -1037,12 +1040,13 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
                                                    a->vlen, q, sizeof q)
                                      : "a number");
     case WB_SCHEMA_PA_DEVICE:
-        if (a->vkind == WB_SCHEMA_V_IDENT && !a->indexed &&
+        if (a->vkind == WB_SCHEMA_V_IDENT &&
             wb_schema_is_word(p->text + a->vpos, a->vlen, "cpu")) {
             arg->device = (DLDevice){kDLCPU, 0};
             return WB_OK;
         }
-        if (a->vkind == WB_SCHEMA_V_IDENT && a->first <= INT32_MAX &&
+        if ((a->vkind == WB_SCHEMA_V_IDENT ||
+             a->vkind == WB_SCHEMA_V_INDEXED) && a->first <= INT32_MAX &&
             wb_schema_is_word(p->text + a->vpos, a->vlen, "cuda")) {
             arg->device = (DLDevice){kDLCUDA, (int32_t)a->first};
             return WB_OK;

@@ -114,10 +114,11 @@ static const char *wb_emit_input_desc(wb_emitter *x, int i)
     }
     if (in->ndim >= 0)
         wb_buf_printf(b, ", %d dims", in->ndim);
-    if (in->device.device_type == kDLCPU)
-        wb_buf_printf(b, ", cpu");
-    else if (in->device.device_type == kDLCUDA)
-        wb_buf_printf(b, ", cuda:%d", (int)in->device.device_id);
+    if (in->device.device_type) {
+        char dev[32];
+        wb_buf_printf(b, ", %s",
+                      wb_rt_device_str(in->device, dev, sizeof dev));
+    }
     return wb_emit_tmp_text(x);
 }
 
