@@ -422,6 +422,62 @@ Test(errors, declared_dtype_differs_in_lanes_only)
     }
 }
 
+/* A float32 [4, 4] tensor on a CPU storage numbered 1, wrapping buf. */
+static wb_tensor *err_on_cpu1(float *buf)
+{
+    wb_storage *s;
+    wb_tensor *t;
+    WBT_OK(wb_storage_wrap(buf, 16 * sizeof *buf, (DLDevice){kDLCPU, 1},
+                           NULL, NULL, &s));
+    WBT_OK(wb_tensor_from_storage(s, WBT_F32, 2, (int64_t[]){4, 4}, NULL, 0,
+                                  &t));
+    wb_storage_release(s);
+    return t;
+}
+
+/* The declared device is part of the word each argument is checked with,
+   and a tensor's device follows its storage through set_. */
+Test(errors, declared_device_mismatch)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        float buf[16] = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_declare_input(f.spec, 1, WBT_F32, 2));
+        WBT_OK(wb_spec_declare_device(f.spec, 1, WBT_CPU));
+        err_fix_start(&f, tier);
+        wb_tensor *elsewhere = err_on_cpu1(buf), *moved = wbt_f32(0, 2, 4, 4);
+        f.args[1].t = elsewhere;
+        ERR_CALL(&f, 4, 2, WB_ERR_DEVICE,
+                 "input 1 'y': on device 1:1; expected cpu");
+        WBT_OK(wb_tensor_set_(moved, elsewhere));
+        f.args[1].t = moved;
+        ERR_CALL(&f, 4, 2, WB_ERR_DEVICE,
+                 "input 1 'y': on device 1:1; expected cpu");
+        cr_assert_eq(f.c.calls, 0);
+        WBT_OK(wb_tensor_set_(moved, f.y));
+        err_fix_good_call(&f);
+        wbt_release_last(moved);
+        wbt_release_last(elsewhere);
+        err_fix_end(&f);
+    }
+}
+
+/* Storages are numbered 0 to 255 on a device: the id is the top byte of
+   that word. */
+Test(errors, device_id_out_of_range)
+{
+    float buf[4];
+    wb_storage *s = NULL;
+    WBT_FAILS(wb_storage_wrap(buf, sizeof buf, (DLDevice){kDLCPU, 256}, NULL,
+                              NULL, &s), WB_ERR_DEVICE,
+              "device id 256 is outside 0..255");
+    WBT_FAILS(wb_storage_wrap(buf, sizeof buf, (DLDevice){kDLCPU, -1}, NULL,
+                              NULL, &s), WB_ERR_DEVICE,
+              "device id -1 is outside 0..255");
+    cr_assert_null(s);
+}
+
 /* ======================================================================= */
 /* The graph                                                                */
 /* ======================================================================= */
@@ -525,6 +581,29 @@ Test(errors, data_mutation_wrong_dtype)
                  "expected float32");
         cr_assert_eq(wb_tensor_refcount(bad), 1);
         wbt_release_last(bad);
+        err_fix_good_call(&f);
+        err_fix_end(&f);
+    }
+}
+
+/* x is declared 2-d, so its data mutation takes the unrolled CPU copy; a
+   value on another CPU device is refused there as in the interpreter. */
+Test(errors, data_mutation_value_on_another_device)
+{
+    WBT_EACH_TIER(tier) {
+        err_fix f = {0};
+        float buf[16] = {0};
+        err_fix_spec(&f, WB_MUT_DATA);
+        WBT_OK(wb_spec_declare_input(f.spec, 0, WBT_F32, 2));
+        err_fix_start(&f, tier);
+        wb_tensor *elsewhere = err_on_cpu1(buf), *bad;
+        WBT_OK(wb_tensor_as_strided(elsewhere, 2, (int64_t[]){2, 3}, NULL, 0,
+                                    &bad));
+        f.c.vals[0] = bad;
+        ERR_CALL(&f, 4, 2, WB_ERR_DEVICE,
+                 "input 0 'x': the updated value is on device 1:1");
+        wbt_release_last(bad);
+        wbt_release_last(elsewhere);
         err_fix_good_call(&f);
         err_fix_end(&f);
     }

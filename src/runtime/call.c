@@ -33,6 +33,15 @@ void wb_rt_grad_set(int on)
     wb_rt_grad_off = !on;
 }
 
+int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
+                     wb_tensor **r, int nvalues, int on)
+{
+    int prev = wb_rt_grad_swap(on);
+    int n = e->graph(e->graph_ctx, a, nargs, r, nvalues);
+    wb_rt_grad_set(prev);
+    return n;
+}
+
 /* ---- messages ---- */
 
 static wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt,
@@ -299,7 +308,7 @@ void wb_rt_unbump(wb_tensor *t)
    changing. */
 static void wb_rt_shadow(wb_tensor *after, const wb_tensor *t)
 {
-    after->storage = t->storage;
+    wb_rt_set_storage(after, t->storage);
     after->dtype = t->dtype;
     wb_rt_take_view(after, t);
 }
@@ -560,7 +569,7 @@ void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad, uint64_t dyn)
 {
-    view->storage = wb_rt_storage_retain(base->storage);
+    wb_rt_set_storage(view, wb_rt_storage_retain(base->storage));
     view->dtype = v->dtype;
     wb_rt_take_view(view, v);
     view->flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
@@ -629,6 +638,9 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "void wb_rt_guard_leave(const wb_env *e, int guard);"),
     WB_RT_SYM(wb_rt_grad_swap, "int wb_rt_grad_swap(int on);"),
     WB_RT_SYM(wb_rt_grad_set, "void wb_rt_grad_set(int on);"),
+    WB_RT_SYM(wb_rt_call_graph,
+              "int wb_rt_call_graph(const wb_env *e, const wb_arg *a, "
+              "int nargs, wb_tensor **r, int nvalues, int on);"),
     WB_RT_SYM(wb_rt_detach,
               "int wb_rt_detach(const wb_env *e, int input, "
               "const wb_tensor *t, wb_arg *slot);"),

@@ -32,7 +32,8 @@ struct wb_tensor {
     atomic_long refcount;
     wb_storage *storage;
     DLDataType dtype;
-    int32_t ndim;
+    int16_t ndim;
+    uint16_t device;      /* the storage's device, as wb_rt_device_word */
     uint32_t flags;
     uint64_t dyn_dims;
     int64_t offset;
@@ -41,19 +42,16 @@ struct wb_tensor {
 };
 
 /* Generated code reads these leading members of a tensor directly (see
-   wb_emit_prelude); they must not move. */
+   wb_emit_prelude): dtype, ndim and device make the one 64-bit word its
+   argument check compares.  They must not move. */
 _Static_assert(offsetof(struct wb_tensor, storage) == sizeof(long),
                "tensor layout seen by generated code");
 _Static_assert(offsetof(struct wb_tensor, dtype) == 2 * sizeof(long) &&
                    sizeof(DLDataType) == 4,
                "tensor layout seen by generated code");
-_Static_assert(offsetof(struct wb_tensor, ndim) == 2 * sizeof(long) + 4,
+_Static_assert(offsetof(struct wb_tensor, ndim) == 2 * sizeof(long) + 4 &&
+                   offsetof(struct wb_tensor, device) == 2 * sizeof(long) + 6,
                "tensor layout seen by generated code");
-
-/* Generated code also reads a storage's device (see wb_emit_prelude). */
-_Static_assert(offsetof(struct wb_storage, device) == 4 * sizeof(long) &&
-                   sizeof(DLDevice) == 8,
-               "storage layout seen by generated code");
 
 /* The graph-facing part of a wrapper, passed first to every entry point.
    Generated code declares only the first two members (see emit.c), so they
@@ -126,6 +124,22 @@ static inline bool wb_rt_dtype_eq(DLDataType a, DLDataType b)
 static inline bool wb_rt_device_eq(DLDevice a, DLDevice b)
 {
     return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+/* A device as the 16 bits a tensor carries beside its dtype and ndim: the
+   type in the low byte, the id in the high one.  Storages are made only
+   on devices whose id fits (wb_storage_wrap). */
+#define WB_RT_MAX_DEVICE_ID 255
+static inline uint16_t wb_rt_device_word(DLDevice d)
+{
+    return (uint16_t)((unsigned)d.device_type | (unsigned)d.device_id << 8);
+}
+
+/* t takes s as its storage (the caller gives the reference). */
+static inline void wb_rt_set_storage(wb_tensor *t, wb_storage *s)
+{
+    t->storage = s;
+    t->device = wb_rt_device_word(s->device);
 }
 
 /* wb_dtype_size. */
@@ -208,6 +222,9 @@ wb_status wb_rt_guard_enter(const wb_env *e, int guard);
 void wb_rt_guard_leave(const wb_env *e, int guard);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
+/* The graph called with grad mode on or off around it, restored after. */
+int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
+                     wb_tensor **r, int nvalues, int on);
 wb_status wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
                        wb_arg *slot);
 

@@ -232,6 +232,9 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
                           "wb_storage_wrap: NULL data or out");
     if ((st = wb_rt_device_check(device)) != WB_OK)
         return st;
+    if (device.device_id < 0 || device.device_id > WB_RT_MAX_DEVICE_ID)
+        return wb_rt_fail(WB_ERR_DEVICE, "device id %d is outside 0..%d",
+                          device.device_id, WB_RT_MAX_DEVICE_ID);
     wb_storage *s = malloc(sizeof *s);
     if (!s)
         return wb_rt_fail(WB_ERR_NOMEM, "wb_storage_wrap: out of memory");
@@ -338,7 +341,7 @@ static void wb_rt_tensor_init(wb_tensor *t, wb_storage *s, DLDataType dtype,
                               int ndim, const int64_t *sizes,
                               const int64_t *strides, int64_t offset)
 {
-    t->storage = wb_storage_retain(s);
+    wb_rt_set_storage(t, wb_storage_retain(s));
     t->dtype = dtype;
     t->ndim = ndim;
     t->flags = 0;
@@ -673,7 +676,7 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     if (!t || !src)
         return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_set_: NULL tensor");
     wb_storage *old = t->storage;
-    t->storage = wb_storage_retain(src->storage);
+    wb_rt_set_storage(t, wb_storage_retain(src->storage));
     t->dtype = src->dtype;
     wb_rt_take_view(t, src);
     atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);

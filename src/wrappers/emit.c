@@ -197,19 +197,14 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
     wb_buf_printf(b,
         "#ifndef WB_PRELUDE\n"
         "#define WB_PRELUDE\n"
-        "/* The leading members of a storage and a tensor; the rest is the\n"
-        "   runtime's. */\n"
-        "typedef struct wb_storage {\n"
-        "    long refcount;\n"
-        "    unsigned long long version;\n"
-        "    void *data;\n"
-        "    unsigned long nbytes;\n"
-        "    unsigned long long device; /* DLDevice: type, then id << 32 */\n"
-        "} wb_storage;\n"
+        "/* The leading members of a tensor; the rest is the runtime's. */\n"
+        "typedef struct wb_storage wb_storage;\n"
         "typedef struct wb_tensor {\n"
         "    long refcount;\n"
         "    wb_storage *storage;\n"
-        "    unsigned long long meta; /* DLDataType, then ndim << 32 */\n"
+        "    /* DLDataType, then ndim << 32, then the device's type << 48\n"
+        "       and id << 56 */\n"
+        "    unsigned long long meta;\n"
         "} wb_tensor;\n"
         "typedef union wb_arg { wb_tensor *t; long long i; double f; "
         "_Bool b; const void *p; } wb_arg;\n"
@@ -290,6 +285,14 @@ static void wb_emit_zero(wb_buf *b, const char *array, int n)
     wb_buf_printf(b, " 0;\n");
 }
 
+/* Whether guards, detaches or the before-call hook stand around the call;
+   without them one helper sets grad mode, calls the graph and restores
+   it. */
+static bool wb_emit_call_wrapped(const wb_spec *s)
+{
+    return s->nguards || s->ndetached || s->before_call;
+}
+
 static void wb_emit_locals(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
@@ -310,8 +313,9 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     /* When a guard, a detach or the before-call hook can skip the call,
        n is read only on paths that set it, but gcc -O2 -Wall cannot tell
        and warns in ahead-of-time builds. */
-    bool skips = s->nguards || s->ndetached || s->before_call;
-    wb_buf_line(b, "int n%s, st = 0, grad;", skips ? " = 0" : "");
+    bool skips = wb_emit_call_wrapped(s);
+    wb_buf_line(b, "int n%s, st = 0%s;", skips ? " = 0" : "",
+                skips ? ", grad" : "");
     wb_buf_printf(b, "\n");
     /* Failure paths release every non-NULL slot.  Up to 16 stores beat
        the memset libtcc would call for an initializer; longer arrays take
@@ -347,7 +351,7 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
            path finds which check failed first in the interpreter's order
            (every NULL before any declaration). */
         wb_buf_line(b, "/* every tensor argument present%s */",
-                    s->ndeclared ? ", with its declared dtype and dims" : "");
+                    s->ndeclared ? ", as declared" : "");
         wb_emit_if(b);
         for (int t = 0, d = 0, k = 0; t < s->ntensor_inputs; t++) {
             int i = s->tensor_inputs[t];
@@ -358,28 +362,33 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
                 wb_emit_term(x, b, &k, "!a[%d].t", i);
                 continue;
             }
-            unsigned long long want = (unsigned long long)in->ndim << 32 |
-                                      wb_emit_dtype_word(in->dtype);
-            unsigned long long dev = (unsigned long long)
-                                         (uint32_t)in->device.device_id << 32 |
-                                     (unsigned)in->device.device_type;
-            bool took = true;  /* a term below assigned t */
-            if (in->dtype.bits && in->ndim >= 0)
-                wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta != 0x%llxull",
-                             i, want);
-            else if (in->dtype.bits)
+            /* The declared parts of the tensor's word: dtype, ndim,
+               device. */
+            unsigned long long mask = 0, want = 0;
+            if (in->dtype.bits) {
+                mask |= 0xffffffffull;
+                want |= wb_emit_dtype_word(in->dtype);
+            }
+            if (in->ndim >= 0) {
+                mask |= 0xffffull << 32;
+                want |= (unsigned long long)in->ndim << 32;
+            }
+            if (in->device.device_type) {
+                mask |= 0xffffull << 48;
+                want |= (unsigned long long)wb_rt_device_word(in->device)
+                        << 48;
+            }
+            if (!mask)
+                wb_emit_term(x, b, &k, "!a[%d].t", i);
+            else if (mask == ~0ull)
+                wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta != "
+                             "0x%llxull", i, want);
+            else if (mask == 0xffffffffull)
                 wb_emit_term(x, b, &k, "!(t = a[%d].t) || (unsigned)t->meta "
-                             "!= 0x%xu", i, wb_emit_dtype_word(in->dtype));
-            else if (in->ndim >= 0)
-                wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->meta >> 32 != %d",
-                             i, in->ndim);
+                             "!= 0x%llxu", i, want);
             else
-                took = false;
-            if (in->device.device_type && took)
-                wb_emit_term(x, b, &k, "t->storage->device != 0x%llxull", dev);
-            else if (in->device.device_type)
-                wb_emit_term(x, b, &k, "!(t = a[%d].t) || t->storage->device "
-                             "!= 0x%llxull", i, dev);
+                wb_emit_term(x, b, &k, "!(t = a[%d].t) || (t->meta & "
+                             "0x%llxull) != 0x%llxull", i, mask, want);
         }
         wb_buf_printf(b, ")\n");
         wb_buf_line(b, "    return wb_rt_err_inputs(e, a);");
@@ -416,6 +425,12 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     wb_emit_at(x, 1);
     wb_buf_line(b, "/* the call: %d guards, grad mode %s */", s->nguards,
                 s->training ? "on" : "off");
+    if (!wb_emit_call_wrapped(s)) {
+        wb_buf_line(b, "n = wb_rt_call_graph(e, a, %d, r, %d, %d);",
+                    s->ninputs, s->nvalues, s->training ? 1 : 0);
+        wb_buf_printf(b, "\n");
+        return;
+    }
     for (int g = 0; g < s->nguards; g++) {
         wb_buf_line(b, "if ((st = wb_rt_guard_enter(e, %d)) != 0)", g);
         wb_buf_line(b, "    goto leave%d;", g);

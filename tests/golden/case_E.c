@@ -37,19 +37,14 @@
 
 #ifndef WB_PRELUDE
 #define WB_PRELUDE
-/* The leading members of a storage and a tensor; the rest is the
-   runtime's. */
-typedef struct wb_storage {
-    long refcount;
-    unsigned long long version;
-    void *data;
-    unsigned long nbytes;
-    unsigned long long device; /* DLDevice: type, then id << 32 */
-} wb_storage;
+/* The leading members of a tensor; the rest is the runtime's. */
+typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
     long refcount;
     wb_storage *storage;
-    unsigned long long meta; /* DLDataType, then ndim << 32 */
+    /* DLDataType, then ndim << 32, then the device's type << 48
+       and id << 56 */
+    unsigned long long meta;
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
 typedef struct wb_env {
@@ -63,8 +58,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
-int wb_rt_grad_swap(int on);
-void wb_rt_grad_set(int on);
+int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
+                     wb_tensor **r, int nvalues, int on);
 int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
                        const wb_tensor *v);
 void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
@@ -86,40 +81,38 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor *r[9]; /* the graph's values */
     wb_tensor *v[5]; /* views for aliased outputs */
     const wb_tensor *t; /* the argument being checked */
-    int n, st = 0, grad;
+    int n, st = 0;
 
     r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 20 arguments, room for at least 6 outputs */
     if (nargs != 20 || nouts < 6)
         return wb_rt_err_arity(e, nargs, nouts);
-    /* every tensor argument present, with its declared dtype and dims */
-    if (!(t = a[0].t) || t->meta != 0x200012002ull ||
-        !(t = a[1].t) || t->meta != 0x200012002ull ||
-        !(t = a[2].t) || t->meta != 0x200012002ull ||
-        !(t = a[3].t) || t->meta != 0x200012002ull ||
-        !(t = a[4].t) || t->meta != 0x200012002ull ||
-        !(t = a[5].t) || t->meta != 0x200012002ull ||
-        !(t = a[6].t) || t->meta != 0x200012002ull ||
-        !(t = a[7].t) || t->meta != 0x200012002ull ||
-        !(t = a[8].t) || t->meta != 0x200012002ull ||
-        !(t = a[9].t) || t->meta != 0x200012002ull ||
-        !(t = a[10].t) || t->meta != 0x200012002ull ||
-        !(t = a[11].t) || t->meta != 0x200012002ull ||
-        !(t = a[12].t) || t->meta != 0x200012002ull ||
-        !(t = a[13].t) || t->meta != 0x200012002ull ||
-        !(t = a[14].t) || t->meta != 0x200012002ull ||
-        !(t = a[15].t) || t->meta != 0x200012002ull ||
-        !(t = a[16].t) || t->meta != 0x200012002ull ||
-        !(t = a[17].t) || t->meta != 0x200012002ull ||
-        !(t = a[18].t) || t->meta != 0x200012002ull ||
-        !(t = a[19].t) || t->meta != 0x200012002ull)
+    /* every tensor argument present, as declared */
+    if (!(t = a[0].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[1].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[2].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[3].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[4].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[5].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[6].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[7].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[8].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[9].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[10].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[11].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[12].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[13].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[14].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[15].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[16].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[17].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[18].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
+        !(t = a[19].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull)
         return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */
-    grad = wb_rt_grad_swap(0);
-    n = e->graph(e->graph_ctx, a, 20, r, 9);
-    wb_rt_grad_set(grad);
+    n = wb_rt_call_graph(e, a, 20, r, 9, 0);
 
     /* check: every value, mutation and view; may fail */
     if (n != 9 || !r[0] || !r[1] || !r[2] || !r[3] || !r[4] || !r[5] ||

@@ -28,19 +28,14 @@
 
 #ifndef WB_PRELUDE
 #define WB_PRELUDE
-/* The leading members of a storage and a tensor; the rest is the
-   runtime's. */
-typedef struct wb_storage {
-    long refcount;
-    unsigned long long version;
-    void *data;
-    unsigned long nbytes;
-    unsigned long long device; /* DLDevice: type, then id << 32 */
-} wb_storage;
+/* The leading members of a tensor; the rest is the runtime's. */
+typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
     long refcount;
     wb_storage *storage;
-    unsigned long long meta; /* DLDataType, then ndim << 32 */
+    /* DLDataType, then ndim << 32, then the device's type << 48
+       and id << 56 */
+    unsigned long long meta;
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
 typedef struct wb_env {

@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "c819aee38f53068889ca7c92e45024fb3fdb3075f6bb4457811dc98cdb81e6f6",
+     "8fbe63e34e1bfcb45277db0fe6a2af43d91009c24d2fa2c9f09c67241e5d2c03",
      wb_aot_decode_step_0},
 };
 

@@ -19,19 +19,14 @@
 
 #ifndef WB_PRELUDE
 #define WB_PRELUDE
-/* The leading members of a storage and a tensor; the rest is the
-   runtime's. */
-typedef struct wb_storage {
-    long refcount;
-    unsigned long long version;
-    void *data;
-    unsigned long nbytes;
-    unsigned long long device; /* DLDevice: type, then id << 32 */
-} wb_storage;
+/* The leading members of a tensor; the rest is the runtime's. */
+typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
     long refcount;
     wb_storage *storage;
-    unsigned long long meta; /* DLDataType, then ndim << 32 */
+    /* DLDataType, then ndim << 32, then the device's type << 48
+       and id << 56 */
+    unsigned long long meta;
 } wb_tensor;
 typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
 typedef struct wb_env {
@@ -45,8 +40,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
-int wb_rt_grad_swap(int on);
-void wb_rt_grad_set(int on);
+int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
+                     wb_tensor **r, int nvalues, int on);
 int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
                     const wb_tensor *v);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
@@ -69,7 +64,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 {
     wb_tensor *r[4]; /* the graph's values */
     wb_tensor *v[1]; /* views for aliased outputs */
-    int n, st = 0, grad;
+    int n, st = 0;
 
     r[0] = r[1] = r[2] = r[3] = 0;
     v[0] = 0;
@@ -83,9 +78,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
 #line 1 "decode_step"
     /* the call: 0 guards, grad mode off */
-    grad = wb_rt_grad_swap(0);
-    n = e->graph(e->graph_ctx, a, 5, r, 4);
-    wb_rt_grad_set(grad);
+    n = wb_rt_call_graph(e, a, 5, r, 4, 0);
 
 #line 1 "decode_step"
     /* check: every value, mutation and view; may fail */
