@@ -13,6 +13,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "wrapbake.h"
 
@@ -133,6 +134,14 @@ static inline bool wb_rt_device_eq(DLDevice a, DLDevice b)
 static inline uint16_t wb_rt_device_word(DLDevice d)
 {
     return (uint16_t)((unsigned)d.device_type | (unsigned)d.device_id << 8);
+}
+
+/* The word generated code compares: dtype, ndim << 32, device << 48. */
+static inline uint64_t wb_rt_meta(const wb_tensor *t)
+{
+    uint64_t m;
+    memcpy(&m, &t->dtype, sizeof m);
+    return m;
 }
 
 /* t takes s as its storage (the caller gives the reference). */
