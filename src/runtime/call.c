@@ -420,6 +420,7 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
     wb_status st = wb_rt_prep_like(e, input, t, v);
     g->data = NULL;
     g->nbytes = 0;
+    g->husk = NULL;
     if (st != WB_OK)
         return st;
     if (wb_rt_same_sizes(t, v))
@@ -430,7 +431,7 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
                            wb_last_error());
     /* The copy runs into t resized: contiguous at t's offset. */
     wb_tensor after;
-    wb_rt_grow none = {NULL, 0};
+    wb_rt_grow none = {NULL, 0, NULL};
     wb_rt_shadow(&after, t);
     wb_rt_apply_resize(&after, v->ndim, v->sizes, &none);
     if ((st = wb_rt_prep_copy(e, input, &after, v)) != WB_OK)
@@ -608,9 +609,16 @@ void wb_rt_release_all(wb_tensor **v, int n)
 
 void wb_rt_grow_free(wb_rt_grow *g)
 {
-    free(g->data);
+    if (g->husk) {
+        /* A planned CUDA growth: the husk's deleter frees the new block. */
+        g->husk->data = g->data;
+        wb_storage_release(g->husk);
+    } else {
+        free(g->data);
+    }
     g->data = NULL;
     g->nbytes = 0;
+    g->husk = NULL;
 }
 
 /* ---- the symbol table for generated code ---- */

@@ -61,8 +61,8 @@ uint64_t wb_cuda_launches(void) { return wb_rt_launches; }
 #define WB_CUDA_FUNCTIONS(X)                                                \
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice)                 \
     X(cudaGetErrorString) X(cudaGetLastError) X(cudaMalloc) X(cudaFree)     \
-    X(cudaMemset) X(cudaMemcpyBatchAsync) X(cudaLibraryLoadData)            \
-    X(cudaLibraryGetKernel) X(cudaLaunchKernel)
+    X(cudaMemset) X(cudaStreamSynchronize) X(cudaMemcpyBatchAsync)          \
+    X(cudaLibraryLoadData) X(cudaLibraryGetKernel) X(cudaLaunchKernel)
 
 static struct {
     pthread_once_t once;
@@ -216,8 +216,13 @@ wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
     int dev = device.device_id, prev = wb_rt_enter(dev);
     void *p = NULL;
     cudaError_t err = wb_cu.cudaMalloc(&p, nbytes ? nbytes : 1);
+    /* cudaMemset runs on the legacy stream, which streams created
+       non-blocking do not wait for: the block is zero before it is
+       handed out. */
     if (err == cudaSuccess &&
-        (err = wb_cu.cudaMemset(p, 0, nbytes)) != cudaSuccess)
+        ((err = wb_cu.cudaMemset(p, 0, nbytes)) != cudaSuccess ||
+         (err = wb_cu.cudaStreamSynchronize(cudaStreamLegacy)) !=
+             cudaSuccess))
         wb_cu.cudaFree(p);
     wb_rt_leave(dev, prev);
     if (err != cudaSuccess)
@@ -504,6 +509,82 @@ wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
     return st;
 }
 
+wb_status wb_rt_device_grow(const wb_storage *s, size_t nbytes,
+                            wb_rt_grow *g)
+{
+    void *data, *ctx;
+    wb_deleter deleter;
+    wb_status st = wb_rt_device_alloc(s->device, nbytes, &data, &deleter,
+                                      &ctx);
+    if (st != WB_OK)
+        return st;
+    /* Until the commit the husk owns the new block, so that giving the
+       plan up frees it (wb_rt_grow_free). */
+    if ((st = wb_storage_wrap(data, nbytes, s->device, deleter, ctx,
+                              &g->husk)) != WB_OK) {
+        deleter(ctx, data);
+        return st;
+    }
+    g->data = data;
+    g->nbytes = nbytes;
+    return WB_OK;
+}
+
+/* The husk and s trade blocks, and the copy of the old bytes into the new
+   block joins p, holding the husk (and so the old block) until it is
+   enqueued. */
+static void wb_rt_regrow_into(wb_rt_pending *p, wb_storage *s, wb_rt_grow *g)
+{
+    wb_storage *h = g->husk;
+    h->data = s->data;
+    h->nbytes = s->nbytes;
+    h->deleter = s->deleter;
+    h->deleter_ctx = s->deleter_ctx;
+    s->data = g->data;
+    s->nbytes = g->nbytes;
+    s->deleter = wb_rt_device_free;
+    s->deleter_ctx = (void *)(intptr_t)s->device.device_id;
+    g->data = NULL;
+    g->husk = NULL;
+    if (!h->nbytes) {
+        wb_storage_release(h);
+        return;
+    }
+    wb_cuda_copy *c = &p->c[p->n];
+    memset(c, 0, sizeof *c);
+    c->ndim = 1;
+    c->sizes[0] = c->numel = (int64_t)h->nbytes;
+    c->dstrides[0] = c->sstrides[0] = 1;
+    c->esize = 1;
+    c->dst = s->data;
+    c->src = h->data;
+    p->hold[p->n++] = h;
+    if (p->n == WB_RT_PENDING) {
+        wb_status st = wb_rt_submit(p);
+        if (p->st == WB_OK)
+            p->st = st;
+    }
+}
+
+void wb_rt_device_regrow(wb_storage *s, wb_rt_grow *g)
+{
+    wb_rt_regrow_into(&wb_rt_pend, s, g);
+}
+
+wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
+                                  const int64_t *sizes, wb_rt_grow *g)
+{
+    /* Outside a call: a batch of its own, on this thread's call stream. */
+    wb_rt_pending q;
+    q.n = 0;
+    q.st = WB_OK;
+    q.stream = wb_rt_stream_of(NULL);
+    q.device = t->storage->device.device_id;
+    wb_rt_regrow_into(&q, t->storage, g);
+    wb_rt_apply_resize(t, ndim, sizes, g);
+    return q.n ? wb_rt_submit(&q) : WB_OK;
+}
+
 wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src)
 {
     /* Outside a call: a batch of its own, on this thread's call stream. */
@@ -563,6 +644,25 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
 void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
 {
     (void)t; (void)v;
+}
+
+wb_status wb_rt_device_grow(const wb_storage *s, size_t nbytes,
+                            wb_rt_grow *g)
+{
+    (void)nbytes; (void)g;
+    return wb_rt_device_check(s->device);
+}
+
+void wb_rt_device_regrow(wb_storage *s, wb_rt_grow *g)
+{
+    (void)s; (void)g;
+}
+
+wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
+                                  const int64_t *sizes, wb_rt_grow *g)
+{
+    (void)ndim; (void)sizes; (void)g;
+    return wb_rt_device_check(t->storage->device);
 }
 
 wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)

@@ -65,11 +65,16 @@ struct wb_env {
     void *stream;         /* CUDA work of a call, unless the thread sets one */
 };
 
-/* A storage growth planned by wb_rt_prep_resize for the commit. */
+/* A storage growth planned by wb_rt_prep_resize for the commit.  Generated
+   code declares it too (see wb_emit_prelude). */
 typedef struct wb_rt_grow {
     void *data;     /* the new buffer, or NULL when no growth is needed */
     size_t nbytes;  /* its size */
+    wb_storage *husk;  /* CUDA: holds the old buffer until its bytes are
+                          copied (wb_rt_device_regrow) */
 } wb_rt_grow;
+_Static_assert(sizeof(wb_rt_grow) == 3 * sizeof(void *),
+               "wb_rt_grow as generated code declares it");
 
 /* ---- errors (error.c) ---- */
 
@@ -325,6 +330,17 @@ void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v);
 wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 /* wb_tensor_copy_ on a CUDA device: enqueued on the thread's call stream. */
 wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src);
+/* Plans growing CUDA storage s to nbytes: a zeroed block and the husk that
+   will hold the old one. */
+wb_status wb_rt_device_grow(const wb_storage *s, size_t nbytes,
+                            wb_rt_grow *g);
+/* Applies that plan in a call's commit: the new block replaces the old,
+   whose bytes are copied into it with the call's device copies. */
+void wb_rt_device_regrow(wb_storage *s, wb_rt_grow *g);
+/* wb_tensor_resize_ growing a CUDA storage: the copy of the old bytes is
+   enqueued on the thread's call stream before it returns. */
+wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
+                                  const int64_t *sizes, wb_rt_grow *g);
 /* A function of the CUDA runtime wrapbake loaded (for tests); NULL when
    none is loaded or it lacks name. */
 void *wb_rt_cuda_symbol(const char *name);

@@ -615,6 +615,7 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
     int64_t n = wb_rt_contiguous_nbytes(t->dtype, ndim, sizes), need;
     g->data = NULL;
     g->nbytes = 0;
+    g->husk = NULL;
     if (n < 0 || __builtin_add_overflow(n, t->offset *
                                         (int64_t)wb_dtype_size(t->dtype),
                                         &need))
@@ -622,9 +623,7 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
     if ((size_t)need <= t->storage->nbytes)
         return WB_OK;
     if (t->storage->device.device_type != kDLCPU)
-        return wb_rt_fail(WB_ERR_UNSUPPORTED, "growing a storage on a CUDA "
-                          "device (%zu to %lld bytes) is not supported",
-                          t->storage->nbytes, (long long)need);
+        return wb_rt_device_grow(t->storage, (size_t)need, g);
     if (!(g->data = calloc(1, (size_t)need)))
         return wb_rt_fail(WB_ERR_NOMEM, "cannot grow a storage to %lld bytes",
                           (long long)need);
@@ -637,7 +636,9 @@ void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
                                wb_rt_grow *g)
 {
     wb_storage *s = t->storage;
-    if (g->data) {
+    if (g->husk) {
+        wb_rt_device_regrow(s, g);
+    } else if (g->data) {
         /* A wrapped storage of zero bytes may have NULL data. */
         if (s->nbytes)
             memcpy(g->data, s->data, s->nbytes);
@@ -667,6 +668,8 @@ wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes)
                           WB_MAX_DIMS);
     if ((st = wb_rt_plan_grow(t, ndim, sizes, &g)) != WB_OK)
         return st;
+    if (g.husk)
+        return wb_rt_device_resize_now(t, ndim, sizes, &g);
     wb_rt_apply_resize(t, ndim, sizes, &g);
     return WB_OK;
 }

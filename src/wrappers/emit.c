@@ -213,8 +213,8 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
         "                 wb_tensor **values, int nvalues);\n"
         "    void *graph_ctx;\n"
         "} wb_env;\n"
-        "typedef struct wb_rt_grow { void *data; unsigned long nbytes; } "
-        "wb_rt_grow;\n"
+        "typedef struct wb_rt_grow { void *data; unsigned long nbytes; "
+        "void *husk; } wb_rt_grow;\n"
         "#endif\n\n");
     /* Prototypes of exactly the helpers the body calls. */
     bool used[WB_RT_MAX_SYMBOLS];

@@ -116,7 +116,7 @@ leave_guards:
 
     /* Check phase: every value, every mutation, every view; may fail. */
     for (i = 0; i < M; i++)
-        grows[i].data = NULL;
+        grows[i] = (wb_rt_grow){NULL, 0, NULL};
     for (i = 0; i < s->nviews; i++)
         views[i] = NULL;
     for (i = 0; n == N && i < N && r[i]; i++)

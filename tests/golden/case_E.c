@@ -52,7 +52,7 @@ typedef struct wb_env {
                  wb_tensor **values, int nvalues);
     void *graph_ctx;
 } wb_env;
-typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
+typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
 #endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);

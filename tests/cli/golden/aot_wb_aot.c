@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "8fbe63e34e1bfcb45277db0fe6a2af43d91009c24d2fa2c9f09c67241e5d2c03",
+     "f354e0c12fc4557d23fc640318c8d4c19629eb0459f51a87eba7f5f5720ff94b",
      wb_aot_decode_step_0},
 };
 

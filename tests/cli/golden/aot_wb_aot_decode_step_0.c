@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint 8fbe63e34e1bfcb45277db0fe6a2af43d91009c24d2fa2c9f09c67241e5d2c03.
+ * Fingerprint f354e0c12fc4557d23fc640318c8d4c19629eb0459f51a87eba7f5f5720ff94b.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -48,7 +48,7 @@ typedef struct wb_env {
                  wb_tensor **values, int nvalues);
     void *graph_ctx;
 } wb_env;
-typedef struct wb_rt_grow { void *data; unsigned long nbytes; } wb_rt_grow;
+typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
 #endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
