@@ -779,6 +779,75 @@ Test(cuda, failed_calls_leave_everything_untouched)
     cu.stream_destroy(st);
 }
 
+/*
+ * A call that fails in its checks after checking a device copy must leave
+ * nothing for the next call of the same wrapper: that call's copies go on
+ * its own stream and device, whichever inputs it has on a device.  Here
+ * the failed call checked x0's copy (cuda:0, stream s1) before x1's value
+ * was refused; the next call has x0 on the CPU, so its first device copy
+ * is x1's, on cuda:1 (or on s2, where x1 is tied).
+ */
+static void cs_after_failure(wb_tier tier, bool other_device, void *s1,
+                             void *s2)
+{
+    const char *what = other_device ? "on cuda:1" : "on stream s2";
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("f(Tensor(a!) x0, Tensor(b!) x1) -> ()", &s));
+    wb_tensor *a0 = tc_vec(0, 4, 0), *a1 = tc_vec(0, 4, 0), *c0, *c1;
+    WBT_OK(wb_tensor_new(tc_f32, (DLDevice){kDLCPU, 0}, 1, (int64_t[]){4},
+                         &c0));
+    c1 = tc_vec(other_device ? 1 : 0, 4, 0);
+    wb_tensor *cpu_value;
+    WBT_OK(wb_tensor_new(tc_f32, (DLDevice){kDLCPU, 0}, 1, (int64_t[]){4},
+                         &cpu_value));
+    for (int i = 0; i < 4; i++)
+        ((float *)wb_tensor_data(cpu_value))[i] = 40.0f + (float)i;
+    tc_graph g = {.n = 2, .values = {tc_vec(0, 4, 10), tc_vec(0, 5, 20)}};
+    wb_wrapper *w = wbt_wrap(s, tc_graph_fn, &g, tier);
+
+    wb_set_call_stream(s1);
+    WBT_FAILS(wb_call(w, (wb_arg[]){{.t = a0}, {.t = a1}}, 2, NULL, 0),
+              WB_ERR_SHAPE, "input 1 'x1': the updated value's sizes");
+    tc_graph_free(&g);
+    g.values[0] = wb_tensor_retain(cpu_value);
+    g.values[1] = tc_vec(other_device ? 1 : 0, 4, 30);
+    if (!other_device)
+        wb_storage_set_stream(wb_tensor_storage(c1), s2);
+    wb_set_call_stream(s2);
+    wb_status st = wb_call(w, (wb_arg[]){{.t = c0}, {.t = c1}}, 2, NULL, 0);
+    wb_clear_call_stream();
+    cr_assert_eq(st, WB_OK, "%s, %s: the call after a failed one: %s",
+                 wb_tier_name(tier), what, wb_last_error());
+    tc_expect(c1, 4, 30);
+    cr_assert_eq(((float *)wb_tensor_data(c0))[3], 43.0f);
+    cr_assert_eq(wb_tensor_version(c1), 1);
+
+    wb_storage_unset_stream(wb_tensor_storage(c1));
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tc_graph_free(&g);
+    wbt_release_last(cpu_value);
+    wbt_release_last(a0);
+    wbt_release_last(a1);
+    wbt_release_last(c0);
+    wbt_release_last(c1);
+}
+
+Test(cuda, a_failed_call_leaves_nothing_for_the_next)
+{
+    tc_need_cuda();
+    cudaStream_t s1, s2;
+    cr_assert_eq(cu.stream_create(&s1), cudaSuccess);
+    cr_assert_eq(cu.stream_create(&s2), cudaSuccess);
+    for (int t = 0; t < TC_NTIERS; t++) {
+        cs_after_failure(tc_tiers[t], false, s1, s2);
+        if (cu.devices > 1)
+            cs_after_failure(tc_tiers[t], true, s1, s2);
+    }
+    cu.stream_destroy(s1);
+    cu.stream_destroy(s2);
+}
+
 #else /* !WB_WITH_CUDA */
 
 Test(cuda, semantics_built_without_cuda)
