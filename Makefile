@@ -191,7 +191,7 @@ $(EXAMPLE): $(BUILD)/example/example.c $(LIB)
 example: $(EXAMPLE)
 	$(EXAMPLE)
 
-# The emulated CUDA runtime the CUDA tests also run on (tests/test_cuda.c):
+# The emulated CUDA runtime the CUDA tests also run on (tests/test_cuda*.c):
 # loaded by the library through $$WRAPBAKE_CUDART, in place of libcudart.
 FAKECUDA := $(BUILD)/lib/libfakecudart.so
 $(FAKECUDA): tests/tools/fakecuda.c tests/tools/fakecuda.h \

@@ -7,6 +7,12 @@
  * output's data, view, flags and identity, the grad mode, the order of
  * hooks and guards.  Two tiers agree when their snapshots are equal.
  *
+ * Tensors are on the CPU unless a case names a device (diff_case_dev);
+ * there the bytes go in and come back through the includer's copies
+ * (diff_io), and a snapshot names the device of a tensor only when it is
+ * not the case's, so the snapshots of one seed on the CPU and on a device
+ * can be compared as they are.
+ *
  * The includer defines WBD_FAIL(...), printf-style, which must not return
  * (a Criterion assertion, or a message and abort() in a fuzz target).
  */
@@ -74,8 +80,23 @@ static int diff_below(diff_rng *r, int n)
     return n <= 0 ? 0 : (int)(diff_next(r) % (uint64_t)n);
 }
 
+/* How bytes reach a storage on a device and come back, for the cases on
+   one: copies through the device's runtime, the reader synchronizing
+   first.  The includer sets them before it runs such a case. */
+typedef struct diff_device_io {
+    void (*put)(wb_storage *s, const void *host, size_t n);
+    void (*get)(const wb_storage *s, void *host, size_t n);
+} diff_device_io;
+static diff_device_io diff_io;
+
+static bool diff_on_cpu(const wb_storage *s)
+{
+    return wb_storage_device(s).device_type == kDLCPU;
+}
+
 /* What the generator decided, read back by the graph stand-in. */
 typedef struct diff_spec {
+    DLDevice dev;         /* where every tensor is made */
     int ninputs, noutputs, nbases;
     bool is_tensor[DIFF_MAX_IN];
     wb_mutation mut[DIFF_MAX_IN];
@@ -135,10 +156,10 @@ static const DLDataType diff_dtypes[] = {
     {kDLInt, 16, 1},
 };
 
-/* A tensor of random sizes (or the given ones) with random bytes, laid out
-   contiguously or transposed in a larger storage. */
-static wb_tensor *diff_tensor(diff_rng *r, DLDataType dt, int ndim,
-                              const int64_t *sizes_in)
+/* A tensor on dev of random sizes (or the given ones) with random bytes,
+   laid out contiguously or transposed in a larger storage. */
+static wb_tensor *diff_tensor(diff_rng *r, DLDevice dev, DLDataType dt,
+                              int ndim, const int64_t *sizes_in)
 {
     int64_t sizes[4], strides[4], n = 1;
     for (int d = 0; d < ndim; d++) {
@@ -148,10 +169,18 @@ static wb_tensor *diff_tensor(diff_rng *r, DLDataType dt, int ndim,
     size_t es = wb_dtype_size(dt);
     int64_t pad = diff_below(r, 3);
     wb_storage *s;
-    WBD_OK(wb_storage_new(WBD_CPU, (size_t)(n + pad) * es, &s));
-    unsigned char *p = wb_storage_data(s);
-    for (size_t i = 0; i < wb_storage_nbytes(s); i++)
+    WBD_OK(wb_storage_new(dev, (size_t)(n + pad) * es, &s));
+    size_t nbytes = wb_storage_nbytes(s);
+    unsigned char *p = diff_on_cpu(s) ? wb_storage_data(s)
+                                      : malloc(nbytes ? nbytes : 1);
+    if (!p)
+        WBD_FAIL("out of memory for %zu bytes", nbytes);
+    for (size_t i = 0; i < nbytes; i++)
         p[i] = (unsigned char)diff_next(r);
+    if (!diff_on_cpu(s)) {
+        diff_io.put(s, p, nbytes);
+        free(p);
+    }
     /* Row-major, or laid out as if dims 0 and 1 were swapped (a
        transposed view). */
     bool swap = ndim >= 2 && diff_below(r, 2);
@@ -167,7 +196,8 @@ static wb_tensor *diff_tensor(diff_rng *r, DLDataType dt, int ndim,
     return t;
 }
 
-/* A random view of t's storage that fits it most of the time. */
+/* A random view of t's storage (on its device) that fits it most of the
+   time. */
 static wb_tensor *diff_view_of(diff_rng *r, const wb_tensor *t, DLDataType dt)
 {
     size_t es = wb_dtype_size(dt);
@@ -186,7 +216,8 @@ static wb_tensor *diff_view_of(diff_rng *r, const wb_tensor *t, DLDataType dt)
     /* Built on a scratch storage large enough, then the values checked by
        the wrapper decide whether it fits the real base. */
     wb_storage *big;
-    WBD_OK(wb_storage_new(WBD_CPU, (size_t)(cap + 16) * es + 64, &big));
+    WBD_OK(wb_storage_new(wb_tensor_device(t), (size_t)(cap + 16) * es + 64,
+                          &big));
     if (wb_tensor_from_storage(diff_below(r, 2) ? s : big, dt, ndim, sizes,
                                strides, off, &v) != WB_OK)
         WBD_OK(wb_tensor_from_storage(big, dt, ndim, sizes, strides, 0, &v));
@@ -213,7 +244,7 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
             dt = dt.bits == 8 ? diff_dtypes[0] : diff_dtypes[3];
         switch (d->mut[i]) {
         case WB_MUT_DATA:
-            values[v++] = diff_tensor(&r, dt, wb_tensor_ndim(t),
+            values[v++] = diff_tensor(&r, d->dev, dt, wb_tensor_ndim(t),
                                       diff_below(&r, 8) ? wb_tensor_sizes(t)
                                                         : NULL);
             break;
@@ -221,18 +252,19 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
         case WB_MUT_DATA_METADATA:
             values[v++] = diff_view_of(&r, t, dt);
             break;
-        case WB_MUT_RESIZE:
-            values[v++] = diff_tensor(&r, dt, diff_below(&r, 2) ? wb_tensor_ndim(t)
-                                                                : diff_below(&r, 4),
-                                      NULL);
+        case WB_MUT_RESIZE: {
+            int nd = diff_below(&r, 2) ? wb_tensor_ndim(t) : diff_below(&r, 4);
+            values[v++] = diff_tensor(&r, d->dev, dt, nd, NULL);
             break;
+        }
         default:
-            values[v++] = diff_tensor(&r, dt, diff_below(&r, 4), NULL);
+            values[v++] = diff_tensor(&r, d->dev, dt, diff_below(&r, 4),
+                                      NULL);
             break;
         }
     }
     for (int b = 0; b < d->nbases; b++)
-        bases[b] = diff_tensor(&r, diff_dtypes[0], 2, NULL);
+        bases[b] = diff_tensor(&r, d->dev, diff_dtypes[0], 2, NULL);
     int first_out = v;
     for (int k = 0; k < d->noutputs && v < nvalues; k++) {
         const wb_tensor *base = NULL;
@@ -251,7 +283,8 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
             break;
         }
         wb_tensor *o = base ? diff_view_of(&r, base, wb_tensor_dtype(base))
-                            : diff_tensor(&r, diff_dtypes[0], diff_below(&r, 3), NULL);
+                            : diff_tensor(&r, d->dev, diff_dtypes[0],
+                                          diff_below(&r, 3), NULL);
         wb_tensor_set_requires_grad(o, diff_below(&r, 2));
         wb_tensor_set_dynamic_dims(o, (uint64_t)diff_below(&r, 4));
         values[v++] = o;
@@ -283,6 +316,7 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     wb_spec *s;
     bool training = diff_below(r, 3) == 0, keep = diff_below(r, 2);
     memset(d, 0, sizeof *d);
+    d->dev = WBD_CPU;
     WBD_OK(wb_spec_new(diff_below(r, 2) ? "diff" : "d*/\n\"x", &s));
     WBD_OK(wb_spec_set_training(s, training));
     WBD_OK(wb_spec_set_keep_input_mutations(s, keep));
@@ -387,6 +421,7 @@ static wb_status (*diff_aot_wrapper)(wb_spec *s, diff_world *w,
 /* ---- the observables ---- */
 
 typedef struct diff_obs {
+    DLDevice dev;         /* the case's device, which goes unnamed */
     char text[8192];
     size_t len;
     const void *storages[64];
@@ -418,10 +453,23 @@ static void diff_tensor_obs(diff_obs *o, const wb_tensor *t)
 {
     const wb_storage *s = wb_tensor_storage(t);
     uint64_t h = 1469598103934665603ULL;
+    size_t nbytes = wb_storage_nbytes(s);
+    unsigned char *copy = NULL;
     const unsigned char *p = wb_storage_data(s);
-    for (size_t i = 0; i < wb_storage_nbytes(s); i++)
+    if (!diff_on_cpu(s)) {
+        if (!(copy = malloc(nbytes ? nbytes : 1)))
+            WBD_FAIL("out of memory for %zu bytes", nbytes);
+        diff_io.get(s, copy, nbytes);
+        p = copy;
+    }
+    for (size_t i = 0; i < nbytes; i++)
         h = (h ^ p[i]) * 1099511628211ULL;
+    free(copy);
     DLDataType dt = wb_tensor_dtype(t);
+    DLDevice dev = wb_storage_device(s);
+    if (dev.device_type != o->dev.device_type ||
+        dev.device_id != o->dev.device_id)
+        diff_put(o, "[on %d:%d]", (int)dev.device_type, (int)dev.device_id);
     diff_put(o, "[s%d n%zu h%016llx v%llu dt%u.%u nd%d", diff_storage_id(o, s),
              wb_storage_nbytes(s), (unsigned long long)h,
              (unsigned long long)wb_tensor_version(t), dt.code, dt.bits,
@@ -444,12 +492,14 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     wb_options opt = {.tier = tier, .flags = WB_OPT_NO_DISK_CACHE};
     wb_wrapper *wr;
     memset(o, 0, sizeof *o);
+    o->dev = d->dev;
     WBD_OK(tier == WB_TIER_AOT && diff_aot_wrapper
                ? diff_aot_wrapper(s, w, &wr)
                : wb_wrapper_new(s, diff_graph, w, &opt, &wr));
     for (int i = 0; i < d->ninputs; i++) {
         if (d->is_tensor[i]) {
-            in[i] = diff_tensor(&r, d->dtype[i], diff_below(&r, 4), NULL);
+            in[i] = diff_tensor(&r, d->dev, d->dtype[i], diff_below(&r, 4),
+                                NULL);
             args[i].t = in[i];
         } else {
             args[i].i = (int64_t)diff_next(&r);
@@ -525,17 +575,20 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
 
 
 /* One random spec, built from r, run through the interpreter and each of
-   the ntiers compiled tiers on the same inputs; fails (WBD_FAIL) on the
-   first tier whose snapshot differs.  label names the case in the
-   message. */
-static void diff_case_on(diff_rng r, uint64_t label, const wb_tier *tiers,
-                         int ntiers)
+   the ntiers compiled tiers on the same inputs, made on dev; fails
+   (WBD_FAIL) on the first tier whose snapshot differs.  label names the
+   case in the message.  Returns the interpreter's snapshot, valid until
+   the next case. */
+static const diff_obs *diff_case_dev(diff_rng r, uint64_t label,
+                                     const wb_tier *tiers, int ntiers,
+                                     DLDevice dev)
 {
     diff_spec d;
     static diff_world w;
     static diff_obs oi, ot;
     wb_spec *base = diff_make_spec(&r, &d);
     uint64_t hooks = diff_next(&r), inputs = diff_next(&r);
+    d.dev = dev;
     WBD_OK(wb_spec_validate(base));
     /* t = -1 is the interpreter, the reference the others are held to. */
     for (int t = -1; t < ntiers; t++) {
@@ -550,12 +603,21 @@ static void diff_case_on(diff_rng r, uint64_t label, const wb_tier *tiers,
         diff_run(&d, s, &w, tier, inputs, t < 0 ? &oi : &ot);
         wb_spec_free(s);
         if (t >= 0 && strcmp(oi.text, ot.text) != 0)
-            WBD_FAIL("case %llu: the %s tier differs from the interpreter\n"
-                     "interp:\n%s\n%s:\n%s", (unsigned long long)label,
-                     wb_tier_name(tier), oi.text, wb_tier_name(tier),
-                     ot.text);
+            WBD_FAIL("case %llu: the %s tier differs from the interpreter "
+                     "(tensors on device %d:%d)\ninterp:\n%s\n%s:\n%s",
+                     (unsigned long long)label, wb_tier_name(tier),
+                     (int)dev.device_type, (int)dev.device_id, oi.text,
+                     wb_tier_name(tier), ot.text);
     }
     wb_spec_free(base);
+    return &oi;
+}
+
+/* diff_case_dev with every tensor on the CPU. */
+static inline void diff_case_on(diff_rng r, uint64_t label,
+                                const wb_tier *tiers, int ntiers)
+{
+    diff_case_dev(r, label, tiers, ntiers, WBD_CPU);
 }
 
 #endif /* WB_DIFF_GEN_H */

@@ -12,101 +12,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "cuda_helpers.h"
 
 #ifdef WB_WITH_CUDA
-
-#include <cuda_runtime_api.h>
-
-#include "../src/runtime/rt.h"
-#include "tools/fakecuda.h"
-
-/* The runtime functions the tests call themselves, from the runtime the
-   library loaded. */
-static struct {
-    __typeof__(cudaMemcpy) *memcpy;
-    __typeof__(cudaDeviceSynchronize) *sync;
-    __typeof__(cudaStreamCreate) *stream_create;
-    __typeof__(cudaStreamDestroy) *stream_destroy;
-    fakecuda_state *fake;   /* NULL on a real device */
-    __typeof__(fakecuda_is_device) *is_device;
-    int devices;
-} cu;
-
-static void tc_need_cuda(void)
-{
-    if (wb_cuda_devices(&cu.devices) != WB_OK)
-        cr_skip_test("CUDA tests skipped: %s", wb_last_error());
-    *(void **)&cu.memcpy = wb_rt_cuda_symbol("cudaMemcpy");
-    *(void **)&cu.sync = wb_rt_cuda_symbol("cudaDeviceSynchronize");
-    *(void **)&cu.stream_create = wb_rt_cuda_symbol("cudaStreamCreate");
-    *(void **)&cu.stream_destroy = wb_rt_cuda_symbol("cudaStreamDestroy");
-    cu.fake = wb_rt_cuda_symbol("fakecuda");
-    *(void **)&cu.is_device = wb_rt_cuda_symbol("fakecuda_is_device");
-    cr_assert(cu.memcpy && cu.sync && cu.stream_create && cu.stream_destroy);
-}
-
-static const DLDataType tc_f32 = {kDLFloat, 32, 1};
-
-static DLDevice tc_gpu(int id) { return (DLDevice){kDLCUDA, id}; }
-
-static void tc_put(wb_storage *s, const void *host, size_t n)
-{
-    cr_assert_eq(cu.memcpy(wb_storage_data(s), host, n,
-                           cudaMemcpyHostToDevice), cudaSuccess);
-}
-
-static void tc_get(const wb_storage *s, void *host, size_t n)
-{
-    cr_assert_eq(cu.sync(), cudaSuccess);
-    cr_assert_eq(cu.memcpy(host, wb_storage_data(s), n,
-                           cudaMemcpyDeviceToHost), cudaSuccess);
-}
-
-/* A contiguous float32 [n] tensor on dev holding base, base+1, ... */
-static wb_tensor *tc_vec(int dev, int64_t n, float base)
-{
-    wb_tensor *t;
-    float host[64];
-    cr_assert(n <= 64);
-    for (int64_t i = 0; i < n; i++)
-        host[i] = base + (float)i;
-    WBT_OK(wb_tensor_new(tc_f32, tc_gpu(dev), 1, &n, &t));
-    tc_put(wb_tensor_storage(t), host, sizeof *host * (size_t)n);
-    return t;
-}
-
-static void tc_expect(const wb_tensor *t, int64_t n, float base)
-{
-    float host[64];
-    tc_get(wb_tensor_storage(t), host, sizeof *host * (size_t)n);
-    for (int64_t i = 0; i < n; i++)
-        cr_assert_eq(host[i], base + (float)i, "element %lld: %g, not %g",
-                     (long long)i, host[i], base + (float)i);
-}
-
-/* ---- the graph: hands out the values prepared in its context ---- */
-
-typedef struct tc_graph {
-    int n;
-    wb_tensor *values[48];
-} tc_graph;
-
-static int tc_graph_fn(void *ctx, const wb_arg *args, int nargs,
-                       wb_tensor **values, int nvalues)
-{
-    tc_graph *g = ctx;
-    (void)args; (void)nargs;
-    for (int i = 0; i < nvalues && i < g->n; i++)
-        values[i] = wb_tensor_retain(g->values[i]);
-    return g->n;
-}
-
-static void tc_graph_free(tc_graph *g)
-{
-    for (int i = 0; i < g->n; i++)
-        wb_tensor_release(g->values[i]);
-}
 
 /* m data-mutated float32 [4] inputs and one output. */
 static wb_spec *tc_mut_spec(int m, DLDevice declared)
@@ -123,8 +31,6 @@ static wb_spec *tc_mut_spec(int m, DLDevice declared)
                               NULL));
     return s;
 }
-
-static const wb_tier tc_tiers[] = {WB_TIER_INTERP, WB_TIER_TCC, WB_TIER_CC};
 
 /* One call of m mutations on tier, on stream (a created one, or NULL);
    checks values, versions, submissions and that nothing leaked. */
@@ -213,7 +119,7 @@ Test(cuda, writeback_batched_on_every_tier)
 {
     tc_need_cuda();
     static const int counts[] = {1, 3, 8, 9, 20};
-    for (size_t t = 0; t < sizeof tc_tiers / sizeof *tc_tiers; t++)
+    for (size_t t = 0; t < (size_t)TC_NTIERS; t++)
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
             tc_writeback(counts[k], tc_tiers[t], NULL, (DLDevice){0, 0});
 }
@@ -223,7 +129,7 @@ Test(cuda, writeback_on_a_stream_and_declared)
     tc_need_cuda();
     cudaStream_t st;
     cr_assert_eq(cu.stream_create(&st), cudaSuccess);
-    for (size_t t = 0; t < sizeof tc_tiers / sizeof *tc_tiers; t++) {
+    for (size_t t = 0; t < (size_t)TC_NTIERS; t++) {
         tc_writeback(3, tc_tiers[t], st, (DLDevice){0, 0});
         tc_writeback(30, tc_tiers[t], st, tc_gpu(0));
     }
@@ -393,7 +299,7 @@ Test(cuda, strided_input_alias_and_versions)
     WBT_OK(wb_spec_parse("f(Tensor(a!) x, Tensor(b) y) -> Tensor(b)", &s));
     cudaStream_t st;
     cr_assert_eq(cu.stream_create(&st), cudaSuccess);
-    for (size_t k = 0; k < sizeof tc_tiers / sizeof *tc_tiers; k++) {
+    for (size_t k = 0; k < (size_t)TC_NTIERS; k++) {
         wb_tensor *base = tc_vec(0, 6, 0), *x, *y = tc_vec(0, 4, 50), *out;
         WBT_OK(wb_tensor_as_strided(base, 2, (int64_t[]){3, 2},
                                     (int64_t[]){1, 3}, 0, &x));
@@ -526,7 +432,7 @@ Test(cuda, device_and_stream_errors)
     cudaStream_t s1, s2;
     cr_assert_eq(cu.stream_create(&s1), cudaSuccess);
     cr_assert_eq(cu.stream_create(&s2), cudaSuccess);
-    for (size_t k = 0; k < sizeof tc_tiers / sizeof *tc_tiers; k++) {
+    for (size_t k = 0; k < (size_t)TC_NTIERS; k++) {
         wb_options o = {.tier = tc_tiers[k], .stream = s1};
         wb_tensor *x = tc_vec(0, 4, 0), *cpu;
         WBT_OK(wb_tensor_new(tc_f32, (DLDevice){kDLCPU, 0}, 1,

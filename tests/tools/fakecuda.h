@@ -2,7 +2,7 @@
  * fakecuda.h -- an emulated CUDA runtime for the CUDA tests (internal).
  *
  * tests/tools/fakecuda.c defines the CUDA runtime functions libwrapbake.a
- * and tests/test_cuda.c call, over host memory, with two devices: device
+ * and tests/test_cuda*.c call, over host memory, with two devices: device
  * memory is malloc'ed and tracked, work runs at once on the calling
  * thread, and a launch of the copy kernel runs the kernel's own loop
  * (src/runtime/cuda_copy.h) over every thread of its grid.  Linked in
