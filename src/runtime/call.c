@@ -708,6 +708,7 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_release_all,
               "void wb_rt_release_all(wb_tensor **v, int n);"),
     WB_RT_SYM(wb_rt_grow_free, "void wb_rt_grow_free(wb_rt_grow *g);"),
+    WB_RT_SYM(wb_rt_drop_copies, "void wb_rt_drop_copies(const wb_env *e);"),
     WB_RT_SYM(wb_tensor_release, "void wb_tensor_release(wb_tensor *t);"),
     /* libtcc zero-fills local arrays with memset; copies use memcpy. */
     WB_RT_SYM(memcpy,

@@ -448,9 +448,10 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
     const wb_storage *s = t->storage;
     char name[300];
     wb_cuda_copy c;
-    /* A call checks its mutations in input order, so an input not after
-       the last one checked starts the checks of a new call (the last call
-       failed in its check phase, or flushed). */
+    /* A call ends by flushing or, failed in its check phase, by dropping
+       its copies, so another wrapper's call finds p->e unset or its own.
+       A call checks its mutations in input order, so an input not after
+       the last one checked starts a new call of the same wrapper too. */
     if (p->e != e || input <= p->last) {
         p->e = e;
         p->stream = wb_rt_stream_of(e);
@@ -490,6 +491,13 @@ void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
         if (p->st == WB_OK)
             p->st = st;
     }
+}
+
+void wb_rt_drop_copies(const wb_env *e)
+{
+    /* The check phase records nothing, so only the call is forgotten. */
+    if (wb_rt_pend.e == e)
+        wb_rt_pend.e = NULL;
 }
 
 wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
@@ -663,6 +671,11 @@ wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
 {
     (void)ndim; (void)sizes; (void)g;
     return wb_rt_device_check(t->storage->device);
+}
+
+void wb_rt_drop_copies(const wb_env *e)
+{
+    (void)e;
 }
 
 wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)

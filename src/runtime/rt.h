@@ -325,6 +325,9 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
                                  const wb_tensor *t, const wb_tensor *v);
 /* Commit phase: records the copy of v into t for wb_rt_flush. */
 void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v);
+/* A call that failed in its check phase: the copies it checked are
+   forgotten, so that the next call starts its own. */
+void wb_rt_drop_copies(const wb_env *e);
 /* The end of a call: enqueues the copies recorded on the call's stream.  A
    CUDA failure releases outs[0..nouts) and returns WB_ERR_DEVICE. */
 wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);

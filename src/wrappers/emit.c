@@ -654,6 +654,9 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     for (int j = 0; j < s->nupdated; j++)
         if (s->muts[j].kind == WB_MUT_RESIZE)
             wb_buf_line(b, "wb_rt_grow_free(&g%d);", j);
+    if (s->device_copies)
+        wb_buf_line(b, "wb_rt_drop_copies(e); /* the device copies checked "
+                    "*/");
     wb_buf_line(b, "return st;");
     /* Only a guard, a detach or the before-call hook can bail out after
        the bumps and before the call; without one the label would be

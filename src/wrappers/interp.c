@@ -179,6 +179,8 @@ fail:
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)
         wb_rt_grow_free(&grows[i]);
+    if (s->device_copies)
+        wb_rt_drop_copies(e);
     return st;
 unbump:
     for (i = 0; i < s->nbumped; i++)

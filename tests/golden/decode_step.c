@@ -57,6 +57,7 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
+void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
@@ -109,5 +110,6 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 fail:
     wb_rt_release_all(r, 4);
     wb_rt_release_all(v, 1);
+    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 }

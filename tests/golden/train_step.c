@@ -85,6 +85,7 @@ wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_grow_free(wb_rt_grow *g);
+void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
 
@@ -215,6 +216,7 @@ fail:
     wb_rt_release_all(r, 13);
     wb_rt_release_all(v, 5);
     wb_rt_grow_free(&g1);
+    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 unbump:
     wb_rt_unbump(a[1].t);

@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "f354e0c12fc4557d23fc640318c8d4c19629eb0459f51a87eba7f5f5720ff94b",
+     "354d7ebff98195f5562da3d1aa49a07412c57faa74f19d56e400ddae3958a2fd",
      wb_aot_decode_step_0},
 };
 

@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint f354e0c12fc4557d23fc640318c8d4c19629eb0459f51a87eba7f5f5720ff94b.
+ * Fingerprint 354d7ebff98195f5562da3d1aa49a07412c57faa74f19d56e400ddae3958a2fd.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -71,6 +71,7 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
+void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
 
 int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
@@ -121,5 +122,6 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
 fail:
     wb_rt_release_all(r, 4);
     wb_rt_release_all(v, 1);
+    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 }
