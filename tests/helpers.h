@@ -96,6 +96,97 @@ static inline void wbt_assert_view(const wb_tensor *t, int ndim,
                  (long long)wb_tensor_offset(t), (long long)offset);
 }
 
+/* Everything observable about a tensor: its storage and bytes, view,
+   version, references and flags.  read copies a storage's bytes to the
+   host (NULL: they are host memory). */
+typedef void wbt_read_fn(const wb_storage *s, void *host, size_t n);
+typedef struct wbt_snap {
+    const wb_tensor *t;
+    wbt_read_fn *read;
+    wb_storage *storage;
+    void *data;
+    size_t nbytes;
+    unsigned char *bytes;
+    DLDataType dtype;
+    int ndim;
+    int64_t sizes[WB_MAX_DIMS], strides[WB_MAX_DIMS], offset;
+    uint64_t version;
+    long refcount, srefcount;
+    uint32_t flags;
+    uint64_t dyn;
+} wbt_snap;
+
+static inline void wbt_snap_bytes(const wbt_snap *p, void *host)
+{
+    if (p->read)
+        p->read(p->storage, host, p->nbytes);
+    else if (p->nbytes)
+        memcpy(host, wb_storage_data(p->storage), p->nbytes);
+}
+
+static inline void wbt_snap_take(wbt_snap *p, const wb_tensor *t,
+                                 wbt_read_fn *read)
+{
+    p->t = t;
+    p->read = read;
+    p->storage = wb_tensor_storage(t);
+    p->data = wb_storage_data(p->storage);
+    p->nbytes = wb_storage_nbytes(p->storage);
+    p->bytes = malloc(p->nbytes ? p->nbytes : 1);
+    cr_assert_not_null(p->bytes);
+    wbt_snap_bytes(p, p->bytes);
+    p->dtype = wb_tensor_dtype(t);
+    p->ndim = wb_tensor_ndim(t);
+    memcpy(p->sizes, wb_tensor_sizes(t), sizeof(int64_t) * (size_t)p->ndim);
+    memcpy(p->strides, wb_tensor_strides(t),
+           sizeof(int64_t) * (size_t)p->ndim);
+    p->offset = wb_tensor_offset(t);
+    p->version = wb_tensor_version(t);
+    p->refcount = wb_tensor_refcount(t);
+    p->srefcount = wb_storage_refcount(p->storage);
+    p->flags = wb_tensor_flags(t);
+    p->dyn = wb_tensor_dynamic_dims(t);
+}
+
+/* Asserts t is exactly as it was but for `bumped` version bumps, then
+   frees the snapshot. */
+static inline void wbt_snap_check(wbt_snap *p, uint64_t bumped,
+                                  const char *what)
+{
+    const wb_tensor *t = p->t;
+    cr_assert_eq(wb_tensor_storage(t), p->storage, "%s: storage", what);
+    cr_assert_eq(wb_storage_data(p->storage), p->data, "%s: data", what);
+    cr_assert_eq(wb_storage_nbytes(p->storage), p->nbytes, "%s: nbytes",
+                 what);
+    unsigned char *now = malloc(p->nbytes ? p->nbytes : 1);
+    cr_assert_not_null(now);
+    wbt_snap_bytes(p, now);
+    cr_assert(memcmp(now, p->bytes, p->nbytes) == 0, "%s: bytes changed",
+              what);
+    free(now);
+    cr_assert(wb_tensor_dtype(t).code == p->dtype.code &&
+              wb_tensor_dtype(t).bits == p->dtype.bits, "%s: dtype", what);
+    cr_assert_eq(wb_tensor_ndim(t), p->ndim, "%s: ndim", what);
+    for (int d = 0; d < p->ndim; d++) {
+        cr_assert_eq(wb_tensor_sizes(t)[d], p->sizes[d], "%s: size %d", what,
+                     d);
+        cr_assert_eq(wb_tensor_strides(t)[d], p->strides[d], "%s: stride %d",
+                     what, d);
+    }
+    cr_assert_eq(wb_tensor_offset(t), p->offset, "%s: offset", what);
+    cr_assert_eq(wb_tensor_version(t), p->version + bumped, "%s: version "
+                 "%llu, was %llu", what,
+                 (unsigned long long)wb_tensor_version(t),
+                 (unsigned long long)p->version);
+    cr_assert_eq(wb_tensor_refcount(t), p->refcount, "%s: refcount", what);
+    cr_assert_eq(wb_storage_refcount(p->storage), p->srefcount,
+                 "%s: storage refcount", what);
+    cr_assert_eq(wb_tensor_flags(t), p->flags, "%s: flags", what);
+    cr_assert_eq(wb_tensor_dynamic_dims(t), p->dyn, "%s: dynamic dims", what);
+    free(p->bytes);
+    p->bytes = NULL;
+}
+
 /* A wrapper on the given tier, asserting it was built. */
 static inline wb_wrapper *wbt_wrap(const wb_spec *spec, wb_graph_fn graph,
                                    void *ctx, wb_tier tier)

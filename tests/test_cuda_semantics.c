@@ -410,68 +410,6 @@ Test(cuda, every_alias_kind_on_every_tier)
 /* Failed calls                                                             */
 /* ======================================================================= */
 
-/* A tensor as it was: device bytes, view, storage, version, references. */
-typedef struct cs_snap {
-    const wb_tensor *t;
-    const wb_storage *storage;
-    void *data;
-    size_t nbytes;
-    unsigned char bytes[128];
-    int ndim;
-    int64_t sizes[WB_MAX_DIMS], strides[WB_MAX_DIMS], offset;
-    uint64_t version;
-    long refcount, srefcount;
-    uint32_t flags;
-} cs_snap;
-
-static void cs_snap_take(cs_snap *p, const wb_tensor *t)
-{
-    p->t = t;
-    p->storage = wb_tensor_storage(t);
-    p->data = wb_storage_data(p->storage);
-    p->nbytes = wb_storage_nbytes(p->storage);
-    cr_assert_leq(p->nbytes, sizeof p->bytes);
-    tc_get(p->storage, p->bytes, p->nbytes);
-    p->ndim = wb_tensor_ndim(t);
-    memcpy(p->sizes, wb_tensor_sizes(t), sizeof(int64_t) * (size_t)p->ndim);
-    memcpy(p->strides, wb_tensor_strides(t),
-           sizeof(int64_t) * (size_t)p->ndim);
-    p->offset = wb_tensor_offset(t);
-    p->version = wb_tensor_version(t);
-    p->refcount = wb_tensor_refcount(t);
-    p->srefcount = wb_storage_refcount(p->storage);
-    p->flags = wb_tensor_flags(t);
-}
-
-static void cs_snap_check(const cs_snap *p, uint64_t bumped,
-                          const char *what)
-{
-    const wb_tensor *t = p->t;
-    unsigned char now[sizeof p->bytes];
-    cr_assert_eq(wb_tensor_storage(t), p->storage, "%s: storage", what);
-    cr_assert_eq(wb_storage_data(p->storage), p->data, "%s: data", what);
-    cr_assert_eq(wb_storage_nbytes(p->storage), p->nbytes, "%s: nbytes",
-                 what);
-    tc_get(p->storage, now, p->nbytes);
-    cr_assert(!memcmp(now, p->bytes, p->nbytes), "%s: device bytes changed",
-              what);
-    cr_assert_eq(wb_tensor_ndim(t), p->ndim, "%s: ndim", what);
-    for (int d = 0; d < p->ndim; d++) {
-        cr_assert_eq(wb_tensor_sizes(t)[d], p->sizes[d], "%s: size %d", what,
-                     d);
-        cr_assert_eq(wb_tensor_strides(t)[d], p->strides[d], "%s: stride %d",
-                     what, d);
-    }
-    cr_assert_eq(wb_tensor_offset(t), p->offset, "%s: offset", what);
-    cr_assert_eq(wb_tensor_version(t), p->version + bumped,
-                 "%s: version %llu, was %llu", what,
-                 (unsigned long long)wb_tensor_version(t),
-                 (unsigned long long)p->version);
-    cr_assert_eq(wb_tensor_refcount(t), p->refcount, "%s: refcount", what);
-    cr_assert_eq(wb_storage_refcount(p->storage), p->srefcount,
-                 "%s: storage refcount", what);
-    cr_assert_eq(wb_tensor_flags(t), p->flags, "%s: flags", what);
-}
 
 /* What a case spoils in an otherwise good call. */
 typedef enum cs_spoil {
@@ -685,11 +623,11 @@ static void cs_err_run(const cs_err *c, wb_tier tier, void *stream)
     if (c->spoil == CS_INPUT_NULL)
         args[1].t = NULL;
 
-    cs_snap snaps[5];
+    wbt_snap snaps[5];
     const wb_tensor *ts[5] = {f.x, f.base, f.y, f.k, f.z};
     static const char *names[5] = {"x", "base", "y", "k", "z"};
     for (int i = 0; i < 5; i++)
-        cs_snap_take(&snaps[i], ts[i]);
+        wbt_snap_take(&snaps[i], ts[i], tc_get);
     long refs[5];
     for (int i = 0; i < 4; i++)
         refs[i] = wb_tensor_refcount(f.good[i]);
@@ -712,7 +650,7 @@ static void cs_err_run(const cs_err *c, wb_tier tier, void *stream)
         snprintf(label, sizeof label, "%s: %s", what, names[i]);
         /* Once the graph has run, its in-graph write of k stands, and so
            does the bump that announced it. */
-        cs_snap_check(&snaps[i], i == 3 && graph_ran, label);
+        wbt_snap_check(&snaps[i], i == 3 && graph_ran, label);
     }
     for (int i = 0; i < 2; i++)
         cr_assert_eq(outs[i], (wb_tensor *)(void *)&mark,

@@ -14,77 +14,6 @@
 
 #include "helpers.h"
 
-/* ---- snapshots ---- */
-
-typedef struct err_snap {
-    const wb_tensor *t;
-    wb_storage *storage;
-    void *data;
-    size_t nbytes;
-    unsigned char *bytes;
-    DLDataType dtype;
-    int ndim;
-    int64_t sizes[WB_MAX_DIMS], strides[WB_MAX_DIMS], offset;
-    uint64_t version;
-    long refcount, srefcount;
-    uint32_t flags;
-    uint64_t dyn;
-} err_snap;
-
-static void err_snap_take(err_snap *p, const wb_tensor *t)
-{
-    p->t = t;
-    p->storage = wb_tensor_storage(t);
-    p->data = wb_storage_data(p->storage);
-    p->nbytes = wb_storage_nbytes(p->storage);
-    p->bytes = malloc(p->nbytes ? p->nbytes : 1);
-    cr_assert_not_null(p->bytes);
-    memcpy(p->bytes, p->data, p->nbytes);
-    p->dtype = wb_tensor_dtype(t);
-    p->ndim = wb_tensor_ndim(t);
-    memcpy(p->sizes, wb_tensor_sizes(t), sizeof(int64_t) * (size_t)p->ndim);
-    memcpy(p->strides, wb_tensor_strides(t),
-           sizeof(int64_t) * (size_t)p->ndim);
-    p->offset = wb_tensor_offset(t);
-    p->version = wb_tensor_version(t);
-    p->refcount = wb_tensor_refcount(t);
-    p->srefcount = wb_storage_refcount(p->storage);
-    p->flags = wb_tensor_flags(t);
-    p->dyn = wb_tensor_dynamic_dims(t);
-}
-
-/* Asserts t is exactly as it was, then frees the snapshot. */
-static void err_snap_check(err_snap *p, const char *what)
-{
-    const wb_tensor *t = p->t;
-    cr_assert_eq(wb_tensor_storage(t), p->storage, "%s: storage", what);
-    cr_assert_eq(wb_storage_data(p->storage), p->data, "%s: data", what);
-    cr_assert_eq(wb_storage_nbytes(p->storage), p->nbytes, "%s: nbytes",
-                 what);
-    cr_assert(memcmp(wb_storage_data(p->storage), p->bytes, p->nbytes) == 0,
-              "%s: bytes changed", what);
-    cr_assert(wb_tensor_dtype(t).code == p->dtype.code &&
-              wb_tensor_dtype(t).bits == p->dtype.bits, "%s: dtype", what);
-    cr_assert_eq(wb_tensor_ndim(t), p->ndim, "%s: ndim", what);
-    for (int d = 0; d < p->ndim; d++) {
-        cr_assert_eq(wb_tensor_sizes(t)[d], p->sizes[d], "%s: size %d", what,
-                     d);
-        cr_assert_eq(wb_tensor_strides(t)[d], p->strides[d], "%s: stride %d",
-                     what, d);
-    }
-    cr_assert_eq(wb_tensor_offset(t), p->offset, "%s: offset", what);
-    cr_assert_eq(wb_tensor_version(t), p->version, "%s: version %llu, was "
-                 "%llu", what, (unsigned long long)wb_tensor_version(t),
-                 (unsigned long long)p->version);
-    cr_assert_eq(wb_tensor_refcount(t), p->refcount, "%s: refcount", what);
-    cr_assert_eq(wb_storage_refcount(p->storage), p->srefcount,
-                 "%s: storage refcount", what);
-    cr_assert_eq(wb_tensor_flags(t), p->flags, "%s: flags", what);
-    cr_assert_eq(wb_tensor_dynamic_dims(t), p->dyn, "%s: dynamic dims", what);
-    free(p->bytes);
-    p->bytes = NULL;
-}
-
 /* ---- a scripted graph ---- */
 
 #define ERR_MAXV 8
@@ -180,7 +109,7 @@ typedef struct err_fix {
     wb_arg args[5];
     wb_tensor *outs[3];
     err_ctx c;
-    err_snap snaps[4];
+    wbt_snap snaps[4];
     err_log log;
     bool grad;
     int calls;  /* graph calls when the snapshot was taken */
@@ -236,10 +165,10 @@ static void err_fix_start(err_fix *f, wb_tier tier)
 
 static void err_fix_snap(err_fix *f)
 {
-    err_snap_take(&f->snaps[0], f->x);
-    err_snap_take(&f->snaps[1], f->y);
-    err_snap_take(&f->snaps[2], f->k);
-    err_snap_take(&f->snaps[3], f->base);
+    wbt_snap_take(&f->snaps[0], f->x, NULL);
+    wbt_snap_take(&f->snaps[1], f->y, NULL);
+    wbt_snap_take(&f->snaps[2], f->k, NULL);
+    wbt_snap_take(&f->snaps[3], f->base, NULL);
     f->grad = wb_grad_enabled();
     f->calls = f->c.calls;
 }
@@ -252,10 +181,10 @@ static void err_fix_check(err_fix *f)
        the version bump that announced it; before that, the bump is undone. */
     if (f->c.calls != f->calls)
         f->snaps[2].version++;
-    err_snap_check(&f->snaps[0], "x");
-    err_snap_check(&f->snaps[1], "y");
-    err_snap_check(&f->snaps[2], "k");
-    err_snap_check(&f->snaps[3], "base");
+    wbt_snap_check(&f->snaps[0], 0, "x");
+    wbt_snap_check(&f->snaps[1], 0, "y");
+    wbt_snap_check(&f->snaps[2], 0, "k");
+    wbt_snap_check(&f->snaps[3], 0, "base");
     for (int i = 0; i < 3; i++)
         cr_assert_eq(f->outs[i], ERR_MARK, "outs[%d] was written", i);
     cr_assert_eq(wb_grad_enabled(), f->grad, "grad mode changed");
@@ -409,11 +338,11 @@ Test(errors, declared_dtype_differs_in_lanes_only)
         err_fix_start(&f, tier);
         WBT_OK(wb_tensor_new(f32x2, WBT_CPU, 2, (int64_t[]){4, 4}, &pair));
         f.args[1].t = pair;
-        err_snap sp;
-        err_snap_take(&sp, pair);
+        wbt_snap sp;
+        wbt_snap_take(&sp, pair, NULL);
         ERR_CALL(&f, 4, 2, WB_ERR_TYPE,
                  "input 1 'y': dtype float32x2; expected float32");
-        err_snap_check(&sp, "pair");
+        wbt_snap_check(&sp, 0, "pair");
         cr_assert_eq(f.c.calls, 0);
         f.args[1].t = f.y;
         err_fix_good_call(&f);
@@ -781,15 +710,15 @@ Test(errors, second_mutation_failure_keeps_the_first_unapplied)
                      .watch = -1};
         wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
         wb_arg args[3] = {{.t = a}, {.t = b}, {.t = cc}};
-        err_snap sa, sb, sc;
-        err_snap_take(&sa, a);
-        err_snap_take(&sb, b);
-        err_snap_take(&sc, cc);
+        wbt_snap sa, sb, sc;
+        wbt_snap_take(&sa, a, NULL);
+        wbt_snap_take(&sb, b, NULL);
+        wbt_snap_take(&sc, cc, NULL);
         WBT_FAILS(wb_call(w, args, 3, NULL, 0), WB_ERR_SHAPE,
                   "input 2 'c': the updated value's sizes differ");
-        err_snap_check(&sa, "a");
-        err_snap_check(&sb, "b");
-        err_snap_check(&sc, "c");
+        wbt_snap_check(&sa, 0, "a");
+        wbt_snap_check(&sb, 0, "b");
+        wbt_snap_check(&sc, 0, "c");
         cr_assert_eq(wb_storage_refcount(wb_tensor_storage(ub)), 1);
         for (int i = 0; i < 3; i++)
             cr_assert_eq(wb_tensor_refcount(c.vals[i]), 1);
