@@ -43,6 +43,7 @@ extern "C" {
 
 /* Documented limits; exceeding one is an error that names the limit. */
 #define WB_MAX_DIMS 16        /* dimensions of a tensor */
+#define WB_MAX_DEVICE_ID 255  /* device numbers run 0..WB_MAX_DEVICE_ID */
 #define WB_MAX_INPUTS 1024    /* inputs of a spec */
 #define WB_MAX_OUTPUTS 1024   /* user-visible outputs of a spec */
 #define WB_MAX_BASES 1024     /* intermediate bases of a spec */

@@ -412,6 +412,19 @@ Test(cuda, resize_grows_device_storage)
         tc_get(st, more, sizeof more);
         cr_assert(!memcmp(more, all, sizeof all), "the old bytes moved");
         cr_assert(more[10] == 0 && more[11] == 0, "the new bytes are not zero");
+        if (cu.fake) {
+            /* The copy of the old bytes cannot be enqueued: early and its
+               storage stay as they were. */
+            cu.fake->fail_launch = true;
+            WBT_FAILS(wb_tensor_resize_(early, 1, (int64_t[]){20}),
+                      WB_ERR_DEVICE, "cannot launch the copy kernel");
+            cu.fake->fail_launch = false;
+            cr_assert_eq(wb_storage_nbytes(st), 48);
+            cr_assert_eq(wb_tensor_sizes(early)[0], 12);
+            float still[12];
+            tc_get(st, still, sizeof still);
+            cr_assert(!memcmp(still, more, sizeof more), "the bytes changed");
+        }
 
         wb_wrapper_free(w);
         wb_spec_free(s);

@@ -405,6 +405,17 @@ Test(errors, device_id_out_of_range)
                               NULL, &s), WB_ERR_DEVICE,
               "device id -1 is outside 0..255");
     cr_assert_null(s);
+    /* A spec declares only devices a storage can be on. */
+    wb_spec *spec;
+    WBT_OK(wb_spec_new("dev", &spec));
+    WBT_OK(wb_spec_add_tensor(spec, "x", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_declare_device(spec, 0, (DLDevice){kDLCUDA, 255}));
+    WBT_FAILS(wb_spec_declare_device(spec, 0, (DLDevice){kDLCUDA, 256}),
+              WB_ERR_SPEC, "input 0: device 2:256 is neither cpu nor cuda:N "
+              "with N at most 255");
+    WBT_FAILS(wb_spec_declare_device(spec, 0, (DLDevice){kDLCPU, 1}),
+              WB_ERR_SPEC, "is neither cpu nor cuda:N");
+    wb_spec_free(spec);
 }
 
 /* ======================================================================= */

@@ -900,9 +900,11 @@ Test(schema, extension_rejections_parameters)
         {"f(Tensor(a!) x [resize, resize]) -> Tensor", 25,
          "parameter 0 'x': attribute 'resize' is given twice"},
         {"f(Tensor x [device=tpu]) -> Tensor", 20,
-         "parameter 0 'x': device is cpu, cuda or cuda:N"},
+         "parameter 0 'x': device is cpu, cuda or cuda:N with N at most 255"},
         {"f(Tensor x [device=cpu:1]) -> Tensor", 20,
-         "parameter 0 'x': device is cpu, cuda or cuda:N"},
+         "parameter 0 'x': device is cpu, cuda or cuda:N with N at most 255"},
+        {"f(Tensor x [device=cuda:256]) -> Tensor", 20,
+         "parameter 0 'x': device is cpu, cuda or cuda:N with N at most 255"},
         {"f(Tensor(a!) x [bogus]) -> Tensor", 17,
          "parameter 0 'x': unknown attribute 'bogus'; a parameter takes "
          "data, metadata, data_metadata, storage, resize, in_graph, hidden, "

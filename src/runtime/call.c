@@ -506,9 +506,8 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
                                      const wb_tensor *t, const wb_tensor *v)\
     {                                                                       \
         const wb_storage *a = t->storage, *b = v->storage;                 \
-        /* t has D dims (declared): one word compares v's dtype, ndim    \
-           and device with t's. */                                          \
-        bool fine = wb_rt_meta(v) == wb_rt_meta(t) &&                       \
+        /* One word compares v's dtype, ndim and device with t's. */    \
+        bool fine = wb_rt_meta(v) == wb_rt_meta(t) && v->ndim == D &&       \
                     (t->device & 0xff) == kDLCPU &&                         \
                     ((char *)a->data + a->nbytes <= (char *)b->data ||      \
                      (char *)b->data + b->nbytes <= (char *)a->data);       \

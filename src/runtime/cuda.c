@@ -538,10 +538,8 @@ wb_status wb_rt_device_grow(const wb_storage *s, size_t nbytes,
     return WB_OK;
 }
 
-/* The husk and s trade blocks, and the copy of the old bytes into the new
-   block joins p, holding the husk (and so the old block) until it is
-   enqueued. */
-static void wb_rt_regrow_into(wb_rt_pending *p, wb_storage *s, wb_rt_grow *g)
+/* s takes the planned block and the husk its old one, which it returns. */
+static wb_storage *wb_rt_trade_blocks(wb_storage *s, wb_rt_grow *g)
 {
     wb_storage *h = g->husk;
     h->data = s->data;
@@ -554,19 +552,23 @@ static void wb_rt_regrow_into(wb_rt_pending *p, wb_storage *s, wb_rt_grow *g)
     s->deleter_ctx = (void *)(intptr_t)s->device.device_id;
     g->data = NULL;
     g->husk = NULL;
-    if (!h->nbytes) {
-        wb_storage_release(h);
-        return;
-    }
+    return h;
+}
+
+/* Records in p the copy of n bytes from src to dst, holding hold (and what
+   it owns) until the copy is enqueued. */
+static void wb_rt_defer_bytes(wb_rt_pending *p, void *dst, const void *src,
+                              size_t n, wb_storage *hold)
+{
     wb_cuda_copy *c = &p->c[p->n];
     memset(c, 0, sizeof *c);
     c->ndim = 1;
-    c->sizes[0] = c->numel = (int64_t)h->nbytes;
+    c->sizes[0] = c->numel = (int64_t)n;
     c->dstrides[0] = c->sstrides[0] = 1;
     c->esize = 1;
-    c->dst = s->data;
-    c->src = h->data;
-    p->hold[p->n++] = h;
+    c->dst = dst;
+    c->src = src;
+    p->hold[p->n++] = hold;
     if (p->n == WB_RT_PENDING) {
         wb_status st = wb_rt_submit(p);
         if (p->st == WB_OK)
@@ -576,21 +578,39 @@ static void wb_rt_regrow_into(wb_rt_pending *p, wb_storage *s, wb_rt_grow *g)
 
 void wb_rt_device_regrow(wb_storage *s, wb_rt_grow *g)
 {
-    wb_rt_regrow_into(&wb_rt_pend, s, g);
+    /* The old block goes once its bytes are copied, with the call's other
+       copies; the value's copy into s overlaps it and so comes after. */
+    wb_storage *old = wb_rt_trade_blocks(s, g);
+    if (old->nbytes)
+        wb_rt_defer_bytes(&wb_rt_pend, s->data, old->data, old->nbytes, old);
+    else
+        wb_storage_release(old);
 }
 
 wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
                                   const int64_t *sizes, wb_rt_grow *g)
 {
-    /* Outside a call: a batch of its own, on this thread's call stream. */
-    wb_rt_pending q;
-    q.n = 0;
-    q.st = WB_OK;
-    q.stream = wb_rt_stream_of(NULL);
-    q.device = t->storage->device.device_id;
-    wb_rt_regrow_into(&q, t->storage, g);
+    /* Outside a call: the copy of the old bytes is a batch of its own, on
+       this thread's call stream, enqueued before t changes, so that a
+       failure leaves t as it was. */
+    wb_storage *s = t->storage;
+    if (s->nbytes) {
+        wb_rt_pending q;
+        q.n = 0;
+        q.st = WB_OK;
+        q.stream = wb_rt_stream_of(NULL);
+        q.device = s->device.device_id;
+        wb_rt_defer_bytes(&q, g->data, s->data, s->nbytes,
+                          wb_storage_retain(s));
+        wb_status st = wb_rt_submit(&q);
+        if (st != WB_OK) {
+            wb_rt_grow_free(g);
+            return st;
+        }
+    }
+    wb_storage_release(wb_rt_trade_blocks(s, g));
     wb_rt_apply_resize(t, ndim, sizes, g);
-    return q.n ? wb_rt_submit(&q) : WB_OK;
+    return WB_OK;
 }
 
 wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src)

@@ -133,9 +133,9 @@ static inline bool wb_rt_device_eq(DLDevice a, DLDevice b)
 }
 
 /* A device as the 16 bits a tensor carries beside its dtype and ndim: the
-   type in the low byte, the id in the high one.  Storages are made only
-   on devices whose id fits (wb_storage_wrap). */
-#define WB_RT_MAX_DEVICE_ID 255
+   type in the low byte, the id in the high one.  Storages and declared
+   devices have ids of at most WB_MAX_DEVICE_ID, so they fit. */
+_Static_assert(WB_MAX_DEVICE_ID <= 255, "a device id fits a byte");
 static inline uint16_t wb_rt_device_word(DLDevice d)
 {
     return (uint16_t)((unsigned)d.device_type | (unsigned)d.device_id << 8);

@@ -232,9 +232,9 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
                           "wb_storage_wrap: NULL data or out");
     if ((st = wb_rt_device_check(device)) != WB_OK)
         return st;
-    if (device.device_id < 0 || device.device_id > WB_RT_MAX_DEVICE_ID)
+    if (device.device_id < 0 || device.device_id > WB_MAX_DEVICE_ID)
         return wb_rt_fail(WB_ERR_DEVICE, "device id %d is outside 0..%d",
-                          device.device_id, WB_RT_MAX_DEVICE_ID);
+                          device.device_id, WB_MAX_DEVICE_ID);
     wb_storage *s = malloc(sizeof *s);
     if (!s)
         return wb_rt_fail(WB_ERR_NOMEM, "wb_storage_wrap: out of memory");

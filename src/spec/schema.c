@@ -1046,13 +1046,15 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
             return WB_OK;
         }
         if ((a->vkind == WB_SCHEMA_V_IDENT ||
-             a->vkind == WB_SCHEMA_V_INDEXED) && a->first <= INT32_MAX &&
+             a->vkind == WB_SCHEMA_V_INDEXED) &&
+            a->first <= WB_MAX_DEVICE_ID &&
             wb_schema_is_word(p->text + a->vpos, a->vlen, "cuda")) {
             arg->device = (DLDevice){kDLCUDA, (int32_t)a->first};
             return WB_OK;
         }
         return wb_schema_fail_at(p, a->vpos, "%s: device is cpu, cuda or "
-                                 "cuda:N", who);
+                                 "cuda:N with N at most %d", who,
+                                 WB_MAX_DEVICE_ID);
     default: /* ndim */
         if (a->vkind != WB_SCHEMA_V_INTS || a->nints != 1 ||
             a->first > WB_MAX_DIMS)

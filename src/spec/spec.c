@@ -279,10 +279,12 @@ wb_status wb_spec_declare_device(wb_spec *s, int index, DLDevice device)
                           "declare", index);
     if ((device.device_type != kDLCPU && device.device_type != kDLCUDA &&
          device.device_type != 0) || device.device_id < 0 ||
+        device.device_id > WB_MAX_DEVICE_ID ||
         (device.device_type == kDLCPU && device.device_id != 0))
         return wb_rt_fail(WB_ERR_SPEC, "input %d: device %d:%d is neither "
-                          "cpu nor cuda:N", index, (int)device.device_type,
-                          (int)device.device_id);
+                          "cpu nor cuda:N with N at most %d", index,
+                          (int)device.device_type, (int)device.device_id,
+                          WB_MAX_DEVICE_ID);
     wb_spec_forget(s);
     s->inputs[index].device = device;
     return WB_OK;
