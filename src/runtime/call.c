@@ -418,9 +418,7 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
 {
     char lb[400];
     wb_status st = wb_rt_prep_like(e, input, t, v);
-    g->data = NULL;
-    g->nbytes = 0;
-    g->husk = NULL;
+    *g = (wb_rt_grow){NULL, 0, NULL};
     if (st != WB_OK)
         return st;
     if (wb_rt_same_sizes(t, v))
@@ -506,7 +504,7 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
                                      const wb_tensor *t, const wb_tensor *v)\
     {                                                                       \
         const wb_storage *a = t->storage, *b = v->storage;                 \
-        /* One word compares v's dtype, ndim and device with t's. */    \
+        /* One word compares v's dtype, ndim and device with t's. */      \
         bool fine = wb_rt_meta(v) == wb_rt_meta(t) && v->ndim == D &&       \
                     (t->device & 0xff) == kDLCPU &&                         \
                     ((char *)a->data + a->nbytes <= (char *)b->data ||      \
@@ -615,9 +613,7 @@ void wb_rt_grow_free(wb_rt_grow *g)
     } else {
         free(g->data);
     }
-    g->data = NULL;
-    g->nbytes = 0;
-    g->husk = NULL;
+    *g = (wb_rt_grow){NULL, 0, NULL};
 }
 
 /* ---- the symbol table for generated code ---- */

@@ -613,9 +613,7 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
                                  const int64_t *sizes, wb_rt_grow *g)
 {
     int64_t n = wb_rt_contiguous_nbytes(t->dtype, ndim, sizes), need;
-    g->data = NULL;
-    g->nbytes = 0;
-    g->husk = NULL;
+    *g = (wb_rt_grow){NULL, 0, NULL};
     if (n < 0 || __builtin_add_overflow(n, t->offset *
                                         (int64_t)wb_dtype_size(t->dtype),
                                         &need))
