@@ -504,7 +504,7 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
                                      const wb_tensor *t, const wb_tensor *v)\
     {                                                                       \
         const wb_storage *a = t->storage, *b = v->storage;                 \
-        /* One word compares v's dtype, ndim and device with t's. */      \
+        /* One word compares v's dtype, ndim and device with t's. */        \
         bool fine = wb_rt_meta(v) == wb_rt_meta(t) && v->ndim == D &&       \
                     (t->device & 0xff) == kDLCPU &&                         \
                     ((char *)a->data + a->nbytes <= (char *)b->data ||      \
