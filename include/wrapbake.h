@@ -300,9 +300,10 @@ wb_status wb_spec_add_scalar(wb_spec *spec, const char *name,
 wb_status wb_spec_declare_input(wb_spec *spec, int index, DLDataType dtype,
                                 int ndim);
 /* Declares the device input `index` must be on: kDLCPU, or kDLCUDA with
-   its number (0..WB_MAX_DEVICE_ID); device_type 0 undoes it.  The generated code then copies
-   the data mutations of a CPU input without asking where it is, and
-   those of a CUDA one through the batched write-back. */
+   its number (0..WB_MAX_DEVICE_ID); device_type 0 undoes it.  The
+   generated code then copies the data mutations of a CPU input without
+   asking where it is, and those of a CUDA one through the batched
+   write-back. */
 wb_status wb_spec_declare_device(wb_spec *spec, int index, DLDevice device);
 
 /* User-visible outputs, in return order.  base is the input, intermediate

@@ -363,7 +363,8 @@ Test(cuda, resize_grows_device_storage)
     cudaStream_t made;
     cr_assert_eq(cu.stream_create(&made), cudaSuccess);
     for (size_t k = 0; k < 2 * sizeof tc_tiers / sizeof *tc_tiers; k++) {
-        wb_options o = {.tier = tc_tiers[k / 2], .stream = k % 2 ? made : NULL};
+        wb_options o = {.tier = tc_tiers[k / 2],
+                        .stream = k % 2 ? made : NULL};
         wb_spec *s;
         wb_wrapper *w;
         WBT_OK(wb_spec_parse("f(Tensor(a!) x [resize]) -> ()", &s));
@@ -411,7 +412,8 @@ Test(cuda, resize_grows_device_storage)
         float more[12];
         tc_get(st, more, sizeof more);
         cr_assert(!memcmp(more, all, sizeof all), "the old bytes moved");
-        cr_assert(more[10] == 0 && more[11] == 0, "the new bytes are not zero");
+        cr_assert(more[10] == 0 && more[11] == 0,
+                  "the new bytes are not zero");
         if (cu.fake) {
             /* The copy of the old bytes cannot be enqueued: early and its
                storage stay as they were. */

@@ -70,8 +70,9 @@ struct wb_env {
 typedef struct wb_rt_grow {
     void *data;     /* the new buffer, or NULL when no growth is needed */
     size_t nbytes;  /* its size */
-    wb_storage *husk;  /* CUDA: holds the old buffer until its bytes are
-                          copied (wb_rt_device_regrow) */
+    wb_storage *husk;  /* CUDA: owns the new buffer until the commit, then
+                          the old one until its bytes are copied
+                          (wb_rt_device_regrow) */
 } wb_rt_grow;
 _Static_assert(sizeof(wb_rt_grow) == 3 * sizeof(void *),
                "wb_rt_grow as generated code declares it");
