@@ -11,6 +11,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "helpers.h"
 
@@ -953,4 +954,74 @@ Test(errors, call_null_wrapper_args_or_outs)
         wb_wrapper_free(w);
         wb_spec_free(s);
     }
+}
+
+/* Under libtcc, runs of like argument checks are one call each of the
+   runtime's unrolled loops (wb_rt_args_bad and its kin); a bad argument
+   anywhere in a run must be named exactly as the interpreter names it.
+   Inputs 0-9 declare their whole word (a loop of eight, then two), 10 is
+   a scalar, 11-13 declare dtype and ndim, 14-20 declare nothing (NULL
+   checks only) and 21-37 declare their whole word again (two loops of
+   eight, then one). */
+#define RUNS_N 38
+Test(errors, argument_runs_name_each_bad_argument)
+{
+    char text[4096];
+    int len = snprintf(text, sizeof text, "runs(");
+    for (int i = 0; i < RUNS_N; i++) {
+        const char *decl = i == 10 ? "" :
+                           i >= 11 && i <= 13 ? " [dtype=float32, ndim=1]" :
+                           i >= 14 && i <= 20 ? "" :
+                           " [dtype=float32, ndim=2, device=cpu]";
+        len += snprintf(text + len, sizeof text - (size_t)len, "%s%s x%d%s",
+                        i ? ", " : "", i == 10 ? "int" : "Tensor", i, decl);
+    }
+    snprintf(text + len, sizeof text - (size_t)len, ") -> Tensor out");
+    wb_spec *s = NULL;
+    WBT_OK(wb_spec_parse(text, &s));
+    wb_tensor *m2 = wbt_f32(0, 2, 2, 2), *v1 = wbt_f32(0, 1, 4);
+    wb_tensor *bad = wbt_f32(0, 3, 1, 1, 1), *out = wbt_f32(0, 1, 1);
+    wb_arg a[RUNS_N];
+    for (int i = 0; i < RUNS_N; i++)
+        a[i].t = i >= 11 && i <= 13 ? v1 : m2;
+    a[10] = (wb_arg){.i = 3};
+    WBT_EACH_TIER(tier) {
+        err_ctx c = {.nwrite = 1, .ret = 1, .watch = -1, .vals = {out}};
+        wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
+        if (tier == WB_TIER_TCC) {
+            const char *src = wb_wrapper_source(w);
+            cr_assert(strstr(src, "wb_rt_args_bad(a, 10, "));
+            cr_assert(strstr(src, "wb_rt_args_bad_masked(a + 11, 3, "));
+            cr_assert(strstr(src, "wb_rt_args_missing(a + 14, 7)"));
+            cr_assert(strstr(src, "wb_rt_args_bad(a + 21, 17, "));
+        }
+        for (int i = 0; i < RUNS_N; i++) {
+            if (i == 10)
+                continue;
+            char want[64];
+            wb_tensor *o[1] = {ERR_MARK}, *keep = a[i].t;
+            a[i].t = NULL;
+            snprintf(want, sizeof want, "input %d 'x%d': got NULL", i, i);
+            WBT_FAILS(wb_call(w, a, RUNS_N, o, 1), WB_ERR_TYPE, want);
+            if (i < 14 || i > 20) {
+                a[i].t = bad;
+                snprintf(want, sizeof want, "input %d 'x%d': 3 dimensions", i,
+                         i);
+                WBT_FAILS(wb_call(w, a, RUNS_N, o, 1), WB_ERR_SHAPE, want);
+            }
+            a[i].t = keep;
+            cr_assert_eq(o[0], ERR_MARK);
+        }
+        cr_assert_eq(c.calls, 0, "the graph ran after a bad argument");
+        wb_tensor *o[1] = {NULL};
+        WBT_OK(wb_call(w, a, RUNS_N, o, 1));
+        cr_assert_eq(o[0], out);
+        wb_tensor_release(o[0]);
+        wb_wrapper_free(w);
+    }
+    wbt_release_last(m2);
+    wbt_release_last(v1);
+    wbt_release_last(bad);
+    wbt_release_last(out);
+    wb_spec_free(s);
 }

@@ -33,6 +33,51 @@ void wb_rt_grad_set(int on)
     wb_rt_grad_off = !on;
 }
 
+/* Runs of argument checks, for libtcc: it keeps every value in memory, so
+   its own check of one argument is 12 instructions where gcc's is 5, as
+   inline in the cc tier's code and unrolled here.  Eight at a time, then a
+   jump into the last eight. */
+#define WB_RT_ARGS_RUN(bad)                                                 \
+    for (; n > 8; n -= 8, a += 8)                                           \
+        if (bad(0) || bad(1) || bad(2) || bad(3) || bad(4) || bad(5) ||     \
+            bad(6) || bad(7))                                               \
+            goto bad;                                                       \
+    switch (n) {                                                            \
+    case 8: if (bad(7)) goto bad; /* fall through */                        \
+    case 7: if (bad(6)) goto bad; /* fall through */                        \
+    case 6: if (bad(5)) goto bad; /* fall through */                        \
+    case 5: if (bad(4)) goto bad; /* fall through */                        \
+    case 4: if (bad(3)) goto bad; /* fall through */                        \
+    case 3: if (bad(2)) goto bad; /* fall through */                        \
+    case 2: if (bad(1)) goto bad; /* fall through */                        \
+    case 1: if (bad(0)) goto bad;                                           \
+    }                                                                       \
+    return 0;                                                               \
+bad:                                                                        \
+    return 1
+
+int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
+{
+#define WB_RT_BAD(i) (!a[i].t || wb_rt_meta(a[i].t) != want)
+    WB_RT_ARGS_RUN(WB_RT_BAD);
+#undef WB_RT_BAD
+}
+
+int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
+                          uint64_t want)
+{
+#define WB_RT_BAD(i) (!a[i].t || (wb_rt_meta(a[i].t) & mask) != want)
+    WB_RT_ARGS_RUN(WB_RT_BAD);
+#undef WB_RT_BAD
+}
+
+int wb_rt_args_missing(const wb_arg *a, unsigned n)
+{
+#define WB_RT_BAD(i) (!a[i].t)
+    WB_RT_ARGS_RUN(WB_RT_BAD);
+#undef WB_RT_BAD
+}
+
 int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
                      wb_tensor **r, int nvalues, int on)
 {
@@ -642,6 +687,14 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "void wb_rt_guard_leave(const wb_env *e, int guard);"),
     WB_RT_SYM(wb_rt_grad_swap, "int wb_rt_grad_swap(int on);"),
     WB_RT_SYM(wb_rt_grad_set, "void wb_rt_grad_set(int on);"),
+    WB_RT_SYM(wb_rt_args_bad,
+              "int wb_rt_args_bad(const wb_arg *a, unsigned n, "
+              "unsigned long long want);"),
+    WB_RT_SYM(wb_rt_args_bad_masked,
+              "int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, "
+              "unsigned long long mask, unsigned long long want);"),
+    WB_RT_SYM(wb_rt_args_missing,
+              "int wb_rt_args_missing(const wb_arg *a, unsigned n);"),
     WB_RT_SYM(wb_rt_call_graph,
               "int wb_rt_call_graph(const wb_env *e, const wb_arg *a, "
               "int nargs, wb_tensor **r, int nvalues, int on);"),

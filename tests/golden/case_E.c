@@ -58,6 +58,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_r
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
+int wb_rt_args_bad_masked(const wb_arg *a, unsigned n,
+                          unsigned long long mask, unsigned long long want);
 int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
                      wb_tensor **r, int nvalues, int on);
 int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
@@ -90,6 +92,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if (nargs != 20 || nouts < 6)
         return wb_rt_err_arity(e, nargs, nouts);
     /* every tensor argument present, as declared */
+#ifdef __TINYC__
+    if (wb_rt_args_bad_masked(a, 20, 0xffffffffffffull, 0x200012002ull))
+#else
     if (!(t = a[0].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
         !(t = a[1].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
         !(t = a[2].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
@@ -110,6 +115,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         !(t = a[17].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
         !(t = a[18].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull ||
         !(t = a[19].t) || (t->meta & 0xffffffffffffull) != 0x200012002ull)
+#endif
         return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */

@@ -56,6 +56,7 @@ int wb_rt_guard_enter(const wb_env *e, int guard);
 void wb_rt_guard_leave(const wb_env *e, int guard);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
+int wb_rt_args_missing(const wb_arg *a, unsigned n);
 int wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
                  wb_arg *slot);
 void wb_rt_bump(wb_tensor *t);
@@ -105,8 +106,12 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if (nargs != 9 || nouts < 8)
         return wb_rt_err_arity(e, nargs, nouts);
     /* every tensor argument present */
+#ifdef __TINYC__
+    if (wb_rt_args_missing(a, 7))
+#else
     if (!a[0].t || !a[1].t || !a[2].t || !a[3].t || !a[4].t || !a[5].t ||
         !a[6].t)
+#endif
         return wb_rt_err_inputs(e, a);
     /* inputs whose view or storage changes are not passed twice */
     if ((st = wb_rt_check_distinct(e, a)) != 0)
