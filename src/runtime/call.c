@@ -36,7 +36,13 @@ void wb_rt_grad_set(int on)
 /* Runs of argument checks, for libtcc: it keeps every value in memory, so
    its own check of one argument is 12 instructions where gcc's is 5, as
    inline in the cc tier's code and unrolled here.  Eight at a time, then a
-   jump into the last eight. */
+   jump into the last eight.  A failure is marked unlikely, or gcc sets the
+   return value before each check. */
+#if defined(__GNUC__)
+#define WB_RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define WB_RT_UNLIKELY(x) (x)
+#endif
 #define WB_RT_ARGS_RUN(bad)                                                 \
     for (; n > 8; n -= 8, a += 8)                                           \
         if (bad(0) || bad(1) || bad(2) || bad(3) || bad(4) || bad(5) ||     \
@@ -58,7 +64,7 @@ bad:                                                                        \
 
 int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
 {
-#define WB_RT_BAD(i) (!a[i].t || wb_rt_meta(a[i].t) != want)
+#define WB_RT_BAD(i) WB_RT_UNLIKELY(!a[i].t || wb_rt_meta(a[i].t) != want)
     WB_RT_ARGS_RUN(WB_RT_BAD);
 #undef WB_RT_BAD
 }
@@ -66,14 +72,14 @@ int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
                           uint64_t want)
 {
-#define WB_RT_BAD(i) (!a[i].t || (wb_rt_meta(a[i].t) & mask) != want)
+#define WB_RT_BAD(i) WB_RT_UNLIKELY(!a[i].t || (wb_rt_meta(a[i].t) & mask) != want)
     WB_RT_ARGS_RUN(WB_RT_BAD);
 #undef WB_RT_BAD
 }
 
 int wb_rt_args_missing(const wb_arg *a, unsigned n)
 {
-#define WB_RT_BAD(i) (!a[i].t)
+#define WB_RT_BAD(i) WB_RT_UNLIKELY(!a[i].t)
     WB_RT_ARGS_RUN(WB_RT_BAD);
 #undef WB_RT_BAD
 }
