@@ -1,9 +1,10 @@
 /*
  * cache.c -- compiled code and its two caches.
  *
- * In the process, code is shared by key (the tier and the SHA-256 of the
- * generated C): wrappers of equal specs hold one wb_code, and the last
- * release frees it.  On disk, cc objects are kept across processes:
+ * In the process, code is shared by key (the tier and a hash of the
+ * generated C: SHA-256 for cc, which the disk key needs anyway, and for
+ * tcc a fast hash backed by a comparison of the sources): wrappers of
+ * equal specs hold one wb_code, and the last release frees it.  On disk, cc objects are kept across processes:
  *
  *   <dir>/<key>.meta    the entry: what the key was made of, and the object
  *   <dir>/<object>.so   the object, named by the SHA-256 of its bytes
@@ -80,14 +81,17 @@ static unsigned wb_bucket(const char *key)
            WB_BUCKETS;
 }
 
-/* A live code for key on tier, with a new reference, or NULL.  A code whose
-   count already dropped to zero is on its way out and is skipped. */
-static wb_code *wb_table_find(wb_tier tier, const char *key)
+/* A live code for key on tier (and source, unless NULL), with a new
+   reference, or NULL.  A code whose count already dropped to zero is on
+   its way out and is skipped. */
+static wb_code *wb_table_find(wb_tier tier, const char *key,
+                              const char *source)
 {
     wb_code *found = NULL;
     pthread_mutex_lock(&wb_cache_lock);
     for (wb_code *c = wb_table[wb_bucket(key)]; c && !found; c = c->next) {
-        if (c->tier != tier || strcmp(c->key, key) != 0)
+        if (c->tier != tier || strcmp(c->key, key) != 0 ||
+            (source && (!c->source || strcmp(c->source, source) != 0)))
             continue;
         long r = atomic_load(&c->refs);
         while (r > 0 && !atomic_compare_exchange_weak(&c->refs, &r, r + 1))
@@ -146,8 +150,19 @@ static void wb_tcc_destroy(wb_code *c)
         wb_jit_free(b->jit);
         free(b);
     }
+    free(c->source);
     free(c->note);
     free(c);
+}
+
+/* The sharing key of tcc code: FNV-1a of the source, in hex.  SHA-256 cost
+   about a fifth of a compile; a match is confirmed by comparing sources. */
+static void wb_tcc_key(const char *source, char out[WB_FINGERPRINT_LEN + 1])
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)source; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    snprintf(out, WB_FINGERPRINT_LEN + 1, "%016llx", (unsigned long long)h);
 }
 
 wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
@@ -169,28 +184,28 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
         goto done;
     }
     for (int i = 0; i < n; i++) {
-        /* The key is only needed for sharing, and hashing costs about half
-           as much as compiling. */
         if (share)
-            wb_sha256_str(sources[i], strlen(sources[i]), keys[i]);
+            wb_tcc_key(sources[i], keys[i]);
         first[i] = i;
         for (int j = 0; share && j < i; j++)
-            if (strcmp(keys[j], keys[i]) == 0) {
+            if (!strcmp(keys[j], keys[i]) && !strcmp(sources[j], sources[i])) {
                 first[i] = j;
                 break;
             }
         if (first[i] == i && !(share && (out[i] = wb_table_find(
-                                             WB_TIER_TCC, keys[i])))) {
+                                             WB_TIER_TCC, keys[i],
+                                             sources[i])))) {
             miss[nmiss] = i;
             srcs[nmiss++] = sources[i];
         }
     }
     if (nmiss > 0) {
         block = calloc(1, sizeof *block);
-        for (int k = 0; block && k < nmiss; k++)
-            if (!(made[k] = calloc(1, sizeof *made[k])))
-                break;
-        if (!block || (nmiss > 0 && !made[nmiss - 1])) {
+        bool ok = block != NULL;
+        for (int k = 0; ok && k < nmiss; k++)
+            ok = (made[k] = calloc(1, sizeof *made[k])) &&
+                 (!share || (made[k]->code.source = strdup(srcs[k])));
+        if (!ok) {
             st = wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
             goto done;
         }
@@ -228,7 +243,10 @@ done:
             out[i] = NULL;
         }
     for (int k = 0; made && k < nmiss; k++)
-        free(made[k]);
+        if (made[k]) {
+            free(made[k]->code.source);
+            free(made[k]);
+        }
     free(block);
     free(keys), free(miss), free(first), free(srcs), free(entries),
         free(made);
@@ -723,7 +741,7 @@ wb_status wb_code_get(wb_tier tier, const char *source, bool share,
     if (tier == WB_TIER_TCC)
         return wb_tcc_codes(1, &source, share, out);
     wb_sha256_str(source, strlen(source), key);
-    if (share && (*out = wb_table_find(tier, key)))
+    if (share && (*out = wb_table_find(tier, key, NULL)))
         return WB_OK;
     if ((st = wb_cc_code(source, cc, spec, cancel, out)) != WB_OK)
         return st;

@@ -39,6 +39,8 @@ struct wb_code {
     wb_entry_fn entry;
     void (*destroy)(wb_code *c);      /* frees what holds entry, then c */
     char key[WB_FINGERPRINT_LEN + 1]; /* the in-process cache's key */
+    char *source;  /* tcc: the C compiled, compared when keys match (the
+                      key is a fast hash); NULL where the key is SHA-256 */
     wb_code *next;                    /* the in-process cache's chain */
     bool cached;                      /* in the in-process cache */
     char *note;                       /* how it was obtained, or NULL */
