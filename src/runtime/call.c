@@ -669,7 +669,7 @@ void wb_rt_grow_free(wb_rt_grow *g)
 
 /* ---- the symbol table for generated code ---- */
 
-#define WB_RT_SYM(fn, proto) {#fn, (wb_rt_fnptr)(fn), proto}
+#define WB_RT_SYM(fn, proto) {#fn, sizeof #fn - 1, (wb_rt_fnptr)(fn), proto}
 
 const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_err_arity,
@@ -768,7 +768,7 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(memcpy,
               "void *memcpy(void *d, const void *s, unsigned long n);"),
     WB_RT_SYM(memset, "void *memset(void *d, int c, unsigned long n);"),
-    {NULL, NULL, NULL},
+    {NULL, 0, NULL, NULL},
 };
 
 _Static_assert(sizeof wb_rt_symbols / sizeof *wb_rt_symbols <=
@@ -795,8 +795,8 @@ int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS])
         if (len < 4 || (memcmp(q, "wb_", 3) && memcmp(q, "mem", 3)))
             continue;
         for (int i = 0; wb_rt_symbols[i].name; i++) {
-            const char *name = wb_rt_symbols[i].name;
-            if (!used[i] && !strncmp(name, q, len) && name[len] == '\0') {
+            const wb_rt_symbol *y = &wb_rt_symbols[i];
+            if (!used[i] && y->len == len && !memcmp(y->name, q, len)) {
                 used[i] = true;
                 n++;
                 break;

@@ -310,6 +310,7 @@ void wb_rt_grow_free(wb_rt_grow *g);
 typedef void (*wb_rt_fnptr)(void);
 typedef struct wb_rt_symbol {
     const char *name;
+    size_t len;         /* strlen(name) */
     wb_rt_fnptr addr;
     const char *proto;  /* the C declaration generated code sees */
 } wb_rt_symbol;
