@@ -4,7 +4,8 @@
  * In the process, code is shared by key (the tier and a hash of the
  * generated C: SHA-256 for cc, which the disk key needs anyway, and for
  * tcc a fast hash backed by a comparison of the sources): wrappers of
- * equal specs hold one wb_code, and the last release frees it.  On disk, cc objects are kept across processes:
+ * equal specs hold one wb_code, and the last release frees it.  On disk,
+ * cc objects are kept across processes:
  *
  *   <dir>/<key>.meta    the entry: what the key was made of, and the object
  *   <dir>/<object>.so   the object, named by the SHA-256 of its bytes

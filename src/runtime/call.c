@@ -72,7 +72,8 @@ int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
                           uint64_t want)
 {
-#define WB_RT_BAD(i) WB_RT_UNLIKELY(!a[i].t || (wb_rt_meta(a[i].t) & mask) != want)
+#define WB_RT_BAD(i)                                                        \
+    WB_RT_UNLIKELY(!a[i].t || (wb_rt_meta(a[i].t) & mask) != want)
     WB_RT_ARGS_RUN(WB_RT_BAD);
 #undef WB_RT_BAD
 }

@@ -237,7 +237,6 @@ wb_status wb_rt_guard_enter(const wb_env *e, int guard);
 void wb_rt_guard_leave(const wb_env *e, int guard);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
-/* The graph called with grad mode on or off around it, restored after. */
 /* Runs of argument checks, for libtcc: nonzero unless each of the n
    tensors from a on is present (with its word, or its word & mask, equal
    to want). */
@@ -245,6 +244,7 @@ int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want);
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
                           uint64_t want);
 int wb_rt_args_missing(const wb_arg *a, unsigned n);
+/* The graph called with grad mode on or off around it, restored after. */
 int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
                      wb_tensor **r, int nvalues, int on);
 wb_status wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,

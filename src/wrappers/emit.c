@@ -378,12 +378,11 @@ static int wb_emit_run(const wb_spec *s, int t, unsigned long long *mask,
     return n >= (*mask ? 3 : 6) ? n : 1;
 }
 
-/* The condition of the argument checks, opened with "if (" and closed
-   with ")".  With runs set, runs of like checks are one call each of the
-   runtime's unrolled loop (wb_rt_args_bad), the code for libtcc, which
-   keeps every value in memory; then, if there is no run, it emits nothing
-   and returns false, and otherwise opens the "#ifdef __TINYC__" that the
-   caller's #else closes. */
+/* The condition of the argument checks, "if (...)".  With runs set, the
+   condition for libtcc: each run is one call of the runtime's loop, and
+   the text opens with the "#ifdef __TINYC__" that the caller's #else
+   closes; when the spec has no run, nothing is emitted and the result is
+   false. */
 static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
 {
     const wb_spec *s = x->s;
