@@ -733,16 +733,14 @@ static wb_status wb_cc_code(const char *source, const wb_cc_opts *cc,
     return WB_OK;
 }
 
-wb_status wb_code_get(wb_tier tier, const char *source, bool share,
-                      const wb_cc_opts *cc, const char *spec,
-                      const atomic_bool *cancel, wb_code **out)
+wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
+                         const char *spec, const atomic_bool *cancel,
+                         wb_code **out)
 {
     char key[WB_FINGERPRINT_LEN + 1];
     wb_status st;
-    if (tier == WB_TIER_TCC)
-        return wb_tcc_codes(1, &source, share, out);
     wb_sha256_str(source, strlen(source), key);
-    if (share && (*out = wb_table_find(tier, key, NULL)))
+    if (share && (*out = wb_table_find(WB_TIER_CC, key, NULL)))
         return WB_OK;
     if ((st = wb_cc_code(source, cc, spec, cancel, out)) != WB_OK)
         return st;

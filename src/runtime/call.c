@@ -199,7 +199,8 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t)
     return WB_OK;
 }
 
-wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
+/* The first declared input whose dtype, ndim or device differs. */
+static wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
 {
     const wb_spec *s = e->spec;
     wb_status st = WB_OK;
@@ -675,15 +676,11 @@ void wb_rt_grow_free(wb_rt_grow *g)
 const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_err_arity,
               "int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);"),
-    WB_RT_SYM(wb_rt_err_null_input,
-              "int wb_rt_err_null_input(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_err_values,
               "int wb_rt_err_values(const wb_env *e, int n, "
               "wb_tensor *const *r);"),
     WB_RT_SYM(wb_rt_err_inputs,
               "int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);"),
-    WB_RT_SYM(wb_rt_err_declared,
-              "int wb_rt_err_declared(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_check_distinct,
               "int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_first_call, "int wb_rt_first_call(const wb_env *e);"),

@@ -126,7 +126,18 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     char *unit = n == 1 ? NULL : wb_jit_unit(n, srcs, fn);
     if (!c || (n > 1 && !unit)) {
         free(c);
+        free(unit);
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
+    }
+
+    /* Each symbol costs libtcc about a microsecond, so only the helpers
+       the sources call are registered, and memcpy and memset, which libtcc
+       itself may call for copies and zeroed locals. */
+    bool used[WB_RT_MAX_SYMBOLS] = {false}, one[WB_RT_MAX_SYMBOLS];
+    for (int k = 0; k < n; k++) {
+        wb_rt_symbols_used(srcs[k], one);
+        for (int i = 0; wb_rt_symbols[i].name; i++)
+            used[i] |= one[i];
     }
 
     pthread_mutex_lock(&wb_jit_lock);
@@ -142,15 +153,6 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     tcc_set_error_func(s, &diag, wb_jit_on_message);
     tcc_set_options(s, "-nostdlib");
     tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
-    /* Each symbol costs libtcc about a microsecond, so only the helpers
-       the source calls are registered, and memcpy and memset, which libtcc
-       itself may call for copies and zeroed locals. */
-    bool used[WB_RT_MAX_SYMBOLS] = {false}, one[WB_RT_MAX_SYMBOLS];
-    for (int k = 0; k < n; k++) {
-        wb_rt_symbols_used(srcs[k], one);
-        for (int i = 0; wb_rt_symbols[i].name; i++)
-            used[i] |= one[i];
-    }
     for (int i = 0; wb_rt_symbols[i].name; i++) {
         const wb_rt_symbol *y = &wb_rt_symbols[i];
         if (!used[i] && strcmp(y->name, "memcpy") && strcmp(y->name, "memset"))

@@ -225,8 +225,6 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
 /* Refuses one tensor passed for two inputs when a mutation changes its view
    or storage, and a resized storage shared with another mutated input. */
 wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
-/* The first declared input whose dtype or ndim differs. */
-wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args);
 /* A tensor argument failed its checks: the first NULL one, else the first
    declared one whose dtype or ndim differs. */
 wb_status wb_rt_err_inputs(const wb_env *e, const wb_arg *args);

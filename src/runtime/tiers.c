@@ -46,8 +46,8 @@ static void wb_promote(struct wb_promotion *p)
     wb_code *code;
     char spec[300];
     wb_spec_print_name(w->spec->name, spec, sizeof spec);
-    wb_status st = wb_code_get(WB_TIER_CC, w->source, p->share, &p->cc, spec,
-                               &p->cancel, &code);
+    wb_status st = wb_cc_code_get(w->source, p->share, &p->cc, spec,
+                                  &p->cancel, &code);
     if (st == WB_OK) {
         atomic_store(&w->promoted, code);
         atomic_store_explicit(&w->entry, code->entry, memory_order_release);
@@ -298,8 +298,7 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
         for (int i = 0; i < n && st == WB_OK; i++) {
             char name[300];
             wb_spec_print_name(ws[i]->spec->name, name, sizeof name);
-            st = wb_code_get(WB_TIER_CC, srcs[i], share, &cc, name, NULL,
-                             &codes[i]);
+            st = wb_cc_code_get(srcs[i], share, &cc, name, NULL, &codes[i]);
         }
         wb_cc_opts_free(&cc);
         if (st != WB_OK)

@@ -98,13 +98,13 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
    holds the entry point fn. */
 wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
 
-/* The code for source on tier (tcc or cc), from the in-process cache when
-   share is set and an equal source is there, else compiled (cc: through
-   the disk cache, recording spec, the spec's printable name).  On the cc
-   tier, cancel may stop the compile. */
-wb_status wb_code_get(wb_tier tier, const char *source, bool share,
-                      const wb_cc_opts *cc, const char *spec,
-                      const atomic_bool *cancel, wb_code **out);
+/* The cc code for source, from the in-process cache when share is set and
+   an equal source is there, else compiled through the disk cache
+   (recording spec, the spec's printable name); cancel may stop the
+   compile. */
+wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
+                         const char *spec, const atomic_bool *cancel,
+                         wb_code **out);
 /* The tcc code for n sources, the ones not shared compiled in one libtcc
    state; all or nothing. */
 wb_status wb_tcc_codes(int n, const char *const *sources, bool share,

@@ -288,7 +288,7 @@ static size_t wb_schema_ident_len(const char *s)
 }
 
 /* The escaped rendering of n bytes of text: at most 64 of them, as
-   wb_spec_safe_name shows names. */
+   wb_spec_print_name shows names. */
 static const char *wb_schema_q(const char *s, size_t n, char *buf,
                                size_t size)
 {

@@ -1,6 +1,6 @@
 /*
  * buf.c -- the emitter's growable text buffer (after sds): every write goes
- * through one checked vsnprintf append.
+ * through one checked append, formatted by our own printf subset.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -399,9 +399,12 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
     wb_emit_if(b);
     for (int t = 0, n; t < s->ntensor_inputs; t += n) {
         int i = s->tensor_inputs[t];
-        n = wb_emit_run(s, t, &mask, &want);
-        if (!runs)
+        if (runs) {
+            n = wb_emit_run(s, t, &mask, &want);
+        } else {
             n = 1;
+            wb_emit_word(s, i, &mask, &want);
+        }
         if (n > 1) {
             char from[16] = "a";
             if (i)
@@ -527,10 +530,8 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     }
     if (s->nguards)
         wb_buf_printf(b, "leave0:\n");
-    if (s->nguards || s->ndetached || s->before_call) {
-        wb_buf_line(b, "if (st != 0)");
-        wb_buf_line(b, "    %s;", bail);
-    }
+    wb_buf_line(b, "if (st != 0)");
+    wb_buf_line(b, "    %s;", bail);
     wb_buf_printf(b, "\n");
 }
 
@@ -723,7 +724,7 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     /* Only a guard, a detach or the before-call hook can bail out after
        the bumps and before the call; without one the label would be
        unused, which -Wall rejects in ahead-of-time builds. */
-    if (s->nbumped && (s->nguards || s->ndetached || s->before_call)) {
+    if (s->nbumped && wb_emit_call_wrapped(s)) {
         wb_buf_printf(b, "unbump:\n");
         for (int k = 0; k < s->nbumped; k++)
             wb_buf_line(b, "wb_rt_unbump(a[%d].t);", s->bumped[k]);
