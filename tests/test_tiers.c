@@ -347,6 +347,36 @@ Test(tiers, equal_specs_share_one_function)
     wb_spec_free(s);
 }
 
+Test(tiers, cc_code_is_shared_only_for_the_same_compiler)
+{
+    wb_spec *s = tiers_spec("cc_shared");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_cache_stats a, b;
+    wb_wrapper *w1 = NULL, *w2 = NULL, *w3 = NULL;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w1));
+    wb_cache_stats_get(&a);
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w2));
+    wb_cache_stats_get(&b);
+    cr_assert_eq(b.shared, a.shared + 1);
+    /* Another compiler is asked for: it runs, and its failure stands,
+       although code of the same C is at hand. */
+    o.cc = tiers_script("echo 'other compiler ran' >&2; exit 4");
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w3), WB_ERR_COMPILE,
+              "other compiler ran");
+    unlink(o.cc);
+    /* Other flags build code of their own. */
+    o.cc = "cc -g0";
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w3));
+    wb_cache_stats_get(&a);
+    cr_assert_eq(a.shared, b.shared);
+    cr_assert_eq(a.compiled, b.compiled + 1);
+    cr_assert_eq(tiers_check_calls(w3, 10, 4), 0);
+    wb_wrapper_free(w3);
+    wb_wrapper_free(w2);
+    wb_wrapper_free(w1);
+    wb_spec_free(s);
+}
+
 /* ---- the disk cache ---- */
 
 Test(tiers, disk_cache_hit_miss_and_explanations)

@@ -1,11 +1,11 @@
 /*
  * cache.c -- compiled code and its two caches.
  *
- * In the process, code is shared by key (the tier and a hash of the
- * generated C: SHA-256 for cc, which the disk key needs anyway, and for
- * tcc a fast hash backed by a comparison of the sources): wrappers of
- * equal specs hold one wb_code, and the last release frees it.  On disk,
- * cc objects are kept across processes:
+ * In the process, code is shared by key (the tier, and for tcc a fast
+ * hash of the generated C backed by a comparison of the sources, for cc
+ * its disk key below, so another compiler or other flags get their own
+ * code): wrappers of equal specs hold one wb_code, and the last release
+ * frees it.  On disk, cc objects are kept across processes:
  *
  *   <dir>/<key>.meta    the entry: what the key was made of, and the object
  *   <dir>/<object>.so   the object, named by the SHA-256 of its bytes
@@ -681,25 +681,23 @@ static void wb_rmtree_flat(const char *dir)
 
 /* Compiles source on the cc tier, through the disk cache when allowed. */
 static wb_status wb_cc_code(const char *source, const wb_cc_opts *cc,
-                            const char *spec, const atomic_bool *cancel,
-                            wb_code **out)
+                            const wb_disk_key *k, const char *spec,
+                            const atomic_bool *cancel, wb_code **out)
 {
     char dir[PATH_MAX], tmp[PATH_MAX], note[400];
     const char *t = getenv("TMPDIR");
     bool disk = cc->disk_cache && wb_disk_dir(dir, sizeof dir) &&
                 wb_mkdirs(dir);
-    wb_disk_key k;
     char *built = NULL;
     double ms = 0;
     int got = 0;
     wb_status st;
     if (disk) {
-        wb_disk_key_make(source, cc, &k);
-        got = wb_disk_load(dir, &k, out, &ms);
+        got = wb_disk_load(dir, k, out, &ms);
         if (got == 1) {
             wb_cache_count(WB_STAT_DISK_HITS, ms);
             snprintf(note, sizeof note, "cc: loaded from the disk cache "
-                     "(entry %.16s, which took %.1f ms to compile)", k.key,
+                     "(entry %.16s, which took %.1f ms to compile)", k->key,
                      ms);
             (*out)->note = strdup(note);
             return WB_OK;
@@ -716,7 +714,7 @@ static wb_status wb_cc_code(const char *source, const wb_cc_opts *cc,
     ms = wb_now_ms() - t0;
     if (st == WB_OK) {
         if (disk)
-            wb_disk_store(dir, &k, built, ms, spec);
+            wb_disk_store(dir, k, built, ms, spec);
         st = wb_cc_load(built, WB_EMIT_FN, out);
     }
     free(built);
@@ -737,14 +735,14 @@ wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
                          const char *spec, const atomic_bool *cancel,
                          wb_code **out)
 {
-    char key[WB_FINGERPRINT_LEN + 1];
+    wb_disk_key k;
     wb_status st;
-    wb_sha256_str(source, strlen(source), key);
-    if (share && (*out = wb_table_find(WB_TIER_CC, key, NULL)))
+    wb_disk_key_make(source, cc, &k);
+    if (share && (*out = wb_table_find(WB_TIER_CC, k.key, NULL)))
         return WB_OK;
-    if ((st = wb_cc_code(source, cc, spec, cancel, out)) != WB_OK)
+    if ((st = wb_cc_code(source, cc, &k, spec, cancel, out)) != WB_OK)
         return st;
-    memcpy((*out)->key, key, sizeof key);
+    memcpy((*out)->key, k.key, sizeof k.key);
     if (share)
         wb_table_insert(*out);
     return WB_OK;

@@ -99,7 +99,8 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
 wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
 
 /* The cc code for source, from the in-process cache when share is set and
-   an equal source is there, else compiled through the disk cache
+   code of its disk key (source, compiler, flags, ABI) is there, else
+   compiled through the disk cache
    (recording spec, the spec's printable name); cancel may stop the
    compile. */
 wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
