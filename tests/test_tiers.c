@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -183,6 +184,53 @@ Test(tiers, cc_stops_a_compiler_past_its_time_limit, .timeout = 30)
     WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
               "ran past its limit of 1 s");
     cr_assert_lt(tiers_now() - t0, 10.0);
+    unlink(o.cc);
+    wb_spec_free(s);
+}
+
+/* Whether process pid has ended (gone, or a zombie nobody reaped yet). */
+static bool tiers_ended(long pid)
+{
+    char path[64], stat[256] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *paren = strrchr(stat, ')');
+    return !paren || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+Test(tiers, cc_time_limit_stops_what_the_compiler_started, .timeout = 30)
+{
+    /* A driver that runs a long child, as cc runs cc1, as and ld. */
+    wb_spec *s = tiers_spec("cc_slow_child");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE,
+                    .cc_timeout_s = 1};
+    wb_wrapper *w = NULL;
+    char pidfile[] = "/tmp/wbt-cc-child-XXXXXX", body[128];
+    close(mkstemp(pidfile));
+    snprintf(body, sizeof body, "sleep 25 & echo $! > %s; wait", pidfile);
+    o.cc = tiers_script(body);
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "ran past its limit of 1 s");
+    FILE *f = fopen(pidfile, "r");
+    long child = 0;
+    cr_assert(f && fscanf(f, "%ld", &child) == 1 && child > 0,
+              "the stand-in recorded its child");
+    fclose(f);
+    for (int i = 0; i < 200 && !tiers_ended(child); i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    bool ended = tiers_ended(child);
+    if (!ended)
+        kill((pid_t)child, SIGKILL);
+    cr_assert(ended, "the compiler's child %ld outlived its time limit",
+              child);
+    unlink(pidfile);
     unlink(o.cc);
     wb_spec_free(s);
 }

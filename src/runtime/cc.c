@@ -149,9 +149,15 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
                      const atomic_bool *cancel)
 {
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
     pid_t pid;
     int rc, status;
     if (posix_spawn_file_actions_init(&fa) != 0) {
+        wb_rt_fail(WB_ERR_NOMEM, "cannot start the system compiler");
+        return -1;
+    }
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
         wb_rt_fail(WB_ERR_NOMEM, "cannot start the system compiler");
         return -1;
     }
@@ -159,7 +165,12 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
                                      O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    /* A group of its own, so that stopping it stops what the driver runs
+       (cc1, as, ld) too. */
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         wb_rt_fail(WB_ERR_COMPILE, "cannot run the system compiler '%s': "
@@ -177,7 +188,7 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
         }
         bool stop = cancel && atomic_load(cancel);
         if (stop || wb_now_ms() > deadline) {
-            kill(pid, SIGKILL);
+            kill(-pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
             wb_rt_fail(WB_ERR_COMPILE, stop ? "the system compiler was "
