@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "../src/runtime/wrapper.h"
 
 /* x (data mutation) gets x + 1; output 0 is a view of y's second row. */
 static int tiers_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
@@ -341,6 +342,30 @@ Test(tiers, auto_stays_on_tcc_and_says_why_without_a_compiler)
     cr_assert_not_null(strstr(wb_wrapper_note(w), "stays on tcc: cannot run "
                               "the system compiler"), "note: %s",
                        wb_wrapper_note(w));
+    cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
+Test(tiers, auto_failing_by_time_leaves_calls_on_tcc, .timeout = 60)
+{
+    /* Promotion by time, with a call count far off: once it fails, calls
+       go straight to the tcc code, not through the counting entry. */
+    wb_spec *s = tiers_spec("auto_timer_nocc");
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 1u << 30,
+                    .promote_ms = 1, .flags = WB_OPT_NO_DISK_CACHE,
+                    .cc = "/nonexistent/wbt-cc"};
+    wb_wrapper *w = NULL;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert_neq(atomic_load(&w->entry), w->code->entry,
+                  "an auto wrapper starts on its counting entry");
+    for (int i = 0; i < 3000 && !wb_wrapper_note(w); i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "stays on tcc"));
+    cr_assert_eq(atomic_load(&w->entry), w->code->entry,
+                 "calls still go through the counting entry");
     cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
     wb_wrapper_free(w);
     wb_spec_free(s);

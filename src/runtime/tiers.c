@@ -39,7 +39,12 @@ static pthread_cond_t wb_promo_finished = PTHREAD_COND_INITIALIZER;
 static struct wb_promotion *wb_promo_queue;
 static bool wb_promo_worker;
 
-/* Builds and publishes the cc code of one promotion (no lock held). */
+static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
+                         wb_tensor **outs, int nouts);
+
+/* Builds and publishes the cc code of one promotion (no lock held).  On
+   failure the calls go straight to tcc, as they would have once their
+   count ran out. */
 static void wb_promote(struct wb_promotion *p)
 {
     wb_wrapper *w = p->w;
@@ -54,6 +59,8 @@ static void wb_promote(struct wb_promotion *p)
         atomic_store_explicit(&w->tier, WB_TIER_CC, memory_order_release);
         wb_wrapper_set_note(w, code->note ? strdup(code->note) : NULL);
     } else if (!atomic_load(&p->cancel)) {
+        wb_entry_fn self = wb_auto_entry;
+        atomic_compare_exchange_strong(&w->entry, &self, p->tcc_entry);
         const char *why = wb_last_error();
         size_t n = strlen(why) + 64;
         char *note = malloc(n);
