@@ -9,6 +9,7 @@
  * its own, so the environment and the cache statistics start clean.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -499,6 +500,51 @@ Test(tiers, disk_cache_hit_miss_and_explanations)
     WBT_OK(wb_cache_clear());
     cr_assert_eq(tiers_count(dir, ".meta") + tiers_count(dir, ".so"), 0);
     wb_spec_free(s2);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+/* A compiler stand-in that runs cc, at a path of about 2,600 bytes under
+   dir. */
+static void tiers_deep_cc(const char *dir, const char *name, char *path,
+                          size_t size)
+{
+    char seg[201];
+    memset(seg, 'd', 200);
+    seg[200] = '\0';
+    int n = snprintf(path, size, "%s", dir);
+    for (int i = 0; i < 13; i++) {
+        n += snprintf(path + n, size - (size_t)n, "/%s", seg);
+        cr_assert(mkdir(path, 0700) == 0 || errno == EEXIST);
+    }
+    snprintf(path + n, size - (size_t)n, "/%s", name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#!/bin/sh\nexec cc \"$@\"\n");
+    fclose(f);
+    chmod(path, 0700);
+}
+
+Test(tiers, disk_cache_explains_long_compiler_paths_whole)
+{
+    char *dir = tiers_cache_dir(), *why = NULL;
+    char then[3000], now[3000];
+    wb_spec *s = tiers_spec("deep_cc");
+    wb_options o = {.tier = WB_TIER_CC};
+    wb_wrapper *w = NULL;
+    tiers_deep_cc(dir, "cc-then", then, sizeof then);
+    tiers_deep_cc(dir, "cc-now", now, sizeof now);
+    o.cc = then;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    wb_wrapper_free(w);
+    o.cc = now;
+    WBT_OK(wb_cache_explain(s, &o, &why));
+    cr_assert_not_null(strstr(why, "differs in: the compiler"), "%.200s",
+                       why);
+    char *at_then = strstr(why, then), *at_now = strstr(why, now);
+    cr_assert(at_then && at_now, "both compilers named whole");
+    cr_assert_str_eq(at_now + strlen(now), " now)");
+    free(why);
     wb_spec_free(s);
     tiers_rm(dir);
 }

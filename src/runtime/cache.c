@@ -775,14 +775,18 @@ wb_status wb_cache_clear(void)
     return WB_OK;
 }
 
-/* Appends to a growable message. */
+/* Appends to a growable message (a piece longer than its buffer is cut). */
 static void wb_say(char **s, size_t *len, const char *fmt, ...)
 {
     va_list ap;
-    char piece[PATH_MAX + 512];
+    char piece[2 * PATH_MAX + 512];
     va_start(ap, fmt);
     int n = vsnprintf(piece, sizeof piece, fmt, ap);
     va_end(ap);
+    if (n < 0)
+        n = 0, piece[0] = '\0';
+    if ((size_t)n >= sizeof piece)
+        n = (int)sizeof piece - 1;
     char *g = *s ? realloc(*s, *len + (size_t)n + 1) : NULL;
     if (!g) {
         free(*s);
