@@ -436,19 +436,32 @@ static int wb_cli_yaml_tags(wb_cli_yaml *y, const yaml_event_t *val,
 }
 
 /* Ops tagged inplace_view change their `!` arguments' views, not their
-   data: the entry says so with the extension's graph attribute. */
+   data: the entry says so with the extension's graph attribute, as a `with`
+   clause of its own or added to the one the text has, whichever the
+   schema parser takes.  A text that already says inplace_view, or does
+   not parse at all, stays as written, so its errors point into it. */
 static int wb_cli_yaml_mark_view(wb_cli_yaml *y, wb_cli_entry *en)
 {
-    const char *how = strstr(en->text, " with ") ? ", inplace_view"
-                                                 : " with inplace_view";
-    size_t n = strlen(en->text), m = strlen(how);
-    char *p = realloc(en->text, n + m + 1);
-    if (!p) {
-        y->err = wb_cli_format("%s: out of memory", y->file);
-        return -1;
+    static const char *const how[] = {" with inplace_view", ", inplace_view"};
+    size_t n = strlen(en->text);
+    for (size_t i = 0; i < sizeof how / sizeof *how; i++) {
+        size_t m = strlen(how[i]);
+        char *p = malloc(n + m + 1);
+        wb_schema *sc = NULL;
+        if (!p) {
+            y->err = wb_cli_format("%s: out of memory", y->file);
+            return -1;
+        }
+        memcpy(p, en->text, n);
+        memcpy(p + n, how[i], m + 1);
+        if (wb_schema_parse(p, en->file, en->line, &sc) == WB_OK) {
+            wb_schema_free(sc);
+            free(en->text);
+            en->text = p;
+            return 0;
+        }
+        free(p);
     }
-    memcpy(p + n, how, m + 1);
-    en->text = p;
     return 0;
 }
 

@@ -391,6 +391,19 @@ run emit_tags 0 "$wb" emit --name transpose_ "$tmp/tags.yaml"
 has emit_tags.out 'wb_rt_prep_meta('
 run emit_tags_data 0 "$wb" emit --name add_.Tensor "$tmp/tags.yaml"
 has emit_tags_data.out 'wb_rt_prep_data('
+# The tag joins whatever `with` clause the text has: none but a default that
+# says "with", one on a line of its own, or one that already names it.
+printf -- '- func: wrapped_(Tensor(a!) self, str how="with care") -> Tensor(a!)\n  tags: inplace_view\n- func: |-\n    trained_(Tensor(a!) self) -> Tensor(a!)\n    with training\n  tags: inplace_view\n- func: viewed_(Tensor(a!) self) -> Tensor(a!) with inplace_view\n  tags: [inplace_view]\n' >"$tmp/tags_with.yaml"
+run check_tags_with 0 "$wb" check "$tmp/tags_with.yaml"
+has check_tags_with.out '3 specs: 3 wrappable, 0 not wrappable, 0 failed' \
+    'default "with care"'
+if [ "$(grep -c 'metadata mutation' "$tmp/check_tags_with.out")" = 3 ]; then
+    pass
+else
+    fail "check_tags_with.out: not every tagged spec has a metadata mutation"
+fi
+run emit_tags_with 0 "$wb" emit --name trained_ "$tmp/tags_with.yaml"
+has emit_tags_with.out 'training: grad mode on' 'wb_rt_prep_meta('
 
 # ---- namespaces ----------------------------------------------------------------
 # A schema's namespace is part of the name it is shown and picked by.
