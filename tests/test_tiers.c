@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -632,6 +633,51 @@ Test(tiers, disk_cache_stays_under_its_size_bound)
     cr_assert_eq(strncmp(why, "hit", 3), 0, "%s", why);
     free(why);
     wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+/* Writes an object file of bytes bytes named by hash letter c, modified
+   age_s seconds ago, into dir; returns its path. */
+static const char *tiers_orphan(const char *dir, char c, int bytes, int age_s,
+                                char *path, size_t size)
+{
+    char name[WB_FINGERPRINT_LEN + 1];
+    memset(name, c, WB_FINGERPRINT_LEN);
+    name[WB_FINGERPRINT_LEN] = '\0';
+    snprintf(path, size, "%s/%s.so", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < bytes; i++)
+        fputc(0, f);
+    fclose(f);
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= age_s;
+    t[1] = t[0];
+    cr_assert_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+    return path;
+}
+
+Test(tiers, disk_cache_over_its_bound_drops_objects_no_entry_names)
+{
+    char *dir = tiers_cache_dir(), old[512], young[512];
+    wb_cache_stats a, b;
+    setenv("WRAPBAKE_CACHE_MAX", "20000", 1);
+    /* What a crash between object and entry leaves, an hour ago and just
+       now (maybe another process about to write its entry). */
+    tiers_orphan(dir, 'a', 30000, 3600, old, sizeof old);
+    tiers_orphan(dir, 'b', 100, 0, young, sizeof young);
+    wb_cache_stats_get(&a);
+    wb_spec *s = tiers_spec("orphans");
+    wb_wrapper_free(wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC));
+    wb_cache_stats_get(&b);
+    cr_assert_neq(access(old, F_OK), 0, "the old orphan stayed");
+    cr_assert_eq(access(young, F_OK), 0, "the young orphan went");
+    cr_assert_eq(b.disk_evicted, a.disk_evicted, "no entry went");
+    cr_assert_eq(tiers_count(dir, ".meta"), 1);
+    cr_assert_eq(tiers_count(dir, ".so"), 2);
+    wb_spec_free(s);
+    unsetenv("WRAPBAKE_CACHE_MAX");
     tiers_rm(dir);
 }
 

@@ -538,19 +538,52 @@ static int wb_disk_older(const void *a, const void *b)
                                                   y->used.tv_nsec);
 }
 
-/* Whether a remaining entry uses object. */
-static bool wb_disk_used(const wb_disk_file *e, int n, const char *object)
+/* Whether a remaining entry uses the object named name ("<hash>.so"). */
+static bool wb_disk_used(const wb_disk_file *e, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
-        if (!e[i].gone && strcmp(e[i].object, object) == 0)
+        if (!e[i].gone && strncmp(e[i].object, name, WB_FINGERPRINT_LEN) == 0)
             return true;
     return false;
 }
 
-/* Keeps the directory under the size bound: the least recently used
-   entries go first, and an object goes with the last entry that uses it
-   (equal code from different sources is stored once).  keep, the entry
-   just written, stays.  Returns how many entries went. */
+/* An object no entry names is removed once it is this old: younger, it
+   may be one another process wrote and has not yet written the entry of. */
+#define WB_DISK_ORPHAN_S 60
+
+/* Appends an empty record to *v (n used of *cap); NULL when out of
+   memory. */
+static wb_disk_file *wb_disk_push(wb_disk_file **v, int *n, int *cap)
+{
+    if (*n == *cap) {
+        int grown = *cap ? 2 * *cap : 16;
+        wb_disk_file *g = realloc(*v, (size_t)grown * sizeof *g);
+        if (!g)
+            return NULL;
+        *v = g, *cap = grown;
+    }
+    wb_disk_file *f = &(*v)[(*n)++];
+    memset(f, 0, sizeof *f);
+    return f;
+}
+
+/* Removes dir/name, counting its bytes off *total. */
+static bool wb_disk_drop(const char *dir, wb_disk_file *f, long long *total)
+{
+    char path[PATH_MAX];
+    if (!wb_join(path, dir, f->name, "") || unlink(path) != 0)
+        return false;
+    f->gone = true;
+    *total -= f->bytes;
+    return true;
+}
+
+/* Keeps the directory under the size bound.  Only when it is over are the
+   entries read: objects no entry names go first (what a crash or a
+   replaced entry left), then the least recently used entries, an object
+   with the last entry that uses it (equal code from different sources is
+   stored once).  keep, the entry just written, stays.  Returns how many
+   entries went. */
 static int wb_disk_evict(const char *dir, const char *keep)
 {
     DIR *d = opendir(dir);
@@ -570,40 +603,41 @@ static int wb_disk_evict(const char *dir, const char *keep)
             !wb_join(path, dir, de->d_name, "") || stat(path, &sb) != 0)
             continue;
         total += sb.st_size;
-        wb_disk_file **v = meta ? &e : &obj;
-        int *nv = meta ? &n : &nobj, *cv = meta ? &cap : &capobj;
-        if (*nv == *cv) {
-            int grown = *cv ? 2 * *cv : 16;
-            wb_disk_file *g = realloc(*v, (size_t)grown * sizeof *g);
-            if (!g)
-                break;
-            *v = g, *cv = grown;
-        }
-        wb_disk_file *f = &(*v)[(*nv)++];
-        memset(f, 0, sizeof *f);
+        wb_disk_file *f = meta ? wb_disk_push(&e, &n, &cap)
+                               : wb_disk_push(&obj, &nobj, &capobj);
+        if (!f)
+            break;
         snprintf(f->name, sizeof f->name, "%s", de->d_name);
         f->bytes = sb.st_size;
         f->used = sb.st_mtim;
-        wb_disk_meta m;
-        if (meta && wb_disk_read_meta(path, &m))
-            memcpy(f->object, m.object, sizeof f->object);
     }
     closedir(d);
-    if ((uint64_t)total > wb_disk_limit())
+    uint64_t limit = wb_disk_limit();
+    if ((uint64_t)total > limit) {
+        for (int i = 0; i < n; i++) {
+            char path[PATH_MAX];
+            wb_disk_meta m;
+            if (wb_join(path, dir, e[i].name, "") &&
+                wb_disk_read_meta(path, &m))
+                memcpy(e[i].object, m.object, sizeof e[i].object);
+        }
+        time_t now = time(NULL);
+        for (int j = 0; j < nobj; j++)
+            if (now - obj[j].used.tv_sec > WB_DISK_ORPHAN_S &&
+                !wb_disk_used(e, n, obj[j].name))
+                wb_disk_drop(dir, &obj[j], &total);
         qsort(e, (size_t)n, sizeof *e, wb_disk_older);
-    for (int i = 0; i < n && (uint64_t)total > wb_disk_limit(); i++) {
-        char path[PATH_MAX];
+    }
+    for (int i = 0; i < n && (uint64_t)total > limit; i++) {
         if (strncmp(e[i].name, keep, WB_FINGERPRINT_LEN) == 0 ||
-            !wb_join(path, dir, e[i].name, "") || unlink(path) != 0)
+            !wb_disk_drop(dir, &e[i], &total))
             continue;
-        e[i].gone = true;
-        total -= e[i].bytes;
         gone++;
         if (e[i].object[0] && !wb_disk_used(e, n, e[i].object))
             for (int j = 0; j < nobj; j++)
-                if (!strncmp(obj[j].name, e[i].object, WB_FINGERPRINT_LEN) &&
-                    wb_join(path, dir, obj[j].name, "") && unlink(path) == 0)
-                    total -= obj[j].bytes;
+                if (!obj[j].gone && !strncmp(obj[j].name, e[i].object,
+                                             WB_FINGERPRINT_LEN))
+                    wb_disk_drop(dir, &obj[j], &total);
     }
     free(e);
     free(obj);
