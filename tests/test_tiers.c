@@ -575,6 +575,11 @@ Test(tiers, damaged_disk_entries_are_rebuilt)
             fputc(ch ^ 0x5a, f);
             fclose(f);
         }
+        char *why = NULL;
+        WBT_OK(wb_cache_explain(s, NULL, &why));
+        cr_assert_not_null(strstr(why, "is missing, cut short or altered"),
+                           "%s", why);
+        free(why);
         wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
         cr_assert_not_null(strstr(wb_wrapper_note(w), "rebuilt"), "note: %s",
                            wb_wrapper_note(w));
@@ -593,11 +598,33 @@ Test(tiers, damaged_disk_entries_are_rebuilt)
     FILE *f = fopen(path, "w");
     fputs("wrapbake-cache 1\nsource nonsense\n", f);
     fclose(f);
+    char *why = NULL;
+    WBT_OK(wb_cache_explain(s, NULL, &why));
+    cr_assert_not_null(strstr(why, "its record is unreadable"), "%s", why);
+    free(why);
     wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
     cr_assert_eq(tiers_check_calls(w, 5, 1), 0);
     wb_wrapper_free(w);
+    /* So is a whole entry file that names another source than its key. */
+    char text[4096];
+    f = fopen(path, "r");
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *src = strstr(text, "\nsource ");
+    cr_assert_not_null(src);
+    src[8] = src[8] == '0' ? '1' : '0';
+    f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    WBT_OK(wb_cache_explain(s, NULL, &why));
+    cr_assert_not_null(strstr(why, "does not match its key"), "%s", why);
+    free(why);
+    w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+    cr_assert_eq(tiers_check_calls(w, 5, 1), 0);
+    wb_wrapper_free(w);
     wb_cache_stats_get(&st);
-    cr_assert_eq(st.disk_rebuilt, 3);
+    cr_assert_eq(st.disk_rebuilt, 4);
     cr_assert_eq(st.disk_hits, 0);
     wb_spec_free(s);
     tiers_rm(dir);

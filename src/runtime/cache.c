@@ -644,6 +644,23 @@ static int wb_disk_evict(const char *dir, const char *keep)
     return gone;
 }
 
+/* Looks up the entry for k, its meta at meta and its object at obj, both
+   PATH_MAX bytes.  1: whole, read into *m; 0: no entry; -1: damaged (the
+   entry does not match its key, or the object is not the one it names). */
+static int wb_disk_find(const char *dir, const wb_disk_key *k, char *meta,
+                        char *obj, wb_disk_meta *m)
+{
+    wb_join(meta, dir, k->key, ".meta");
+    obj[0] = '\0';
+    if (access(meta, F_OK) != 0)
+        return 0;
+    if (!wb_disk_read_meta(meta, m) || strcmp(m->source, k->source) ||
+        strcmp(m->compiler, k->compiler) || m->abi != k->abi)
+        return -1;
+    wb_join(obj, dir, m->object, ".so");
+    return wb_disk_check_object(obj, m->bytes, m->object) ? 1 : -1;
+}
+
 /* Loads the entry for k.  1: loaded into *code (*ms is what compiling it
    took); 0: no entry; -1: a damaged entry, now removed. */
 static int wb_disk_load(const char *dir, const wb_disk_key *k, wb_code **code,
@@ -651,19 +668,14 @@ static int wb_disk_load(const char *dir, const wb_disk_key *k, wb_code **code,
 {
     char meta[PATH_MAX], obj[PATH_MAX];
     wb_disk_meta m;
-    wb_join(meta, dir, k->key, ".meta");
-    if (access(meta, F_OK) != 0)
-        return 0;
-    if (!wb_disk_read_meta(meta, &m) || strcmp(m.source, k->source) ||
-        strcmp(m.compiler, k->compiler) || m.abi != k->abi) {
-        unlink(meta);
-        return -1;
-    }
-    wb_join(obj, dir, m.object, ".so");
-    if (!wb_disk_check_object(obj, m.bytes, m.object)) {
-        unlink(obj);
-        unlink(meta);
-        return -1;
+    int found = wb_disk_find(dir, k, meta, obj, &m);
+    if (found <= 0) {
+        if (found < 0) {
+            if (obj[0])
+                unlink(obj);
+            unlink(meta);
+        }
+        return found;
     }
     if (wb_cc_load(obj, WB_EMIT_FN, code) != WB_OK) {
         unlink(meta);
@@ -862,16 +874,23 @@ wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
     wb_spec_free(copy);
 
     size_t len = 0;
-    char *s = malloc(1);
+    char *s = malloc(1), obj[PATH_MAX];
     if (s)
         s[0] = '\0';
-    wb_join(path, dir, k.key, ".meta");
-    if (wb_disk_read_meta(path, &m)) {
-        wb_join(path, dir, m.object, ".so");
-        bool whole = wb_disk_check_object(path, m.bytes, m.object);
-        wb_say(&s, &len, "%s: entry %s in %s (object %.16s, %lld bytes, "
-               "%.1f ms to compile)", whole ? "hit" : "damaged (would be "
-               "rebuilt)", k.key, dir, m.object, m.bytes, m.compile_ms);
+    int found = wb_disk_find(dir, &k, path, obj, &m);
+    if (found == 1) {
+        wb_say(&s, &len, "hit: entry %s in %s (object %.16s, %lld bytes, "
+               "%.1f ms to compile)", k.key, dir, m.object, m.bytes,
+               m.compile_ms);
+    } else if (found < 0) {
+        if (obj[0])
+            wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
+                   "its object %.16s is missing, cut short or altered",
+                   k.key, dir, m.object);
+        else
+            wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
+                   "its record is unreadable or does not match its key",
+                   k.key, dir);
     } else {
         /* The nearest entry: same source first, then same spec name. */
         DIR *d = opendir(dir);
