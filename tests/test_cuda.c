@@ -360,8 +360,9 @@ static void tc_refused(wb_wrapper *w, wb_tensor *x, wb_status status,
 Test(cuda, resize_grows_device_storage)
 {
     tc_need_cuda();
-    cudaStream_t made;
+    cudaStream_t made, other;
     cr_assert_eq(cu.stream_create(&made), cudaSuccess);
+    cr_assert_eq(cu.stream_create(&other), cudaSuccess);
     for (size_t k = 0; k < 2 * sizeof tc_tiers / sizeof *tc_tiers; k++) {
         wb_options o = {.tier = tc_tiers[k / 2],
                         .stream = k % 2 ? made : NULL};
@@ -388,6 +389,16 @@ Test(cuda, resize_grows_device_storage)
             cr_assert_eq(wb_tensor_version(x), 0);
             cr_assert_eq(wb_tensor_refcount(g.values[0]), 1, "value leaked");
             cr_assert_eq(cu.fake->live_allocs, live, "the new block leaked");
+            /* Tied to another stream: refused before a block is asked for
+               (which would fail for want of memory). */
+            wb_storage_set_stream(st, other);
+            cu.fake->fail_malloc = true;
+            WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, NULL, 0),
+                      WB_ERR_DEVICE, "is tied to stream");
+            cu.fake->fail_malloc = false;
+            wb_storage_unset_stream(st);
+            cr_assert_eq(wb_storage_nbytes(st), 24);
+            cr_assert_eq(wb_tensor_version(x), 0);
         }
 
         WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, NULL, 0));
@@ -439,6 +450,7 @@ Test(cuda, resize_grows_device_storage)
                          "leaked");
     }
     cr_assert_eq(cu.stream_destroy(made), cudaSuccess);
+    cr_assert_eq(cu.stream_destroy(other), cudaSuccess);
 }
 
 Test(cuda, device_and_stream_errors)

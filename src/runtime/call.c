@@ -476,18 +476,20 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
         return st;
     if (wb_rt_same_sizes(t, v))
         return wb_rt_prep_copy(e, input, t, v);
-    if ((st = wb_rt_plan_grow(t, v->ndim, v->sizes, g)) != WB_OK)
-        return wb_rt_callf(e, st, "%s: %s",
-                           wb_rt_input_label(e, input, lb, sizeof lb),
-                           wb_last_error());
-    /* The copy runs into t resized: contiguous at t's offset. */
+    /* The copy runs into t resized: contiguous at t's offset.  It is
+       checked before any growth is planned, so a call refused for its
+       device or stream allocates nothing. */
     wb_tensor after;
     wb_rt_grow none = {NULL, 0, NULL};
     wb_rt_shadow(&after, t);
     wb_rt_apply_resize(&after, v->ndim, v->sizes, &none);
     if ((st = wb_rt_prep_copy(e, input, &after, v)) != WB_OK)
-        wb_rt_grow_free(g);
-    return st;
+        return st;
+    if ((st = wb_rt_plan_grow(t, v->ndim, v->sizes, g)) != WB_OK)
+        return wb_rt_callf(e, st, "%s: %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_last_error());
+    return WB_OK;
 }
 
 wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
