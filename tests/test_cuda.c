@@ -394,7 +394,7 @@ Test(cuda, resize_grows_device_storage)
             wb_storage_set_stream(st, other);
             cu.fake->fail_malloc = true;
             WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, NULL, 0),
-                      WB_ERR_DEVICE, "is tied to stream");
+                      WB_ERR_DEVICE, "spec 'f': input 0 'x' is tied to stream");
             cu.fake->fail_malloc = false;
             wb_storage_unset_stream(st);
             cr_assert_eq(wb_storage_nbytes(st), 24);
@@ -471,7 +471,8 @@ Test(cuda, device_and_stream_errors)
 
         /* Tied to another stream; then on the wrapper's, per call. */
         wb_storage_set_stream(wb_tensor_storage(x), s2);
-        tc_refused(w, x, WB_ERR_DEVICE, "is tied to stream");
+        tc_refused(w, x, WB_ERR_DEVICE,
+                   "spec 'muts': input 0 'x' is tied to stream");
         wb_set_call_stream(s2);
         wb_tensor *out;
         WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));

@@ -96,15 +96,7 @@ int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
 
 /* ---- messages ---- */
 
-static wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt,
-                             ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt,
-                             ...)
+wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt, ...)
 {
     char name[300], msg[700];
     va_list ap;
@@ -115,9 +107,7 @@ static wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt,
     return wb_rt_fail(st, "spec '%s': %s", name, msg);
 }
 
-/* "input 2 'x'" into buf. */
-static const char *wb_rt_input_label(const wb_env *e, int i, char *buf,
-                                     size_t n)
+const char *wb_rt_input_label(const wb_env *e, int i, char *buf, size_t n)
 {
     char nm[300];
     wb_spec_print_name(e->spec->inputs[i].name, nm, sizeof nm);

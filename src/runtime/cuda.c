@@ -435,18 +435,12 @@ static wb_status wb_rt_submit(wb_rt_pending *p)
     return st;
 }
 
-static const char *wb_rt_name(const wb_env *e, char *buf, size_t n)
-{
-    wb_spec_print_name(e->spec->name, buf, n);
-    return buf;
-}
-
 wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
                                  const wb_tensor *t, const wb_tensor *v)
 {
     wb_rt_pending *p = &wb_rt_pend;
     const wb_storage *s = t->storage;
-    char name[300];
+    char lb[400];
     wb_cuda_copy c;
     /* A call ends by flushing or, failed in its check phase, by dropping
        its copies, so another wrapper's call finds p->e unset or its own.
@@ -460,22 +454,21 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
     }
     p->last = input;
     if (s->device.device_id != p->device)
-        return wb_rt_fail(WB_ERR_DEVICE, "spec '%s': input %d is on cuda:%d "
-                          "and an earlier mutated input on cuda:%d; a call "
-                          "writes back on one device",
-                          wb_rt_name(e, name, sizeof name),
-                          input, s->device.device_id, p->device);
+        return wb_rt_callf(e, WB_ERR_DEVICE, "%s is on cuda:%d and an "
+                           "earlier mutated input on cuda:%d; a call writes "
+                           "back on one device",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           s->device.device_id, p->device);
     if (s->has_stream && s->stream != p->stream)
-        return wb_rt_fail(WB_ERR_DEVICE, "spec '%s': input %d is tied to "
-                          "stream %p; this call runs on stream %p",
-                          wb_rt_name(e, name, sizeof name),
-                          input, s->stream, p->stream);
+        return wb_rt_callf(e, WB_ERR_DEVICE, "%s is tied to stream %p; this "
+                           "call runs on stream %p",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           s->stream, p->stream);
     if (!wb_rt_describe(&c, t, v))
-        return wb_rt_fail(WB_ERR_UNSUPPORTED, "spec '%s': input %d: a CUDA "
-                          "copy of views with more than %d dimensions that "
-                          "do not merge",
-                          wb_rt_name(e, name, sizeof name),
-                          input, WB_CUDA_ND);
+        return wb_rt_callf(e, WB_ERR_UNSUPPORTED, "%s: a CUDA copy of views "
+                           "with more than %d dimensions that do not merge",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           WB_CUDA_ND);
     return WB_OK;
 }
 

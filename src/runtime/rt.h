@@ -215,6 +215,15 @@ static inline void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
 
 /* ---- per-call primitives (call.c) ---- */
 
+/* Fails with st and "spec 'NAME': " before the formatted text. */
+wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* "input 2 'x'" into buf. */
+const char *wb_rt_input_label(const wb_env *e, int i, char *buf, size_t n);
+
 wb_status wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 /* The first tensor input that is NULL. */
 wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
