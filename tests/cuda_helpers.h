@@ -47,6 +47,17 @@ static inline void tc_need_cuda(void)
     cr_assert(cu.memcpy && cu.sync && cu.stream_create && cu.stream_destroy);
 }
 
+/* Whether the cases named what can run: they need two devices.  When they
+   cannot, the log says so, since the rest of the test still runs. */
+static inline bool tc_two_devices(const char *what)
+{
+    if (cu.devices > 1)
+        return true;
+    cr_log_warn("%s skipped: they need two CUDA devices, and there is %d",
+                what, cu.devices);
+    return false;
+}
+
 static const DLDataType tc_f32 = {kDLFloat, 32, 1};
 
 /* The tiers every CUDA test runs on: cc too, since the write-back is

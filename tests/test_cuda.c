@@ -506,7 +506,7 @@ Test(cuda, device_and_stream_errors)
         wb_spec_free(s);
 
         /* Two mutated inputs on two devices. */
-        if (cu.devices > 1) {
+        if (tc_two_devices("two mutated inputs on two devices")) {
             wb_tensor *x1 = tc_vec(1, 4, 0);
             g.n = 3;
             g.values[2] = g.values[1];

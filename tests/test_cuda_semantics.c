@@ -716,7 +716,8 @@ Test(cuda, failed_calls_leave_everything_untouched)
     cudaStream_t st;
     cr_assert_eq(cu.stream_create(&st), cudaSuccess);
     for (size_t k = 0; k < sizeof cs_errs / sizeof *cs_errs; k++) {
-        if (cs_errs[k].spoil == CS_VALUE_ON_GPU1 && cu.devices < 2)
+        if (cs_errs[k].spoil == CS_VALUE_ON_GPU1 &&
+            !tc_two_devices("the value on another device"))
             continue;
         for (int t = 0; t < TC_NTIERS; t++)
             cs_err_run(&cs_errs[k], tc_tiers[t], t == 1 ? st : NULL);
@@ -786,7 +787,7 @@ Test(cuda, a_failed_call_leaves_nothing_for_the_next)
     cr_assert_eq(cu.stream_create(&s2), cudaSuccess);
     for (int t = 0; t < TC_NTIERS; t++) {
         cs_after_failure(tc_tiers[t], false, s1, s2);
-        if (cu.devices > 1)
+        if (tc_two_devices("a failure on another device"))
             cs_after_failure(tc_tiers[t], true, s1, s2);
     }
     cu.stream_destroy(s1);
