@@ -15,7 +15,9 @@
  *
  * With --tier, wrapbake-bench makes exactly --calls calls and prints no
  * timing, for instruction counts that do not depend on a noisy clock:
- * callgrind's count for N calls minus its count for 0 calls, over N.
+ * callgrind's count for N calls minus its count for 0 calls, over N.  With
+ * --builds instead of --calls it builds wrappers (or compiles the libtcc
+ * floor) the same way.
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
@@ -404,23 +406,53 @@ static double bench_build_us(const bench_case *c, bench_world *world,
     return us[n / 2];
 }
 
-/* The time per wrapper of compiling BENCH_BATCH wrappers of s together. */
-static double bench_batch_us(const wb_spec *s, bench_world *world)
+/* The time per wrapper of compiling n tcc wrappers of s together. */
+static double bench_batch_us(const wb_spec *s, bench_world *world, int n)
 {
-    const wb_spec *specs[BENCH_BATCH];
-    wb_graph_fn graphs[BENCH_BATCH];
-    void *ctxs[BENCH_BATCH];
-    wb_wrapper *ws[BENCH_BATCH];
+    const wb_spec **specs = malloc((size_t)n * sizeof *specs);
+    wb_graph_fn *graphs = malloc((size_t)n * sizeof *graphs);
+    void **ctxs = malloc((size_t)n * sizeof *ctxs);
+    wb_wrapper **ws = malloc((size_t)n * sizeof *ws);
     wb_options o = {.tier = WB_TIER_TCC, .flags = WB_OPT_NO_SHARE};
-    for (int i = 0; i < BENCH_BATCH; i++)
+    if (!specs || !graphs || !ctxs || !ws)
+        bench_die("batch", "out of memory");
+    for (int i = 0; i < n; i++)
         specs[i] = s, graphs[i] = bench_graph, ctxs[i] = world;
     double t0 = bench_now_ns();
-    bench_ok(wb_wrappers_new(BENCH_BATCH, specs, graphs, ctxs, &o, ws),
-             "batch");
-    double us = (bench_now_ns() - t0) / 1e3 / BENCH_BATCH;
-    for (int i = 0; i < BENCH_BATCH; i++)
+    bench_ok(wb_wrappers_new(n, specs, graphs, ctxs, &o, ws), "batch");
+    double us = (bench_now_ns() - t0) / 1e3 / n;
+    for (int i = 0; i < n; i++)
         wb_wrapper_free(ws[i]);
+    free(specs);
+    free(graphs);
+    free(ctxs);
+    free(ws);
     return us;
+}
+
+/* The floor under every tcc build: libtcc compiling a one-line function
+   through the library's driver (a fresh compiler state, the code placed in
+   pages of its own, the state deleted), whatever the spec.  Returns the
+   time it took. */
+static double bench_libtcc_once(void)
+{
+    static const char src[] = "int wb_bench_floor(void) { return 0; }\n";
+    wb_jit_code *code;
+    void *entry;
+    double t0 = bench_now_ns();
+    bench_ok(wb_jit_compile(src, "wb_bench_floor", &code, &entry), "libtcc");
+    wb_jit_free(code);
+    return (bench_now_ns() - t0) / 1e3;
+}
+
+/* The median of n of those. */
+static double bench_libtcc_us(int n)
+{
+    double us[9];
+    for (int i = 0; i < n; i++)
+        us[i] = bench_libtcc_once();
+    qsort(us, (size_t)n, sizeof *us, bench_cmp);
+    return us[n / 2];
 }
 
 /* Whether the cc tier works here (the system compiler builds a trivial
@@ -519,7 +551,7 @@ static void bench_measure(const bench_case *c, long calls, long reps,
             w = bench_wrapper(c, &world, bench_tiers[x], 0, NULL);
         if (x == BENCH_TCC) {
             t->compile_us = bench_build_us(c, &world, WB_TIER_TCC, 0, 9);
-            t->batch_us = bench_batch_us(c->spec, &world);
+            t->batch_us = bench_batch_us(c->spec, &world, BENCH_BATCH);
         }
         if (x == BENCH_CC) {
             t->compile_us = bench_build_us(c, &world, WB_TIER_CC,
@@ -533,6 +565,51 @@ static void bench_measure(const bench_case *c, long calls, long reps,
                                                 &t->launches_per_call);
         wb_wrapper_free(w);
     }
+    bench_world_free(&world);
+}
+
+/* ---- counting builds ---- */
+
+/* The column named name, or -1. */
+static int bench_tier_index(const char *name)
+{
+    for (int x = 0; x < BENCH_NTIERS; x++)
+        if (!strcmp(name, bench_tier_names[x]))
+            return x;
+    return -1;
+}
+
+/* Whether --builds takes tier. */
+static bool bench_builds_tier(const char *tier)
+{
+    int x = bench_tier_index(tier);
+    return !strcmp(tier, "libtcc") || x == BENCH_TCC || x == BENCH_CC ||
+           x == BENCH_AOT;
+}
+
+/* Exactly n builds on tier (or of the libtcc floor), printing nothing:
+   callgrind's count for N builds minus its count for 1, over N - 1, is
+   what one build costs in steady state. */
+static void bench_count_builds(const bench_case *c, const char *tier, long n,
+                               bool batch)
+{
+    int x = bench_tier_index(tier);
+    bench_world world;
+    bench_tier_result t;
+    if (!strcmp(tier, "libtcc")) {
+        for (long i = 0; i < n; i++)
+            bench_libtcc_once();
+        return;
+    }
+    if (x == BENCH_AOT && !bench_aot_ready(c, &t))
+        bench_die("aot", t.why_not);
+    bench_world_make(&world, c->spec);
+    if (batch && n > 0)
+        bench_batch_us(c->spec, &world, (int)n);
+    for (long i = 0; i < n && !batch; i++)
+        wb_wrapper_free(bench_wrapper(c, &world, bench_tiers[x],
+                                      WB_OPT_NO_SHARE | WB_OPT_NO_DISK_CACHE,
+                                      NULL));
     bench_world_free(&world);
 }
 
@@ -580,6 +657,13 @@ static void bench_usage(FILE *f)
         "                     tier T (direct, interp, tcc, cc, aot) of one\n"
         "                     --case, printing nothing; for valgrind\n"
         "                     --tool=callgrind\n"
+        "  -b, --builds N     counting mode: build N wrappers of one --case\n"
+        "                     on tier T (tcc, cc, aot) instead, one at a\n"
+        "                     time and sharing nothing, or with T libtcc N\n"
+        "                     times the floor under tcc us (a one-line\n"
+        "                     function compiled by libtcc alone)\n"
+        "      --batch        with --builds and T tcc: the N wrappers in one\n"
+        "                     batch (wb_wrappers_new)\n"
         "  -h, --help         this text\n");
 }
 
@@ -596,15 +680,19 @@ int main(int argc, char **argv)
         {"svg", required_argument, NULL, 'g'},
         {"tier", required_argument, NULL, 't'},
         {"device", required_argument, NULL, 'd'},
+        {"builds", required_argument, NULL, 'b'},
+        {"batch", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *only = NULL, *spec_file = NULL, *svg = NULL, *tier = NULL;
     const char *device = "cpu";
-    long calls = 20000, reps = 31;
+    long calls = 20000, reps = 31, builds = -1;
     int cpu = -1, opt;
     bool json = false, csv = false, counting_calls_given = false;
-    while ((opt = getopt_long(argc, argv, "c:s:n:r:p:jt:h", opts, NULL)) != -1) {
+    bool batch = false;
+    while ((opt = getopt_long(argc, argv, "c:s:n:r:p:jt:b:h", opts, NULL)) !=
+           -1) {
         switch (opt) {
         case 'c': only = optarg; break;
         case 's': spec_file = optarg; break;
@@ -616,12 +704,18 @@ int main(int argc, char **argv)
         case 'g': svg = optarg; break;
         case 't': tier = optarg; break;
         case 'd': device = optarg; break;
+        case 'b': builds = strtol(optarg, NULL, 10); break;
+        case 'B': batch = true; break;
         case 'h': bench_usage(stdout); return 0;
         default: bench_usage(stderr); return 2;
         }
     }
+    bool counting_builds = builds >= 0;
     if (optind < argc || calls < 0 || reps < 1 || (json && csv) ||
-        (!tier && calls < 1) || (tier && (!only || !counting_calls_given))) {
+        (!tier && (calls < 1 || counting_builds)) ||
+        (tier && (!only || counting_calls_given == counting_builds)) ||
+        (counting_builds && !bench_builds_tier(tier)) ||
+        (batch && (!counting_builds || strcmp(tier, "tcc")))) {
         bench_usage(stderr);
         return 2;
     }
@@ -667,12 +761,12 @@ int main(int argc, char **argv)
 
     int status = 0;
     bench_private_cache();
-    if (tier) {
+    if (counting_builds) {
+        bench_count_builds(&cases[0], tier, builds, batch);
+    } else if (tier) {
         /* Counting mode: exactly `calls` calls, nothing printed. */
-        int x = 0;
-        while (x < BENCH_NTIERS && strcmp(tier, bench_tier_names[x]))
-            x++;
-        if (x == BENCH_NTIERS) {
+        int x = bench_tier_index(tier);
+        if (x < 0) {
             bench_usage(stderr);
             return 2;
         }
@@ -698,6 +792,8 @@ int main(int argc, char **argv)
         snprintf(r.device, sizeof r.device, "%s", device);
         time_t now = time(NULL);
         strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));
+        bench_progress("-", "libtcc alone");
+        r.libtcc_us = bench_libtcc_us(9);
         for (int i = 0; i < ncases; i++)
             bench_measure(&cases[i], calls, reps, &res[i]);
         if (isatty(2))

@@ -44,6 +44,7 @@ typedef struct bench_report {
     char date[32];
     char device[32];          /* where the tensors live: cpu, cuda:N */
     long calls, reps;
+    double libtcc_us;         /* libtcc alone: the floor under tcc us */
     const bench_case_result *cases;
     int ncases;
 } bench_report;

@@ -86,6 +86,8 @@ void bench_print_table(FILE *f, const bench_report *r)
             "`wrapbake emit --aot`\nwrote for the case, built into "
             "wrapbake-bench (its spec parsed, its fingerprint\nchecked); "
             "allocs: heap allocations per call, worst tier.\n", BENCH_BATCH);
+    fprintf(f, "libtcc alone (a one-line function, the floor under tcc us): "
+            "%.1f us\n", r->libtcc_us);
     for (int x = 0; x < BENCH_NTIERS; x++)
         if (r->ncases && !r->cases[0].tiers[x].available)
             fprintf(f, "%s: %s\n", bench_tier_names[x],
@@ -163,8 +165,8 @@ void bench_print_json(FILE *f, const bench_report *r)
     bench_json_str(f, r->date);
     fprintf(f, ", \"device\": ");
     bench_json_str(f, r->device);
-    fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"cases\": [", r->calls,
-            r->reps);
+    fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"libtcc_floor_us\": %.1f, "
+            "\"cases\": [", r->calls, r->reps, r->libtcc_us);
     for (int c = 0; c < r->ncases; c++) {
         const bench_case_result *k = &r->cases[c];
         fprintf(f, "%s{\"case\": ", c ? ", " : "");

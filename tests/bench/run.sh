@@ -1,8 +1,8 @@
 #!/bin/sh
 # Tests of wrapbake-bench's outputs (not of its timings): the table, JSON,
 # CSV and SVG are well-formed, every case and every tier is there (a tier
-# that cannot run here says why), the counting mode prints nothing on every
-# tier, and --spec benchmarks specs from a file, its aot column saying why
+# that cannot run here says why), the counting modes (calls, builds) print
+# nothing on every tier, and --spec benchmarks specs from a file, its aot column saying why
 # it has none.  --device cuda runs on the CUDA runtime the library finds
 # (without a GPU it must refuse, saying why) and, when FAKECUDA names the
 # emulated runtime (tests/tools/fakecuda.c), on an emulated device, where
@@ -39,6 +39,7 @@ check "table has the aot columns" "grep -q '^case .* aot .* aot-d .* aot us ' '$
 # Five timed cells (median, then min-max) per case: direct to aot.
 check "table times every case on all five tiers" "grep -E '^[A-E] ' '$tmp/table.out' | awk '{ if (gsub(/[0-9.]+ [(][0-9.]+-[0-9.]+[)]/, \"\") != 5) bad = 1 } END { exit bad || NR != 5 }'"
 check "table has aot for the builtin cases" "! grep -q '^aot: ' '$tmp/table.out'"
+check "table gives libtcc's floor" "grep -Eq '^libtcc alone .*: [0-9]+[.][0-9] us$' '$tmp/table.out'"
 # Without a system compiler the cc column says why instead.
 # shellcheck disable=SC2086
 CC=/nonexistent/cc "$bench" $fast --case A >"$tmp/nocc.out" 2>&1
@@ -53,6 +54,7 @@ if command -v python3 >/dev/null 2>&1; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['machine'] and r['date']
+assert r['libtcc_floor_us'] > 0
 assert [c['case'] for c in r['cases']] == list('ABCDE')
 for c in r['cases']:
     assert c['direct']['median'] > 0
@@ -103,6 +105,17 @@ CC=/nonexistent/cc "$bench" --case E --tier cc --calls 1 >"$tmp/count.out" 2>&1
 check "counting mode on cc without a compiler says why" "[ \$? -eq 1 ] && grep -q 'cannot run the system compiler' '$tmp/count.out'"
 "$bench" --tier tcc --calls 1 >/dev/null 2>&1
 check "counting mode needs --case" '[ $? -eq 2 ]'
+for t in tcc cc aot libtcc; do
+    "$bench" --case C --tier "$t" --builds 2 >"$tmp/count.out" 2>&1
+    check "counting builds on $t runs and prints nothing" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
+done
+"$bench" --case C --tier tcc --builds 3 --batch >"$tmp/count.out" 2>&1
+check "counting a batch of builds runs and prints nothing" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
+for bad in "--tier interp --builds 2" "--tier tcc --builds 2 --calls 2" "--tier cc --builds 2 --batch" "--tier tcc --calls 2 --batch"; do
+    # shellcheck disable=SC2086
+    "$bench" --case C $bad >/dev/null 2>&1
+    check "counting refuses $bad" '[ $? -eq 2 ]'
+done
 "$bench" --help >"$tmp/help.out"
 check "--help names the aot tier" "grep -q 'direct, interp, tcc, cc, aot' '$tmp/help.out'"
 
