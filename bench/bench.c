@@ -792,10 +792,10 @@ int main(int argc, char **argv)
         snprintf(r.device, sizeof r.device, "%s", device);
         time_t now = time(NULL);
         strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));
-        bench_progress("-", "libtcc alone");
-        r.libtcc_us = bench_libtcc_us(9);
         for (int i = 0; i < ncases; i++)
             bench_measure(&cases[i], calls, reps, &res[i]);
+        bench_progress("-", "libtcc alone");
+        r.libtcc_us = bench_libtcc_us(9);
         if (isatty(2))
             fprintf(stderr, "\r\033[K");
         if (json)
