@@ -332,6 +332,13 @@ static void bench_calls(bench_world *world, wb_wrapper *w, long calls)
     }
 }
 
+/* The median of the n values at v, which it sorts. */
+static double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp);
+    return v[n / 2];
+}
+
 static bench_stat bench_time(bench_world *world, wb_wrapper *w, long calls,
                              long reps)
 {
@@ -402,8 +409,7 @@ static double bench_build_us(const bench_case *c, bench_world *world,
     for (int i = 0; i < n; i++)
         wb_wrapper_free(bench_wrapper(c, world, tier, flags | WB_OPT_NO_SHARE,
                                       &us[i]));
-    qsort(us, (size_t)n, sizeof *us, bench_cmp);
-    return us[n / 2];
+    return bench_median(us, n);
 }
 
 /* The time per wrapper of compiling n tcc wrappers of s together. */
@@ -451,8 +457,7 @@ static double bench_libtcc_us(int n)
     double us[9];
     for (int i = 0; i < n; i++)
         us[i] = bench_libtcc_once();
-    qsort(us, (size_t)n, sizeof *us, bench_cmp);
-    return us[n / 2];
+    return bench_median(us, n);
 }
 
 /* Whether the cc tier works here (the system compiler builds a trivial
@@ -604,12 +609,16 @@ static void bench_count_builds(const bench_case *c, const char *tier, long n,
     if (x == BENCH_AOT && !bench_aot_ready(c, &t))
         bench_die("aot", t.why_not);
     bench_world_make(&world, c->spec);
-    if (batch && n > 0)
-        bench_batch_us(c->spec, &world, (int)n);
-    for (long i = 0; i < n && !batch; i++)
-        wb_wrapper_free(bench_wrapper(c, &world, bench_tiers[x],
-                                      WB_OPT_NO_SHARE | WB_OPT_NO_DISK_CACHE,
-                                      NULL));
+    if (batch) {
+        if (n > 0)
+            bench_batch_us(c->spec, &world, (int)n);
+    } else {
+        for (long i = 0; i < n; i++)
+            wb_wrapper_free(bench_wrapper(c, &world, bench_tiers[x],
+                                          WB_OPT_NO_SHARE |
+                                              WB_OPT_NO_DISK_CACHE,
+                                          NULL));
+    }
     bench_world_free(&world);
 }
 

@@ -363,7 +363,7 @@ Test(cuda, resize_grows_device_storage)
     cudaStream_t made, other;
     cr_assert_eq(cu.stream_create(&made), cudaSuccess);
     cr_assert_eq(cu.stream_create(&other), cudaSuccess);
-    for (size_t k = 0; k < 2 * sizeof tc_tiers / sizeof *tc_tiers; k++) {
+    for (int k = 0; k < 2 * TC_NTIERS; k++) {
         wb_options o = {.tier = tc_tiers[k / 2],
                         .stream = k % 2 ? made : NULL};
         wb_spec *s;
@@ -394,7 +394,8 @@ Test(cuda, resize_grows_device_storage)
             wb_storage_set_stream(st, other);
             cu.fake->fail_malloc = true;
             WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, NULL, 0),
-                      WB_ERR_DEVICE, "spec 'f': input 0 'x' is tied to stream");
+                      WB_ERR_DEVICE,
+                      "spec 'f': input 0 'x' is tied to stream");
             cu.fake->fail_malloc = false;
             wb_storage_unset_stream(st);
             cr_assert_eq(wb_storage_nbytes(st), 24);
@@ -412,6 +413,8 @@ Test(cuda, resize_grows_device_storage)
         for (int i = 0; i < 10; i++)
             cr_assert_eq(all[i], i < 2 ? (float)i : 98.0f + (float)i,
                          "element %d: %g", i, all[i]);
+        /* A view taken before the call sees the grown block. */
+        cr_assert_eq(wb_tensor_storage(early), st);
         tc_expect(early, 2, 0);
         if (cu.fake)
             cr_assert_eq(cu.fake->live_allocs, live, "the old block was not "

@@ -50,20 +50,6 @@ typedef struct wb_aot {
     int failed;
 } wb_aot;
 
-static void wb_aot_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static void wb_aot_error(const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
-
 bool wb_cli_aot_prefix_ok(const char *p)
 {
     size_t n = strlen(p);
@@ -205,9 +191,8 @@ static wb_aot_graph *wb_aot_push(wb_aot *a)
 /* A message of the library's, prefixed with where the spec is. */
 static void wb_aot_fail_at(wb_aot *a, const wb_cli_entry *en, const char *msg)
 {
-    size_t n = strlen(msg);
-    wb_aot_error("%s:%d: %s%s", en->file, en->line, msg,
-                 n && msg[n - 1] == '\n' ? "" : "\n");
+    wb_cli_error("%s:%d: ", en->file, en->line);
+    wb_cli_error_text(msg);
     a->failed++;
 }
 
@@ -222,7 +207,7 @@ static void wb_aot_take(wb_aot *a, const wb_cli_entry *en,
     char *name = NULL, *text = NULL, *code = NULL;
     if (en->error) {
         if (!al) {
-            wb_aot_error("%s\n", en->error);
+            wb_cli_error("%s\n", en->error);
             a->failed++;
         }
         return;
@@ -230,9 +215,7 @@ static void wb_aot_take(wb_aot *a, const wb_cli_entry *en,
     if (wb_schema_parse(en->text, en->file, en->line, &sc) != WB_OK) {
         char *shown = wb_cli_text_name(en->text);
         if (!al || (shown && wb_cli_allowlist_takes(al, shown))) {
-            const char *msg = wb_last_error();
-            wb_aot_error("%s%s", msg, msg[0] && msg[strlen(msg) - 1] == '\n'
-                                          ? "" : "\n");
+            wb_cli_error_text(wb_last_error());
             a->failed++;
         }
         free(shown);
@@ -274,7 +257,7 @@ static void wb_aot_take(wb_aot *a, const wb_cli_entry *en,
     name = text = NULL;
     goto done;
 oom:
-    wb_aot_error("wrapbake: out of memory\n");
+    wb_cli_error("wrapbake: out of memory\n");
     a->failed++;
 done:
     free(name);
@@ -299,7 +282,7 @@ static int *wb_aot_sort(wb_aot *a)
 {
     int *order = malloc((size_t)a->n * sizeof *order);
     if (!order) {
-        wb_aot_error("wrapbake: out of memory\n");
+        wb_cli_error("wrapbake: out of memory\n");
         a->failed++;
         return NULL;
     }
@@ -310,7 +293,7 @@ static int *wb_aot_sort(wb_aot *a)
     for (int k = 1; k < a->n; k++) {
         const wb_aot_graph *p = &a->g[order[k - 1]], *q = &a->g[order[k]];
         if (strcmp(p->name, q->name) == 0) {
-            wb_aot_error("%s:%d: a second spec named '%s'; the first is at "
+            wb_cli_error("%s:%d: a second spec named '%s'; the first is at "
                          "%s:%d, and a lookup by name must find one\n",
                          q->en->file, q->en->line, q->name, p->en->file,
                          p->en->line);
@@ -710,14 +693,14 @@ static int wb_aot_write(const char *dir, const char *name, const char *text)
         snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
         FILE *f = fopen(tmp, "wb");
         if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
-            wb_aot_error("wrapbake: cannot write %s: %s\n", tmp,
+            wb_cli_error("wrapbake: cannot write %s: %s\n", tmp,
                          strerror(errno));
             if (f)
                 remove(tmp);
             return -1;
         }
         if (rename(tmp, path) != 0) {
-            wb_aot_error("wrapbake: cannot write %s: %s\n", path,
+            wb_cli_error("wrapbake: cannot write %s: %s\n", path,
                          strerror(errno));
             remove(tmp);
             return -1;
@@ -733,18 +716,18 @@ static int wb_aot_write_all(wb_aot *a, const int *order)
     struct stat st;
     if (stat(a->dir, &st) != 0) {
         if (errno != ENOENT || mkdir(a->dir, 0777) != 0) {
-            wb_aot_error("wrapbake: cannot create the directory %s: %s\n",
+            wb_cli_error("wrapbake: cannot create the directory %s: %s\n",
                          a->dir, strerror(errno));
             return -1;
         }
     } else if (!S_ISDIR(st.st_mode)) {
-        wb_aot_error("wrapbake: %s is not a directory\n", a->dir);
+        wb_cli_error("wrapbake: %s is not a directory\n", a->dir);
         return -1;
     }
     char *h = wb_aot_header(a), *c = wb_aot_unit(a, order);
     int rc = h && c ? 0 : -1;
     if (rc)
-        wb_aot_error("wrapbake: out of memory\n");
+        wb_cli_error("wrapbake: out of memory\n");
     snprintf(name, sizeof name, "%s.h", a->prefix);
     if (!rc)
         rc = wb_aot_write(a->dir, name, h);
@@ -758,7 +741,7 @@ static int wb_aot_write_all(wb_aot *a, const int *order)
         snprintf(name, sizeof name, "%s.c", a->g[i].fn);
         rc = text ? wb_aot_write(a->dir, name, text) : -1;
         if (!text)
-            wb_aot_error("wrapbake: out of memory\n");
+            wb_cli_error("wrapbake: out of memory\n");
         free(text);
     }
     return rc;
@@ -784,7 +767,7 @@ static void wb_aot_leftovers(const wb_aot *a)
             ours = strlen(a->g[i].fn) == n - 2 &&
                    strncmp(a->g[i].fn, name, n - 2) == 0;
         if (!ours)
-            wb_aot_error("wrapbake: warning: %s/%s is not one of the files "
+            wb_cli_error("wrapbake: warning: %s/%s is not one of the files "
                          "generated now; remove it if an earlier run left "
                          "it\n", a->dir, name);
     }
@@ -798,7 +781,7 @@ int wb_cli_aot(const char *dir, const char *prefix, wb_cli_allowlist *al,
     wb_cli_entries *entries = calloc((size_t)nfiles, sizeof *entries);
     int *order = NULL, rc = 1;
     if (!entries) {
-        wb_aot_error("wrapbake: out of memory\n");
+        wb_cli_error("wrapbake: out of memory\n");
         return 1;
     }
     for (size_t i = 0; prefix[i] && i < WB_AOT_MAX_PREFIX; i++)
@@ -810,7 +793,7 @@ int wb_cli_aot(const char *dir, const char *prefix, wb_cli_allowlist *al,
         for (size_t k = 0; k < entries[f].n; k++)
             wb_aot_take(&a, &entries[f].v[k], al);
         if (r != 0) {
-            wb_aot_error("%s\n", err ? err : "wrapbake: out of memory");
+            wb_cli_error("%s\n", err ? err : "wrapbake: out of memory");
             a.failed++;
         }
         free(err);
@@ -818,10 +801,10 @@ int wb_cli_aot(const char *dir, const char *prefix, wb_cli_allowlist *al,
     if (al)
         for (size_t i = 0; i < al->n; i++)
             if (!al->used[i])
-                wb_aot_error("%s:%d: warning: allowlist entry '%s' takes no "
+                wb_cli_error("%s:%d: warning: allowlist entry '%s' takes no "
                              "spec\n", al->file, al->lines[i], al->names[i]);
     if (!a.failed && a.n == 0) {
-        wb_aot_error("wrapbake: no spec to generate code for\n");
+        wb_cli_error("wrapbake: no spec to generate code for\n");
         a.failed++;
     }
     if (!a.failed)
@@ -831,7 +814,7 @@ int wb_cli_aot(const char *dir, const char *prefix, wb_cli_allowlist *al,
         if (rc == 0)
             wb_aot_leftovers(&a);
     } else {
-        wb_aot_error("wrapbake: %d problem%s; nothing written to %s\n",
+        wb_cli_error("wrapbake: %d problem%s; nothing written to %s\n",
                      a.failed, a.failed == 1 ? "" : "s", dir);
     }
     for (int i = 0; i < a.n; i++) {

@@ -443,17 +443,13 @@ static int wb_cli_yaml_tags(wb_cli_yaml *y, const yaml_event_t *val,
 static int wb_cli_yaml_mark_view(wb_cli_yaml *y, wb_cli_entry *en)
 {
     static const char *const how[] = {" with inplace_view", ", inplace_view"};
-    size_t n = strlen(en->text);
     for (size_t i = 0; i < sizeof how / sizeof *how; i++) {
-        size_t m = strlen(how[i]);
-        char *p = malloc(n + m + 1);
+        char *p = wb_cli_format("%s%s", en->text, how[i]);
         wb_schema *sc = NULL;
         if (!p) {
             y->err = wb_cli_format("%s: out of memory", y->file);
             return -1;
         }
-        memcpy(p, en->text, n);
-        memcpy(p + n, how[i], m + 1);
         if (wb_schema_parse(p, en->file, en->line, &sc) == WB_OK) {
             wb_schema_free(sc);
             free(en->text);
@@ -735,4 +731,21 @@ char *wb_cli_full_name(const wb_schema *sc)
     if (p)
         snprintf(p, n, "%s%s%s", ns, *ns ? "::" : "", name);
     return p;
+}
+
+/* ---- messages ---- */
+
+void wb_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+void wb_cli_error_text(const char *msg)
+{
+    size_t n = strlen(msg);
+    wb_cli_error("%s%s", msg, n && msg[n - 1] == '\n' ? "" : "\n");
 }

@@ -75,4 +75,15 @@ void wb_cli_allowlist_free(wb_cli_allowlist *al);
    buffer; returns NULL with errno set on failure.  *len gets its length. */
 char *wb_cli_slurp(const char *path, size_t *len);
 
+/* Errors go to stderr; stdout is flushed first so that the two stay in
+   order when they share a terminal or a file. */
+void wb_cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* A message that may or may not end in a newline, printed with exactly
+   one. */
+void wb_cli_error_text(const char *msg);
+
 #endif /* WB_CLI_INPUT_H */

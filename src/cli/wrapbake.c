@@ -75,30 +75,6 @@ static const char wb_cli_usage_text[] =
 
 /* ---- messages ---- */
 
-/* Errors go to stderr; stdout is flushed first so that the two stay in
-   order when they share a terminal or a file. */
-static void wb_cli_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static void wb_cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
-
-/* A message that may or may not end in a newline, printed with exactly
-   one. */
-static void wb_cli_error_text(const char *msg)
-{
-    size_t n = strlen(msg);
-    wb_cli_error("%s%s", msg, n && msg[n - 1] == '\n' ? "" : "\n");
-}
-
 static int wb_cli_usage_error(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))

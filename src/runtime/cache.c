@@ -256,6 +256,13 @@ done:
 
 /* ---- the disk cache ---- */
 
+/* Whether name ends in ext and has something before it. */
+static bool wb_has_ext(const char *name, const char *ext)
+{
+    size_t n = strlen(name), e = strlen(ext);
+    return n > e && strcmp(name + n - e, ext) == 0;
+}
+
 /* dir/name+ext into out (PATH_MAX bytes); false, with out empty, when it
    does not fit. */
 static bool wb_join(char *out, const char *dir, const char *name,
@@ -596,9 +603,8 @@ static int wb_disk_evict(const char *dir, const char *keep)
     while ((de = readdir(d))) {
         char path[PATH_MAX];
         struct stat sb;
-        size_t len = strlen(de->d_name);
-        bool meta = len > 5 && !strcmp(de->d_name + len - 5, ".meta");
-        bool so = len > 3 && !strcmp(de->d_name + len - 3, ".so");
+        bool meta = wb_has_ext(de->d_name, ".meta");
+        bool so = wb_has_ext(de->d_name, ".so");
         if (de->d_name[0] == '.' || (!meta && !so) ||
             !wb_join(path, dir, de->d_name, "") || stat(path, &sb) != 0)
             continue;
@@ -808,9 +814,8 @@ wb_status wb_cache_clear(void)
                                             "the cache directory %s: %s",
                                             dir, strerror(errno));
     while ((de = readdir(d))) {
-        size_t len = strlen(de->d_name);
-        bool ours = (len > 5 && !strcmp(de->d_name + len - 5, ".meta")) ||
-                    (len > 3 && !strcmp(de->d_name + len - 3, ".so")) ||
+        bool ours = wb_has_ext(de->d_name, ".meta") ||
+                    wb_has_ext(de->d_name, ".so") ||
                     !strncmp(de->d_name, ".tmp-", 5);
         if (!ours)
             continue;
@@ -898,8 +903,7 @@ wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
         char name[300];
         wb_spec_print_name(spec->name, name, sizeof name);
         while (d && (de = readdir(d))) {
-            size_t n = strlen(de->d_name);
-            if (n < 5 || strcmp(de->d_name + n - 5, ".meta"))
+            if (!wb_has_ext(de->d_name, ".meta"))
                 continue;
             wb_join(path, dir, de->d_name, "");
             if (!wb_disk_read_meta(path, &m))

@@ -128,7 +128,7 @@ static char *wb_cc_bind_header(void)
 }
 
 /* The first bytes of a file, for a message. */
-static void wb_cc_read_tail(const char *path, char *buf, size_t n)
+static void wb_cc_read_head(const char *path, char *buf, size_t n)
 {
     buf[0] = '\0';
     FILE *f = fopen(path, "re");
@@ -246,7 +246,7 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
         return WB_ERR_COMPILE;
     if (rc != 0 || access(obj, R_OK) != 0) {
         char text[1500];
-        wb_cc_read_tail(diag, text, sizeof text);
+        wb_cc_read_head(diag, text, sizeof text);
         return wb_rt_fail(WB_ERR_COMPILE, "the system compiler '%s' failed "
                           "(exit %d): %s", cc->argv[0], rc,
                           text[0] ? text : "no diagnostics");

@@ -48,8 +48,8 @@ static void wb_jit_on_message(void *opaque, const char *msg)
 /* libtcc's objects go into libwrapbake.a with their one mprotect call
    renamed to this (see the Makefile).  libtcc would make the pages it just
    copied code into read-write-execute; left read-write, they turn
-   read+execute in wb_jit_compile once libtcc is done with them, so no page
-   is ever writable and executable at once. */
+   read+execute in wb_jit_compile_batch once libtcc is done with them, so
+   no page is ever writable and executable at once. */
 int wb_jit_tcc_mprotect(void *addr, size_t len, int prot)
 {
     (void)addr;
@@ -204,8 +204,6 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
 wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
                          void **entry)
 {
-    if (!entry)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
     return wb_jit_compile_batch(1, &src, fn, code, entry);
 }
 

@@ -374,8 +374,8 @@ typedef struct wb_jit_code wb_jit_code;
 wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
                          void **entry);
 /* Compiles n sources, each defining function fn, in one libtcc state into
-   one block of code; entries[i] is source i's fn.  A failure names the
-   index of the source that failed. */
+   one block of code; entries[i] is source i's fn.  On failure, nothing is
+   kept and the message gives libtcc's diagnostics. */
 wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
                                wb_jit_code **code, void **entries);
 void wb_jit_free(wb_jit_code *code);

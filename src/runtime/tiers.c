@@ -42,6 +42,14 @@ static bool wb_promo_worker;
 static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
                          wb_tensor **outs, int nouts);
 
+/* Sends w's calls straight to its tcc code, unless they already left the
+   counting entry (for cc). */
+static void wb_auto_to_tcc(wb_wrapper *w, const struct wb_promotion *p)
+{
+    wb_entry_fn self = wb_auto_entry;
+    atomic_compare_exchange_strong(&w->entry, &self, p->tcc_entry);
+}
+
 /* Builds and publishes the cc code of one promotion (no lock held).  On
    failure the calls go straight to tcc, as they would have once their
    count ran out. */
@@ -59,8 +67,7 @@ static void wb_promote(struct wb_promotion *p)
         atomic_store_explicit(&w->tier, WB_TIER_CC, memory_order_release);
         wb_wrapper_set_note(w, code->note ? strdup(code->note) : NULL);
     } else if (!atomic_load(&p->cancel)) {
-        wb_entry_fn self = wb_auto_entry;
-        atomic_compare_exchange_strong(&w->entry, &self, p->tcc_entry);
+        wb_auto_to_tcc(w, p);
         const char *why = wb_last_error();
         size_t n = strlen(why) + 64;
         char *note = malloc(n);
@@ -151,9 +158,7 @@ static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
     struct wb_promotion *p = w->promotion;
     if (atomic_fetch_sub_explicit(&p->calls_left, 1,
                                   memory_order_relaxed) == 1) {
-        /* Later calls go straight to tcc, unless cc got there first. */
-        wb_entry_fn self = wb_auto_entry;
-        atomic_compare_exchange_strong(&w->entry, &self, p->tcc_entry);
+        wb_auto_to_tcc(w, p);
         pthread_mutex_lock(&wb_promo_lock);
         p->triggered = true;
         pthread_cond_signal(&wb_promo_work);

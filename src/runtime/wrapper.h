@@ -88,10 +88,10 @@ wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out);
 const char *wb_cc_flags_text(void);
 void wb_cc_opts_free(wb_cc_opts *c);
 
-/* Compiles source with the system compiler into a shared object in a
-   private temporary directory and returns it as *path (malloc'ed), with
-   the compiler's diagnostics in the message on failure.  cancel, when not
-   NULL, stops the compiler once it turns true. */
+/* Compiles source with the system compiler into a shared object in dir
+   (the caller's private directory) and returns it as *path (malloc'ed),
+   with the compiler's diagnostics in the message on failure.  cancel, when
+   not NULL, stops the compiler once it turns true. */
 wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
                       const char *dir, char **path, const atomic_bool *cancel);
 /* Loads the shared object at path and binds its runtime helpers; *code

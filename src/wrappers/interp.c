@@ -142,7 +142,8 @@ leave_guards:
             goto fail;
     }
 
-    /* Commit phase: mutations, then outputs; cannot fail. */
+    /* Commit phase: mutations, then outputs; cannot fail.  Only the CUDA
+       write-back enqueued at the end (wb_rt_flush) can. */
     for (i = 0; i < M; i++)
         wb_interp_commit_mut(&s->muts[i], args[s->muts[i].input].t, r[i],
                              &grows[i]);
@@ -169,8 +170,7 @@ leave_guards:
     wb_rt_release_all(r + M + s->noutputs, s->nbases);
     if (s->grad_at_end >= 0)
         wb_rt_grad_set(s->grad_at_end);
-    return s->device_copies ? wb_rt_flush(e, outs, s->noutputs)
-                                    : WB_OK;
+    return s->device_copies ? wb_rt_flush(e, outs, s->noutputs) : WB_OK;
 
     /* After the graph ran, its in-graph writes stand, and so do their
        version bumps. */
