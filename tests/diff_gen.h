@@ -413,10 +413,13 @@ static void diff_add_hooks(diff_rng *r, wb_spec *s, diff_world *w)
    the success path and every failure it injects. */
 static long diff_status_seen[WB_ERR_UNSUPPORTED + 1];
 
-/* Makes the wrapper of the aot tier, whose code a test built ahead of time
-   (see test_diff.c); NULL where there is none. */
-static wb_status (*diff_aot_wrapper)(wb_spec *s, diff_world *w,
-                                     wb_wrapper **out);
+/* Makes the wrapper of a compiled tier whose code a test built ahead of
+   the case (see test_diff.c); NULL where there is none. */
+static wb_status (*diff_made_wrapper)(wb_spec *s, diff_world *w,
+                                      wb_wrapper **out);
+
+/* The world of the case being run: the graph's context and the hooks'. */
+static diff_world diff_case_world;
 
 /* ---- the observables ---- */
 
@@ -493,8 +496,8 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     wb_wrapper *wr;
     memset(o, 0, sizeof *o);
     o->dev = d->dev;
-    WBD_OK(tier == WB_TIER_AOT && diff_aot_wrapper
-               ? diff_aot_wrapper(s, w, &wr)
+    WBD_OK(tier != WB_TIER_INTERP && diff_made_wrapper
+               ? diff_made_wrapper(s, w, &wr)
                : wb_wrapper_new(s, diff_graph, w, &opt, &wr));
     for (int i = 0; i < d->ninputs; i++) {
         if (d->is_tensor[i]) {
@@ -584,7 +587,7 @@ static const diff_obs *diff_case_dev(diff_rng r, uint64_t label,
                                      DLDevice dev)
 {
     diff_spec d;
-    static diff_world w;
+    diff_world *w = &diff_case_world;
     static diff_obs oi, ot;
     wb_spec *base = diff_make_spec(&r, &d);
     uint64_t hooks = diff_next(&r), inputs = diff_next(&r);
@@ -594,13 +597,13 @@ static const diff_obs *diff_case_dev(diff_rng r, uint64_t label,
     for (int t = -1; t < ntiers; t++) {
         wb_tier tier = t < 0 ? WB_TIER_INTERP : tiers[t];
         wb_spec *s;
-        /* Each tier gets a world of its own and the same hooks, pointed at
+        /* Each tier gets the world afresh and the same hooks, pointed at
            it, from the same seed. */
-        w = (diff_world){.d = &d};
+        *w = (diff_world){.d = &d};
         WBD_OK(wb_spec_clone(base, &s));
         diff_rng h = {hooks | 1, NULL, 0};
-        diff_add_hooks(&h, s, &w);
-        diff_run(&d, s, &w, tier, inputs, t < 0 ? &oi : &ot);
+        diff_add_hooks(&h, s, w);
+        diff_run(&d, s, w, tier, inputs, t < 0 ? &oi : &ot);
         wb_spec_free(s);
         if (t >= 0 && strcmp(oi.text, ot.text) != 0)
             WBD_FAIL("case %llu: the %s tier differs from the interpreter "

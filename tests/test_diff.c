@@ -116,23 +116,23 @@ static wb_status diff_aot_new(wb_spec *s, diff_world *w, wb_wrapper **out)
     return st;
 }
 
-/* The spec diff_case_on makes for seed, hooks included (they change the code;
-   what they point to does not). */
-static wb_spec *diff_aot_spec(uint64_t seed)
+/* The spec diff_case_on makes for seed, its hooks pointed at the case's
+   world. */
+static wb_spec *diff_seed_spec(uint64_t seed)
 {
     diff_rng r = {seed * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
     diff_spec d;
-    static diff_world unused;
     wb_spec *s = diff_make_spec(&r, &d);
     diff_rng h = {diff_next(&r) | 1, NULL, 0};
-    diff_add_hooks(&h, s, &unused);
+    diff_add_hooks(&h, s, &diff_case_world);
     WBT_OK(wb_spec_validate(s));
     return s;
 }
 
 /* Records the declarations of emitted C (what ends in ";" or "}" and a
-   newline outside braces, after the banner, before the function) not seen
-   yet, and returns where the function starts. */
+   newline outside braces, after the banner, before the function, less the
+   lines of its guard) not seen yet, and returns where the function
+   starts. */
 static const char *diff_aot_split(diff_aot *a, const char *src)
 {
     const char *fn = strstr(src, "\nint wb_generated(");
@@ -145,8 +145,11 @@ static const char *diff_aot_split(diff_aot *a, const char *src)
         /* A declaration ends in ";", a function definition in "}". */
         if ((*q != ';' && *q != '}') || depth || q[1] != '\n')
             continue;
-        while (*p == '\n' || *p == ' ')
-            p++;
+        while (*p == '\n' || *p == ' ' || *p == '#')
+            if (*p == '#')
+                p = strchr(p, '\n');
+            else
+                p++;
         size_t n = (size_t)(q + 1 - p);
         bool seen = false;
         for (int i = 0; i < a->ndecls && !seen; i++)
@@ -186,7 +189,7 @@ static void diff_aot_build(diff_aot *a, uint64_t lo, uint64_t hi)
         fprintf(unit[u], "#include \"decls.h\"\n");
     }
     for (uint64_t seed = lo; seed <= hi; seed++) {
-        wb_spec *s = diff_aot_spec(seed);
+        wb_spec *s = diff_seed_spec(seed);
         char *src;
         WBT_OK(wb_emit_c(s, &src));
         WBT_OK(wb_spec_fingerprint(s, a->fps[seed - lo]));
@@ -252,7 +255,7 @@ Test(diff, aot_matches_interp, .timeout = 900)
         lo = hi = strtoull(one, NULL, 10);
     static const wb_tier aot[] = {WB_TIER_AOT};
     diff_aot_build(&diff_aot_built, lo, hi);
-    diff_aot_wrapper = diff_aot_new;
+    diff_made_wrapper = diff_aot_new;
     for (uint64_t seed = lo; seed <= hi; seed++) {
         diff_aot_seed = seed;
         diff_case_on((diff_rng){seed * 0x9E3779B97F4A7C15ULL | 1, NULL, 0},
@@ -263,4 +266,57 @@ Test(diff, aot_matches_interp, .timeout = 900)
     cr_assert(one || diff_status_seen[WB_OK] > calls / 4, "only %ld of %ld "
               "calls succeeded", diff_status_seen[WB_OK], calls);
     diff_aot_free(&diff_aot_built);
+}
+
+/* ---- a batch ---- */
+
+/* The tcc tier with the code of the first WB_DIFF_BATCH_COUNT seeds
+   (default 1000) built by one wb_wrappers_new, one libtcc unit in which
+   each source declares only the helpers no earlier source did; libtcc
+   runs with -Werror, so a helper left undeclared fails the batch. */
+static wb_wrapper **diff_batch;
+static uint64_t diff_batch_seed;
+
+static wb_status diff_batch_take(wb_spec *s, diff_world *w, wb_wrapper **out)
+{
+    (void)s;
+    (void)w;
+    *out = diff_batch[diff_batch_seed - 1];
+    diff_batch[diff_batch_seed - 1] = NULL;
+    return WB_OK;
+}
+
+Test(diff, a_batch_matches_interp, .timeout = 600)
+{
+    const char *count = getenv("WB_DIFF_BATCH_COUNT");
+    int n = count ? atoi(count) : 1000;
+    static const wb_tier tcc[] = {WB_TIER_TCC};
+    wb_options opt = {.tier = WB_TIER_TCC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_spec **specs = calloc((size_t)n, sizeof *specs);
+    wb_graph_fn *graphs = calloc((size_t)n, sizeof *graphs);
+    void **ctxs = calloc((size_t)n, sizeof *ctxs);
+    diff_batch = calloc((size_t)n, sizeof *diff_batch);
+    cr_assert(n > 0 && specs && graphs && ctxs && diff_batch);
+    for (int i = 0; i < n; i++) {
+        specs[i] = diff_seed_spec((uint64_t)i + 1);
+        graphs[i] = diff_graph;
+        ctxs[i] = &diff_case_world;
+    }
+    WBT_OK(wb_wrappers_new(n, (const wb_spec *const *)specs, graphs, ctxs,
+                           &opt, diff_batch));
+    diff_made_wrapper = diff_batch_take;
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = (uint64_t)i + 1;
+        cr_assert_eq(wb_wrapper_tier(diff_batch[i]), WB_TIER_TCC);
+        diff_batch_seed = seed;
+        diff_case_on((diff_rng){seed * 0x9E3779B97F4A7C15ULL | 1, NULL, 0},
+                     seed, tcc, 1);
+        cr_assert_null(diff_batch[i]);
+        wb_spec_free(specs[i]);
+    }
+    wb_set_grad_enabled(true);
+    free(specs);
+    free(graphs);
+    free(ctxs);
+    free(diff_batch);
 }

@@ -89,21 +89,38 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
 }
 
 /* The sources of a batch as one translation unit: libtcc's fixed cost is
-   per unit (about 100 us here), its cost per function a few.  Each source
-   guards its type definitions and defines fn, which a define around it
-   renames to fn_i. */
-static char *wb_jit_unit(int n, const char *const *srcs, const char *fn)
+   per unit (about 100 us here), then it charges per token.  Each source
+   defines fn, which a define around it renames to fn_i, and declares its
+   types and the helpers it calls under #ifndef WB_DECLARED.  The first
+   source's declarations stand; ahead of each later source the unit
+   declares only the helpers no earlier source called, and defines
+   WB_DECLARED, so that libtcc reads each declaration once (for case A
+   that was a fifth of what libtcc charged per wrapper).  Sets used to every helper called. */
+static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
+                         bool used[WB_RT_MAX_SYMBOLS])
 {
-    size_t cap = 1;
+    size_t cap = 64;
+    for (int i = 0; wb_rt_symbols[i].name; i++)
+        cap += strlen(wb_rt_symbols[i].proto) + 1;
     for (int i = 0; i < n; i++)
         cap += strlen(srcs[i]) + 2 * strlen(fn) + 64;
     char *unit = malloc(cap), *p = unit;
     if (!unit)
         return NULL;
-    for (int i = 0; i < n; i++) {
-        p += sprintf(p, "#define %s %s_%d\n", fn, fn, i);
-        size_t len = strlen(srcs[i]);
-        memcpy(p, srcs[i], len);
+    memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
+    for (int k = 0; k < n; k++) {
+        bool one[WB_RT_MAX_SYMBOLS];
+        wb_rt_symbols_used(srcs[k], one);
+        if (k == 1)
+            p += sprintf(p, "#define WB_DECLARED\n");
+        for (int i = 0; wb_rt_symbols[i].name; i++) {
+            if (k > 0 && one[i] && !used[i])
+                p += sprintf(p, "%s\n", wb_rt_symbols[i].proto);
+            used[i] |= one[i];
+        }
+        p += sprintf(p, "#define %s %s_%d\n", fn, fn, k);
+        size_t len = strlen(srcs[k]);
+        memcpy(p, srcs[k], len);
         p += len;
         p += sprintf(p, "\n#undef %s\n", fn);
     }
@@ -122,22 +139,18 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
         if (!srcs[i])
             return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL "
                               "source %d", i);
+    /* One source compiles as it is, a batch as one unit. */
+    bool used[WB_RT_MAX_SYMBOLS];
     wb_jit_code *c = calloc(1, sizeof *c);
-    char *unit = n == 1 ? NULL : wb_jit_unit(n, srcs, fn);
+    char *unit = NULL;
+    if (n == 1)
+        wb_rt_symbols_used(srcs[0], used);
+    else
+        unit = wb_jit_unit(n, srcs, fn, used);
     if (!c || (n > 1 && !unit)) {
         free(c);
         free(unit);
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
-    }
-
-    /* Each symbol costs libtcc about a microsecond, so only the helpers
-       the sources call are registered, and memcpy and memset, which libtcc
-       itself may call for copies and zeroed locals. */
-    bool used[WB_RT_MAX_SYMBOLS] = {false}, one[WB_RT_MAX_SYMBOLS];
-    for (int k = 0; k < n; k++) {
-        wb_rt_symbols_used(srcs[k], one);
-        for (int i = 0; wb_rt_symbols[i].name; i++)
-            used[i] |= one[i];
     }
 
     pthread_mutex_lock(&wb_jit_lock);
@@ -151,8 +164,13 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
         return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
     }
     tcc_set_error_func(s, &diag, wb_jit_on_message);
-    tcc_set_options(s, "-nostdlib");
+    /* Generated code compiles without a warning: -Werror turns one (a
+       helper called undeclared, say) into a failed build, not wrong code. */
+    tcc_set_options(s, "-nostdlib -Werror");
     tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+    /* Each symbol costs libtcc about a microsecond, so only the helpers
+       the sources call are registered, and memcpy and memset, which libtcc
+       itself may call for copies and zeroed locals. */
     for (int i = 0; wb_rt_symbols[i].name; i++) {
         const wb_rt_symbol *y = &wb_rt_symbols[i];
         if (!used[i] && strcmp(y->name, "memcpy") && strcmp(y->name, "memset"))

@@ -193,10 +193,10 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
 static void wb_emit_prelude(wb_emitter *x, const char *body)
 {
     wb_buf *b = &x->out;
-    /* The guard lets a batch compile many wrappers as one unit. */
+    /* A batch compiled as one unit defines WB_DECLARED once its first
+       source has declared these; see wb_jit_unit. */
     wb_buf_printf(b,
-        "#ifndef WB_PRELUDE\n"
-        "#define WB_PRELUDE\n"
+        "#ifndef WB_DECLARED\n"
         "/* The leading members of a tensor; the rest is the runtime's. */\n"
         "typedef struct wb_storage wb_storage;\n"
         "typedef struct wb_tensor {\n"
@@ -214,15 +214,14 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
         "    void *graph_ctx;\n"
         "} wb_env;\n"
         "typedef struct wb_rt_grow { void *data; unsigned long nbytes; "
-        "void *husk; } wb_rt_grow;\n"
-        "#endif\n\n");
+        "void *husk; } wb_rt_grow;\n\n");
     /* Prototypes of exactly the helpers the body calls. */
     bool used[WB_RT_MAX_SYMBOLS];
     wb_rt_symbols_used(body, used);
     for (int i = 0; wb_rt_symbols[i].name; i++)
         if (used[i])
             wb_emit_proto(b, wb_rt_symbols[i].proto);
-    wb_buf_printf(b, "\n");
+    wb_buf_printf(b, "#endif\n\n");
 }
 
 /* ---- the function ---- */

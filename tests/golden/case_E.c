@@ -35,8 +35,7 @@
  * inference: grad mode off during the call
  */
 
-#ifndef WB_PRELUDE
-#define WB_PRELUDE
+#ifndef WB_DECLARED
 /* The leading members of a tensor; the rest is the runtime's. */
 typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
@@ -53,7 +52,6 @@ typedef struct wb_env {
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
-#endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
@@ -77,6 +75,7 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
+#endif
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)

@@ -17,8 +17,7 @@
  * inference: grad mode off during the call
  */
 
-#ifndef WB_PRELUDE
-#define WB_PRELUDE
+#ifndef WB_DECLARED
 /* The leading members of a tensor; the rest is the runtime's. */
 typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
@@ -35,7 +34,6 @@ typedef struct wb_env {
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
-#endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
@@ -59,6 +57,7 @@ int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
+#endif
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)

@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "354d7ebff98195f5562da3d1aa49a07412c57faa74f19d56e400ddae3958a2fd",
+     "4c2fe9654b12606540b22b783155c48554845644ce2c19b655b798d6febd46c6",
      wb_aot_decode_step_0},
 };
 

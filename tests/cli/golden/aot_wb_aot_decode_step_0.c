@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint 354d7ebff98195f5562da3d1aa49a07412c57faa74f19d56e400ddae3958a2fd.
+ * Fingerprint 4c2fe9654b12606540b22b783155c48554845644ce2c19b655b798d6febd46c6.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -31,8 +31,7 @@
  * inference: grad mode off during the call
  */
 
-#ifndef WB_PRELUDE
-#define WB_PRELUDE
+#ifndef WB_DECLARED
 /* The leading members of a tensor; the rest is the runtime's. */
 typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
@@ -49,7 +48,6 @@ typedef struct wb_env {
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
-#endif
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
@@ -73,6 +71,7 @@ int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
+#endif
 
 int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
