@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "../src/cli/input.h"
 
 const char *const bench_tier_names[BENCH_NTIERS] = {"direct", "interp", "tcc",
                                                     "cc", "aot"};
@@ -114,26 +115,11 @@ void bench_print_table(FILE *f, const bench_report *r)
 
 /* ---- JSON ---- */
 
-static void bench_json_str(FILE *f, const char *s)
-{
-    putc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            putc(c, f);
-    }
-    putc('"', f);
-}
-
 static void bench_json_tier(FILE *f, int x, const bench_tier_result *t)
 {
     if (!t->available) {
         fprintf(f, "{\"available\": false, \"reason\": ");
-        bench_json_str(f, t->why_not);
+        wb_cli_json_string(f, t->why_not);
         fputc('}', f);
         return;
     }
@@ -160,19 +146,19 @@ static void bench_json_tier(FILE *f, int x, const bench_tier_result *t)
 void bench_print_json(FILE *f, const bench_report *r)
 {
     fprintf(f, "{\"machine\": ");
-    bench_json_str(f, r->machine);
+    wb_cli_json_string(f, r->machine);
     fprintf(f, ", \"date\": ");
-    bench_json_str(f, r->date);
+    wb_cli_json_string(f, r->date);
     fprintf(f, ", \"device\": ");
-    bench_json_str(f, r->device);
+    wb_cli_json_string(f, r->device);
     fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"libtcc_floor_us\": %.1f, "
             "\"cases\": [", r->calls, r->reps, r->libtcc_us);
     for (int c = 0; c < r->ncases; c++) {
         const bench_case_result *k = &r->cases[c];
         fprintf(f, "%s{\"case\": ", c ? ", " : "");
-        bench_json_str(f, k->name);
+        wb_cli_json_string(f, k->name);
         fprintf(f, ", \"desc\": ");
-        bench_json_str(f, k->desc);
+        wb_cli_json_string(f, k->desc);
         fprintf(f, ", \"direct\": ");
         bench_json_tier(f, BENCH_DIRECT, &k->tiers[BENCH_DIRECT]);
         fprintf(f, ", \"tiers\": {");

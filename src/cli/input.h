@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* One spec as read from a file, not yet parsed. */
 typedef struct wb_cli_entry {
@@ -85,5 +86,10 @@ void wb_cli_error(const char *fmt, ...)
 /* A message that may or may not end in a newline, printed with exactly
    one. */
 void wb_cli_error_text(const char *msg);
+
+/* s as a JSON string, or null for NULL: quotes, backslashes and control
+   characters escaped, each byte that is not part of valid UTF-8 written
+   as U+FFFD, so the output is always valid JSON. */
+void wb_cli_json_string(FILE *f, const char *s);
 
 #endif /* WB_CLI_INPUT_H */

@@ -92,74 +92,6 @@ static int wb_cli_usage_error(const char *fmt, ...)
     return WB_CLI_USAGE;
 }
 
-/* ---- JSON ---- */
-
-/* The length of the valid UTF-8 sequence at p (1 to 4), or 0 when the
-   bytes there are not one: overlong forms, surrogates and code points past
-   U+10FFFF are invalid.  p is NUL-terminated, and a NUL fails every
-   continuation test before anything past it is read. */
-static int wb_cli_utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 &&
-                       (p[3] & 0xc0) == 0x80
-                   ? 4
-                   : 0;
-    }
-    return 0;
-}
-
-/* s as a JSON string, or null for NULL.  Quotes, backslashes and control
-   characters are escaped; valid UTF-8 is written as it is; each byte that
-   is not part of valid UTF-8 becomes U+FFFD, so the output is always valid
-   UTF-8 and valid JSON. */
-static void wb_cli_json_str(FILE *f, const char *s)
-{
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    putc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        unsigned c = *p;
-        if (c == '"' || c == '\\') {
-            putc('\\', f);
-            putc((int)c, f);
-            p++;
-        } else if (c < 0x20) {
-            switch (c) {
-            case '\n': fputs("\\n", f); break;
-            case '\t': fputs("\\t", f); break;
-            case '\r': fputs("\\r", f); break;
-            case '\b': fputs("\\b", f); break;
-            case '\f': fputs("\\f", f); break;
-            default: fprintf(f, "\\u%04x", c); break;
-            }
-            p++;
-        } else {
-            int n = wb_cli_utf8_len(p);
-            if (n == 0) {
-                fputs("\\ufffd", f);
-                p++;
-            } else {
-                fwrite(p, 1, (size_t)n, f);
-                p += n;
-            }
-        }
-    }
-    putc('"', f);
-}
-
 /* ---- what check says about one spec ---- */
 
 static const char *wb_cli_dir_name(wb_direction d)
@@ -180,9 +112,9 @@ typedef struct wb_cli_counts {
 static void wb_cli_json_failure(const char *name, const char *error)
 {
     fputs("{\"name\": ", stdout);
-    wb_cli_json_str(stdout, name);
+    wb_cli_json_string(stdout, name);
     fputs(", \"ok\": false, \"error\": ", stdout);
-    wb_cli_json_str(stdout, error);
+    wb_cli_json_string(stdout, error);
     fputs("}\n", stdout);
 }
 
@@ -192,22 +124,22 @@ static void wb_cli_json_spec(const wb_schema *sc, const char *why)
     int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
     fputs("{\"name\": ", f);
     char *name = wb_cli_full_name(sc);
-    wb_cli_json_str(f, name ? name : wb_schema_name(sc));
+    wb_cli_json_string(f, name ? name : wb_schema_name(sc));
     free(name);
     fprintf(f, ", \"ok\": true, \"wrappable\": %s", why ? "false" : "true");
     if (why) {
         fputs(", \"reason\": ", f);
-        wb_cli_json_str(f, why);
+        wb_cli_json_string(f, why);
     }
     fprintf(f, ", \"arity\": %d, \"args\": [", nret);
     for (int i = 0; i < nargs; i++) {
         fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-        wb_cli_json_str(f, wb_schema_arg_name(sc, i));
+        wb_cli_json_string(f, wb_schema_arg_name(sc, i));
         fputs(", \"type\": ", f);
-        wb_cli_json_str(f, wb_schema_arg_type(sc, i));
+        wb_cli_json_string(f, wb_schema_arg_type(sc, i));
         fprintf(f, ", \"dir\": \"%s\", \"ctype\": ",
                 wb_cli_dir_name(wb_schema_arg_dir(sc, i)));
-        wb_cli_json_str(f, wb_schema_arg_ctype(sc, i));
+        wb_cli_json_string(f, wb_schema_arg_ctype(sc, i));
         putc('}', f);
     }
     fputs("], \"returns\": [", f);
