@@ -436,7 +436,7 @@ has usage_emit_two.err 'emit: one FILE only, 2 given'
 run help 0 "$wb" --help
 has help.out 'Usage: wrapbake' 'check [--json] [--allowlist LIST] FILE...' \
     'emit [--name NAME] FILE' 'emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...' \
-    'Exit status: 0'
+    'starts with `)`, `]` or `->`' 'Exit status: 0'
 run help_check 0 "$wb" check --help
 same help.out help_check.out
 run version 0 "$wb" --version
