@@ -103,9 +103,12 @@ $(DEPS): scripts/install-deps.sh
 	@touch $@
 deps: $(DEPS)
 
-$(BUILD)/obj/%.o: %.c $(DEPS) $(wildcard include/*.h src/*/*.h tests/*.h)
+# Each object also depends on the headers its source includes, as the
+# compiler lists them (-MMD) in the .d file beside it.
+$(BUILD)/obj/%.o: %.c $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # libtcc marks the pages it relocates code into read-write-execute
 # (mprotect in its tccrun.o).  Its objects are copied into libwrapbake.a
@@ -157,14 +160,12 @@ $(BENCH_AOT)/.stamp: bench/cases.txt $(CLI)
 	         'bench/cases.txt:' >&2; cat $(BENCH_AOT)/files >&2; exit 1; }
 	touch $@
 $(BENCH_AOT)/wb_bench_aot.h $(BENCH_AOT_SRC): $(BENCH_AOT)/.stamp ;
-$(BUILD)/obj/bench-aot/%.o: $(BENCH_AOT)/%.c $(BENCH_AOT)/wb_bench_aot.h \
-                            $(wildcard include/*.h)
+$(BUILD)/obj/bench-aot/%.o: $(BENCH_AOT)/%.c $(BENCH_AOT)/wb_bench_aot.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
-$(BUILD)/obj/bench/aot.o: bench/aot.c bench/bench.h \
-                          $(BENCH_AOT)/wb_bench_aot.h $(wildcard include/*.h)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/obj/bench/aot.o: bench/aot.c $(BENCH_AOT)/wb_bench_aot.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -I$(BENCH_AOT) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -I$(BENCH_AOT) -c $< -o $@
 
 $(BENCH): $(BENCH_OBJ) $(BENCH_AOT_OBJ) $(BUILD)/obj/src/cli/input.o $(LIB)
 	@mkdir -p $(@D)
