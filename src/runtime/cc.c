@@ -85,12 +85,9 @@ void wb_cc_opts_free(wb_cc_opts *c)
     }
 }
 
-/* Writes text to dir/name. */
-static wb_status wb_cc_write(const char *dir, const char *name,
-                             const char *text)
+/* Writes text to a new file at path. */
+static wb_status wb_cc_write(const char *path, const char *text)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return wb_rt_fail(WB_ERR_COMPILE, "cannot create %s: %s", path,
@@ -219,9 +216,9 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
     snprintf(bind, sizeof bind, "%s/bind.h", dir);
     snprintf(obj, sizeof obj, "%s/wrapper.so", dir);
     snprintf(diag, sizeof diag, "%s/diagnostics.txt", dir);
-    st = wb_cc_write(dir, "bind.h", header);
+    st = wb_cc_write(bind, header);
     free(header);
-    if (st != WB_OK || (st = wb_cc_write(dir, "wrapper.c", source)) != WB_OK)
+    if (st != WB_OK || (st = wb_cc_write(src, source)) != WB_OK)
         return st;
 
     const char *tail[] = {"-include", bind, "-o", obj, src};
