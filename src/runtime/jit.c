@@ -89,13 +89,14 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
 }
 
 /* The sources of a batch as one translation unit: libtcc's fixed cost is
-   per unit (about 100 us here), then it charges per token.  Each source
+   per unit (70 to 100 us here), then it charges per token.  Each source
    defines fn, which a define around it renames to fn_i, and declares its
    types and the helpers it calls under #ifndef WB_DECLARED.  The first
    source's declarations stand; ahead of each later source the unit
    declares only the helpers no earlier source called, and defines
    WB_DECLARED, so that libtcc reads each declaration once (for case A
-   that was a fifth of what libtcc charged per wrapper).  Sets used to every helper called. */
+   that was a fifth of what libtcc charged per wrapper).  Sets used[i] for
+   every helper i some source calls. */
 static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
                          bool used[WB_RT_MAX_SYMBOLS])
 {
