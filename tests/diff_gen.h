@@ -116,14 +116,22 @@ typedef struct diff_world {
     size_t loglen;
 } diff_world;
 
+/* Appends to buf (of cap bytes, *len used) what fits; a piece that does
+   not fit whole is not counted. */
+static void diff_vappend(char *buf, size_t cap, size_t *len, const char *fmt,
+                         va_list ap)
+{
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    if (n > 0 && *len + (size_t)n < cap)
+        *len += (size_t)n;
+}
+
 static void diff_log(diff_world *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(w->log + w->loglen, sizeof w->log - w->loglen, fmt, ap);
+    diff_vappend(w->log, sizeof w->log, &w->loglen, fmt, ap);
     va_end(ap);
-    if (n > 0 && w->loglen + (size_t)n < sizeof w->log)
-        w->loglen += (size_t)n;
 }
 
 static int diff_before(void *ud)
@@ -435,10 +443,8 @@ static void diff_put(diff_obs *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(o->text + o->len, sizeof o->text - o->len, fmt, ap);
+    diff_vappend(o->text, sizeof o->text, &o->len, fmt, ap);
     va_end(ap);
-    if (n > 0 && o->len + (size_t)n < sizeof o->text)
-        o->len += (size_t)n;
 }
 
 static int diff_storage_id(diff_obs *o, const wb_storage *s)
