@@ -88,42 +88,72 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
     return WB_OK;
 }
 
+/* Emitted sources open with a banner, then their types and the
+   prototypes of exactly the helpers they call under #ifndef WB_DECLARED
+   (see wb_emit_prelude), then the function.  Sets *body to where the
+   function starts and returns the declarations' bytes, for
+   wb_rt_symbols_used; a source without them is all body and all
+   scanned. */
+static size_t wb_jit_split(const char *src, const char **body)
+{
+    static const char open[] = "#ifndef WB_DECLARED\n", close[] = "\n#endif\n";
+    const char *d = strstr(src, open);
+    const char *end = d ? strstr(d, close) : NULL;
+    if (!end) {
+        *body = src;
+        return strlen(src);
+    }
+    *body = end + strlen(close);
+    return (size_t)(*body - src);
+}
+
+static char *wb_jit_put(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
 /* The sources of a batch as one translation unit: libtcc's fixed cost is
-   per unit (70 to 100 us here), then it charges per token.  Each source
-   defines fn, which a define around it renames to fn_i, and declares its
-   types and the helpers it calls under #ifndef WB_DECLARED.  The first
-   source's declarations stand; ahead of each later source the unit
-   declares only the helpers no earlier source called, and defines
-   WB_DECLARED, so that libtcc reads each declaration once (for case A
-   that was a fifth of what libtcc charged per wrapper).  Sets used[i] for
-   every helper i some source calls. */
+   per unit (70 to 100 us here), then it charges per token and per byte it
+   skips.  Each source defines fn, which a define around it renames to
+   fn_k.  The first source stands whole; of each later one the unit keeps
+   only the function, after a declaration of each helper it calls that no
+   earlier source called, so that libtcc reads each declaration once and
+   skips no banner or declarations it already has (for case A that was
+   about a third of what libtcc charged per wrapper).  WB_DECLARED is
+   defined from the second source on, as the prelude's guard expects.
+   Sets used[i] for every helper i some source calls. */
 static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
                          bool used[WB_RT_MAX_SYMBOLS])
 {
-    size_t cap = 64;
+    size_t cap = 64, fnlen = strlen(fn);
     for (int i = 0; wb_rt_symbols[i].name; i++)
         cap += strlen(wb_rt_symbols[i].proto) + 1;
     for (int i = 0; i < n; i++)
-        cap += strlen(srcs[i]) + 2 * strlen(fn) + 64;
+        cap += strlen(srcs[i]) + 2 * fnlen + 64;
     char *unit = malloc(cap), *p = unit;
     if (!unit)
         return NULL;
     memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
     for (int k = 0; k < n; k++) {
+        const char *body;
         bool one[WB_RT_MAX_SYMBOLS];
-        wb_rt_symbols_used(srcs[k], one);
+        wb_rt_symbols_used(srcs[k], wb_jit_split(srcs[k], &body), one);
         if (k == 1)
-            p += sprintf(p, "#define WB_DECLARED\n");
+            p = wb_jit_put(p, "#define WB_DECLARED\n");
         for (int i = 0; wb_rt_symbols[i].name; i++) {
-            if (k > 0 && one[i] && !used[i])
-                p += sprintf(p, "%s\n", wb_rt_symbols[i].proto);
+            if (k > 0 && one[i] && !used[i]) {
+                p = wb_jit_put(p, wb_rt_symbols[i].proto);
+                *p++ = '\n';
+            }
             used[i] |= one[i];
         }
         p += sprintf(p, "#define %s %s_%d\n", fn, fn, k);
-        size_t len = strlen(srcs[k]);
-        memcpy(p, srcs[k], len);
-        p += len;
-        p += sprintf(p, "\n#undef %s\n", fn);
+        p = wb_jit_put(p, k == 0 ? srcs[k] : body);
+        p = wb_jit_put(p, "\n#undef ");
+        p = wb_jit_put(p, fn);
+        *p++ = '\n';
     }
     *p = '\0';
     return unit;
@@ -144,8 +174,10 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     bool used[WB_RT_MAX_SYMBOLS];
     wb_jit_code *c = calloc(1, sizeof *c);
     char *unit = NULL;
-    if (n == 1)
-        wb_rt_symbols_used(srcs[0], used);
+    if (n == 1) {
+        const char *body;
+        wb_rt_symbols_used(srcs[0], wb_jit_split(srcs[0], &body), used);
+    }
     else
         unit = wb_jit_unit(n, srcs, fn, used);
     if (!c || (n > 1 && !unit)) {
