@@ -789,9 +789,9 @@ int wb_rt_symbols_used(const char *src, size_t n,
             continue;
         for (int i = 0; wb_rt_symbols[i].name; i++) {
             const wb_rt_symbol *y = &wb_rt_symbols[i];
-            if (!used[i] && y->len == len && !memcmp(y->name, q, len)) {
+            if (y->len == len && !memcmp(y->name, q, len)) {
+                count += !used[i];
                 used[i] = true;
-                count++;
                 break;
             }
         }

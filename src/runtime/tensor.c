@@ -120,8 +120,8 @@ const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n)
 
 const char *wb_rt_device_str(DLDevice d, char *buf, size_t n)
 {
-    if (d.device_type == kDLCPU && d.device_id == 0)
-        snprintf(buf, n, "cpu");
+    if (d.device_type == kDLCPU && d.device_id == 0 && n >= 4)
+        memcpy(buf, "cpu", 4); /* the common case, named in every banner */
     else if (d.device_type == kDLCUDA)
         snprintf(buf, n, "cuda:%d", (int)d.device_id);
     else
