@@ -18,43 +18,9 @@
 
 #include "input.h"
 #include "../spec/schema.h"
+#include "../wrappers/wrappers.h"
 
 /* ---- small helpers ---- */
-
-/* A growable string; a failed allocation sets oom and stops all writes, so
-   callers check once. */
-typedef struct wb_cli_str {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} wb_cli_str;
-
-static void wb_cli_str_add(wb_cli_str *s, const char *p, size_t n)
-{
-    if (s->oom)
-        return;
-    if (s->len + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 128;
-        while (cap < s->len + n + 1)
-            cap *= 2;
-        char *q = realloc(s->p, cap);
-        if (!q) {
-            s->oom = true;
-            return;
-        }
-        s->p = q;
-        s->cap = cap;
-    }
-    memcpy(s->p + s->len, p, n);
-    s->len += n;
-    s->p[s->len] = '\0';
-}
-
-static void wb_cli_str_spaces(wb_cli_str *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        wb_cli_str_add(s, " ", 1);
-}
 
 /* A malloc'ed message, or NULL when even that fails (callers then report
    that memory ran out). */
@@ -231,18 +197,18 @@ static bool wb_cli_continues(const char *line)
 }
 
 /* Ends the entry being built, if any, and hands it to out. */
-static int wb_cli_text_flush(wb_cli_str *cur, bool *open, const char *file,
+static int wb_cli_text_flush(wb_buf *cur, bool *open, const char *file,
                              int line, int col, wb_cli_entries *out)
 {
     if (!*open || cur->oom)
         return cur->oom ? -1 : 0;
-    wb_cli_entry en = {.text = cur->p, .file = file, .line = line,
+    wb_cli_entry en = {.text = wb_buf_take(cur), .file = file, .line = line,
                        .col = col};
-    if (wb_cli_entries_push(out, en) != 0) {
+    if (!en.text || wb_cli_entries_push(out, en) != 0) {
+        free(en.text);
         cur->oom = true;
         return -1;
     }
-    *cur = (wb_cli_str){0};
     *open = false;
     return 0;
 }
@@ -255,7 +221,7 @@ static int wb_cli_text_flush(wb_cli_str *cur, bool *open, const char *file,
 static int wb_cli_read_text(const char *file, const char *buf, size_t len,
                             wb_cli_entries *out, char **err)
 {
-    wb_cli_str cur = {0};
+    wb_buf cur = {0};
     bool open = false;
     int depth = 0, first_line = 0, first_col = 0, lineno = 0;
     size_t pos = 0;
@@ -290,20 +256,20 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
         } else {
             /* A comment-only line still counts, so that the parser's line
                numbers stay those of the file. */
-            wb_cli_str_add(&cur, "\n", 1);
+            wb_buf_write(&cur, "\n", 1);
         }
-        wb_cli_str_add(&cur, line, sc.keep);
+        wb_buf_write(&cur, line, sc.keep);
         depth = sc.depth;
         if (depth == 0)
             wb_cli_text_flush(&cur, &open, file, first_line, first_col, out);
     }
     wb_cli_text_flush(&cur, &open, file, first_line, first_col, out);
-    if (cur.oom) {
-        free(cur.p);
+    bool oom = cur.oom;
+    wb_buf_free(&cur);
+    if (oom) {
         *err = wb_cli_format("%s: out of memory", file);
         return -1;
     }
-    free(cur.p);
     return 0;
 }
 
@@ -379,7 +345,7 @@ static int wb_cli_yaml_func(wb_cli_yaml *y, const yaml_event_t *ev)
 {
     const yaml_mark_t *s = &ev->start_mark, *e = &ev->end_mark;
     yaml_scalar_style_t style = ev->data.scalar.style;
-    wb_cli_str t = {0};
+    wb_buf t = {0};
     wb_cli_entry en = {.file = y->file, .line = (int)s->line + 1,
                        .col = (int)s->column + 1};
     if (s->line == e->line) {
@@ -387,19 +353,17 @@ static int wb_cli_yaml_func(wb_cli_yaml *y, const yaml_event_t *ev)
         if (style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
             style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
             pad++;
-        wb_cli_str_spaces(&t, pad);
+        wb_buf_printf(&t, "%*s", (int)pad, "");
         en.col = (int)pad + 1;
     } else if (style == YAML_LITERAL_SCALAR_STYLE ||
                style == YAML_FOLDED_SCALAR_STYLE) {
         en.line++;  /* the text starts on the line after `|` or `>` */
     }
-    wb_cli_str_add(&t, (const char *)ev->data.scalar.value,
-                   ev->data.scalar.length);
-    if (!t.oom && !t.p)
-        wb_cli_str_add(&t, "", 0);
-    en.text = t.p;
-    if (t.oom || wb_cli_entries_push(y->out, en) != 0) {
-        free(t.p);
+    wb_buf_write(&t, (const char *)ev->data.scalar.value,
+                 ev->data.scalar.length);
+    en.text = wb_buf_take(&t);
+    if (!en.text || wb_cli_entries_push(y->out, en) != 0) {
+        free(en.text);
         y->err = wb_cli_format("%s: out of memory", y->file);
         return -1;
     }
