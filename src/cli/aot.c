@@ -798,11 +798,7 @@ int wb_cli_aot(const char *dir, const char *prefix, wb_cli_allowlist *al,
         }
         free(err);
     }
-    if (al)
-        for (size_t i = 0; i < al->n; i++)
-            if (!al->used[i])
-                wb_cli_error("%s:%d: warning: allowlist entry '%s' takes no "
-                             "spec\n", al->file, al->lines[i], al->names[i]);
+    wb_cli_allowlist_warn_unused(al);
     if (!a.failed && a.n == 0) {
         wb_cli_error("wrapbake: no spec to generate code for\n");
         a.failed++;

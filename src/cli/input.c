@@ -671,6 +671,14 @@ bool wb_cli_allowlist_takes(wb_cli_allowlist *al, const char *name)
     return taken;
 }
 
+void wb_cli_allowlist_warn_unused(const wb_cli_allowlist *al)
+{
+    for (size_t i = 0; al && i < al->n; i++)
+        if (!al->used[i])
+            wb_cli_error("%s:%d: warning: allowlist entry '%s' takes no "
+                         "spec\n", al->file, al->lines[i], al->names[i]);
+}
+
 void wb_cli_allowlist_free(wb_cli_allowlist *al)
 {
     for (size_t i = 0; i < al->n; i++)

@@ -70,6 +70,8 @@ int wb_cli_allowlist_read(const char *path, wb_cli_allowlist *al, char **err);
    maybe a namespace); an entry without an overload takes every overload.
    Marks the entries that match as used. */
 bool wb_cli_allowlist_takes(wb_cli_allowlist *al, const char *name);
+/* Warns on stderr of each entry that took no spec (none for NULL). */
+void wb_cli_allowlist_warn_unused(const wb_cli_allowlist *al);
 void wb_cli_allowlist_free(wb_cli_allowlist *al);
 
 /* Reads a whole file ("-": standard input) into a malloc'ed NUL-terminated

@@ -448,10 +448,7 @@ static int wb_cli_check(bool json, const char *allowlist, int nfiles,
         err = NULL;
         wb_cli_entries_free(&entries);
     }
-    for (size_t i = 0; i < al.n; i++)
-        if (!al.used[i])
-            wb_cli_error("%s:%d: warning: allowlist entry '%s' takes no "
-                         "spec\n", al.file, al.lines[i], al.names[i]);
+    wb_cli_allowlist_warn_unused(&al);
     if (!json) {
         int total = counts.wrappable + counts.unwrappable + counts.failed;
         printf("%d spec%s: %d wrappable, %d not wrappable, %d failed",
