@@ -80,7 +80,7 @@ static void wb_emit_name(wb_buf *b, const char *name)
 {
     char nm[300];
     wb_spec_safe_name(name, nm, sizeof nm);
-    wb_buf_printf(b, "%s", nm);
+    wb_buf_write(b, nm, strlen(nm));
 }
 
 static void wb_emit_dtype(wb_buf *b, DLDataType d)
@@ -100,7 +100,7 @@ static const char *wb_emit_input_desc(wb_emitter *x, int i)
     wb_buf *b = wb_emit_tmp(x);
     wb_buf_printf(b, "input %d '", i);
     wb_emit_name(b, in->name);
-    wb_buf_printf(b, "'");
+    wb_buf_write(b, "'", 1);
     if (!in->is_tensor) {
         wb_buf_printf(b, ", %s", wb_spec_c_type(s, i));
         return wb_emit_tmp_text(x);
