@@ -130,9 +130,8 @@ static wb_spec *diff_seed_spec(uint64_t seed)
 }
 
 /* Records the declarations of emitted C (what ends in ";" or "}" and a
-   newline outside braces, after the banner, before the function, less the
-   lines of its guard) not seen yet, and returns where the function
-   starts. */
+   newline outside braces, after the banner, before the function) not seen
+   yet, and returns where the function starts. */
 static const char *diff_aot_split(diff_aot *a, const char *src)
 {
     const char *fn = strstr(src, "\nint wb_generated(");
@@ -145,11 +144,8 @@ static const char *diff_aot_split(diff_aot *a, const char *src)
         /* A declaration ends in ";", a function definition in "}". */
         if ((*q != ';' && *q != '}') || depth || q[1] != '\n')
             continue;
-        while (*p == '\n' || *p == ' ' || *p == '#')
-            if (*p == '#')
-                p = strchr(p, '\n');
-            else
-                p++;
+        while (*p == '\n' || *p == ' ')
+            p++;
         size_t n = (size_t)(q + 1 - p);
         bool seen = false;
         for (int i = 0; i < a->ndecls && !seen; i++)

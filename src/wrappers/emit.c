@@ -190,13 +190,13 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
     wb_buf_write(b, "\n", 1);
 }
 
-static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
+static void wb_emit_prelude(wb_emitter *x, const char *body)
 {
     wb_buf *b = &x->out;
-    /* A batch compiled as one unit defines WB_DECLARED once its first
-       source has declared these; see wb_jit_unit. */
+    /* A batch compiled as one unit keeps the banner and these from its
+       first source only, and of each later one the function, from the
+       line that opens it (wb_jit_unit). */
     wb_buf_printf(b,
-        "#ifndef WB_DECLARED\n"
         "/* The leading members of a tensor; the rest is the runtime's. */\n"
         "typedef struct wb_storage wb_storage;\n"
         "typedef struct wb_tensor {\n"
@@ -217,11 +217,11 @@ static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
         "void *husk; } wb_rt_grow;\n\n");
     /* Prototypes of exactly the helpers the body calls. */
     bool used[WB_RT_MAX_SYMBOLS];
-    wb_rt_symbols_used(body->p, body->len, used);
+    wb_rt_symbols_used(body, used);
     for (int i = 0; wb_rt_symbols[i].name; i++)
         if (used[i])
             wb_emit_proto(b, wb_rt_symbols[i].proto);
-    wb_buf_printf(b, "#endif\n\n");
+    wb_buf_write(b, "\n", 1);
 }
 
 /* ---- the function ---- */
@@ -779,7 +779,7 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
     body = bx.out;
     wb_emit_banner(&x);
     if (!body.oom)
-        wb_emit_prelude(&x, &body);
+        wb_emit_prelude(&x, body.p);
     if (!body.oom)
         wb_buf_write(&x.out, body.p, body.len);
     bool oom = body.oom || tmp.oom;

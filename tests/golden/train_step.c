@@ -26,7 +26,6 @@
  * training: grad mode on during the call, on after it
  */
 
-#ifndef WB_DECLARED
 /* The leading members of a tensor; the rest is the runtime's. */
 typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
@@ -87,7 +86,6 @@ void wb_rt_grow_free(wb_rt_grow *g);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
-#endif
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)

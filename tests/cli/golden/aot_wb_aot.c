@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "4c2fe9654b12606540b22b783155c48554845644ce2c19b655b798d6febd46c6",
+     "9cf3a3fb59accbc0033a951bb8e62c50fadc42018edd38df1a71b61d41dc1956",
      wb_aot_decode_step_0},
 };
 

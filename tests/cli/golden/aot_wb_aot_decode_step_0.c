@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint 4c2fe9654b12606540b22b783155c48554845644ce2c19b655b798d6febd46c6.
+ * Fingerprint 9cf3a3fb59accbc0033a951bb8e62c50fadc42018edd38df1a71b61d41dc1956.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -31,7 +31,6 @@
  * inference: grad mode off during the call
  */
 
-#ifndef WB_DECLARED
 /* The leading members of a tensor; the rest is the runtime's. */
 typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
@@ -71,7 +70,6 @@ int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
-#endif
 
 int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)

@@ -17,7 +17,6 @@
  * inference: grad mode off during the call
  */
 
-#ifndef WB_DECLARED
 /* The leading members of a tensor; the rest is the runtime's. */
 typedef struct wb_storage wb_storage;
 typedef struct wb_tensor {
@@ -57,7 +56,6 @@ int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
-#endif
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
