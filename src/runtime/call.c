@@ -773,11 +773,14 @@ static bool wb_rt_ident_char(char c)
 
 /* Every helper's name starts "wb_" or "mem", so only identifiers before a
    parenthesis that start so are looked up. */
-int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS])
+int wb_rt_symbols_used(const char *src, size_t n,
+                       bool used[WB_RT_MAX_SYMBOLS])
 {
     int count = 0;
+    const char *end = src + n;
     memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
-    for (const char *p = strchr(src, '('); p; p = strchr(p + 1, '(')) {
+    for (const char *p = memchr(src, '(', n); p;
+         p = memchr(p + 1, '(', (size_t)(end - p - 1))) {
         const char *q = p;
         while (q > src && wb_rt_ident_char(q[-1]))
             q--;

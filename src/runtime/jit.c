@@ -89,16 +89,22 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
 }
 
 /* Where an emitted source's function starts: at the line that opens its
-   definition, "int fn(", after the banner, the types and the helpers'
-   prototypes (see wb_emit_function).  A source without such a line is all
-   function. */
-static const char *wb_jit_function(const char *src, const char *fn)
+   definition, "int fn(", after the banner, the types and the prototypes
+   of exactly the helpers the function calls (see wb_emit).  Returns how
+   many bytes precede it, in which wb_rt_symbols_used finds the helpers,
+   and sets *fn_at there; a source without such a line is all function,
+   and all of it is scanned. */
+static size_t wb_jit_split(const char *src, const char *fn,
+                           const char **fn_at)
 {
     size_t n = strlen(fn);
     for (const char *p = strstr(src, fn); p; p = strstr(p + 1, fn))
-        if (p - src >= 5 && !memcmp(p - 5, "\nint ", 5) && p[n] == '(')
-            return p - 4;
-    return src;
+        if (p - src >= 5 && !memcmp(p - 5, "\nint ", 5) && p[n] == '(') {
+            *fn_at = p - 4;
+            return (size_t)(*fn_at - src);
+        }
+    *fn_at = src;
+    return strlen(src);
 }
 
 static char *wb_jit_put(char *p, const char *s)
@@ -132,8 +138,9 @@ static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
         return NULL;
     memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
     for (int k = 0; k < n; k++) {
+        const char *at;
         bool one[WB_RT_MAX_SYMBOLS];
-        wb_rt_symbols_used(srcs[k], one);
+        wb_rt_symbols_used(srcs[k], wb_jit_split(srcs[k], fn, &at), one);
         for (int i = 0; wb_rt_symbols[i].name; i++) {
             if (k > 0 && one[i] && !used[i]) {
                 p = wb_jit_put(p, wb_rt_symbols[i].proto);
@@ -142,7 +149,7 @@ static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
             used[i] |= one[i];
         }
         p += sprintf(p, "#define %s %s_%d\n", fn, fn, k);
-        p = wb_jit_put(p, k == 0 ? srcs[k] : wb_jit_function(srcs[k], fn));
+        p = wb_jit_put(p, k == 0 ? srcs[k] : at);
         p = wb_jit_put(p, "\n#undef ");
         p = wb_jit_put(p, fn);
         *p++ = '\n';
@@ -166,10 +173,12 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     bool used[WB_RT_MAX_SYMBOLS];
     wb_jit_code *c = calloc(1, sizeof *c);
     char *unit = NULL;
-    if (n == 1)
-        wb_rt_symbols_used(srcs[0], used);
-    else
+    if (n == 1) {
+        const char *at;
+        wb_rt_symbols_used(srcs[0], wb_jit_split(srcs[0], fn, &at), used);
+    } else {
         unit = wb_jit_unit(n, srcs, fn, used);
+    }
     if (!c || (n > 1 && !unit)) {
         free(c);
         free(unit);

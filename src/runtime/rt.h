@@ -323,10 +323,11 @@ typedef struct wb_rt_symbol {
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
 #define WB_RT_MAX_SYMBOLS 64
-/* Sets used[i] for each symbol i that src calls or declares (its name
-   followed by an opening parenthesis), in one pass over src; returns how
+/* Sets used[i] for each symbol i that the n bytes at src call or declare
+   (its name followed by an opening parenthesis), in one pass; returns how
    many. */
-int wb_rt_symbols_used(const char *src, bool used[WB_RT_MAX_SYMBOLS]);
+int wb_rt_symbols_used(const char *src, size_t n,
+                       bool used[WB_RT_MAX_SYMBOLS]);
 
 /* ---- devices (cuda.c) ---- */
 

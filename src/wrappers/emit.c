@@ -190,7 +190,7 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
     wb_buf_write(b, "\n", 1);
 }
 
-static void wb_emit_prelude(wb_emitter *x, const char *body)
+static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
 {
     wb_buf *b = &x->out;
     /* A batch compiled as one unit keeps the banner and these from its
@@ -217,7 +217,7 @@ static void wb_emit_prelude(wb_emitter *x, const char *body)
         "void *husk; } wb_rt_grow;\n\n");
     /* Prototypes of exactly the helpers the body calls. */
     bool used[WB_RT_MAX_SYMBOLS];
-    wb_rt_symbols_used(body, used);
+    wb_rt_symbols_used(body->p, body->len, used);
     for (int i = 0; wb_rt_symbols[i].name; i++)
         if (used[i])
             wb_emit_proto(b, wb_rt_symbols[i].proto);
@@ -779,7 +779,7 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
     body = bx.out;
     wb_emit_banner(&x);
     if (!body.oom)
-        wb_emit_prelude(&x, body.p);
+        wb_emit_prelude(&x, &body);
     if (!body.oom)
         wb_buf_write(&x.out, body.p, body.len);
     bool oom = body.oom || tmp.oom;
