@@ -120,12 +120,17 @@ const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n)
 
 const char *wb_rt_device_str(DLDevice d, char *buf, size_t n)
 {
-    if (d.device_type == kDLCPU && d.device_id == 0 && n >= 4)
-        memcpy(buf, "cpu", 4); /* the common case, named in every banner */
-    else if (d.device_type == kDLCUDA)
+    if (d.device_type == kDLCPU && d.device_id == 0) {
+        /* The common case, named in every banner: no snprintf. */
+        if (n) {
+            buf[0] = '\0';
+            strncat(buf, "cpu", n - 1);
+        }
+    } else if (d.device_type == kDLCUDA) {
         snprintf(buf, n, "cuda:%d", (int)d.device_id);
-    else
+    } else {
         snprintf(buf, n, "device %d:%d", (int)d.device_type, (int)d.device_id);
+    }
     return buf;
 }
 
