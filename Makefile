@@ -118,12 +118,16 @@ $(BUILD)/obj/%.o: %.c $(DEPS)
 # programs link the library without -ltcc (giving it anyway is harmless).
 TCC_A   := $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
-$(TCC_DIR)/.sealed: $(DEPS)
+$(TCC_DIR)/.sealed: $(DEPS) Makefile
 	rm -rf $(TCC_DIR)
 	mkdir -p $(TCC_DIR)
 	cd $(TCC_DIR) && ar x $(TCC_A)
 	for o in $(TCC_DIR)/*.o; do \
-	    objcopy --redefine-sym mprotect=wb_jit_tcc_mprotect $$o || exit 1; done
+	    objcopy --redefine-sym mprotect=wb_jit_tcc_mprotect \
+	        --redefine-sym malloc=wb_jit_heap_malloc \
+	        --redefine-sym calloc=wb_jit_heap_calloc \
+	        --redefine-sym realloc=wb_jit_heap_realloc \
+	        --redefine-sym free=wb_jit_heap_free $$o || exit 1; done
 	touch $@
 
 $(CUDA_FATBIN): src/runtime/cuda_copy.cu src/runtime/cuda_copy.h

@@ -1,7 +1,8 @@
 /*
  * The libtcc driver: compiler messages point back into the spec, the code
  * never sits in memory that is writable and executable at once, and the
- * generated source is what the tcc tier runs.
+ * generated source is what the tcc tier runs.  libtcc's heap is an arena
+ * that each compile leaves empty and the next one reuses.
  */
 #include <ctype.h>
 #include <stdatomic.h>
@@ -10,6 +11,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -302,4 +304,137 @@ Test(jit, generated_code_defines_no_writable_data)
     jit_assert_no_static_data(wb_wrapper_source(w), "statics");
     wb_wrapper_free(w);
     wb_spec_free(s);
+}
+
+/* ---- libtcc's heap ---- */
+
+static wb_jit_heap_stats jit_heap(void)
+{
+    wb_jit_heap_stats st;
+    wb_jit_heap_stat(&st);
+    return st;
+}
+
+static bool jit_heap_owns(const void *p)
+{
+    const char *base = jit_heap().base, *c = p;
+    return base && c >= base && c < base + WB_JIT_HEAP_SIZE;
+}
+
+/* How many pages of the arena from offset at on are in memory. */
+static size_t jit_heap_resident(size_t at)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t n = (WB_JIT_HEAP_SIZE - at) / page, count = 0;
+    unsigned char *vec = malloc(n);
+    cr_assert_not_null(vec);
+    cr_assert_eq(mincore((char *)jit_heap().base + at, n * page, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        count += vec[i] & 1;
+    free(vec);
+    return count;
+}
+
+Test(jit_heap, a_compile_leaves_the_arena_empty_and_in_use)
+{
+    wb_jit_code *code;
+    jit_int_fn f = jit_compile_ok("int twice(int x) { return 2 * x; }",
+                                  "twice", &code);
+    wb_jit_heap_stats st = jit_heap();
+    cr_assert_not_null(st.base, "libtcc did not allocate from the arena");
+    cr_assert_gt(st.high, 0);
+    cr_assert_eq(st.live, 0, "%ld blocks outlived the compile", st.live);
+    cr_assert(!st.broken);
+    cr_assert_gt(jit_heap_resident(0), 0);
+    /* The next compile reuses the pages: it reaches no further. */
+    wb_jit_code *again;
+    jit_compile_ok("int twice(int x) { return 2 * x; }", "twice", &again);
+    cr_assert_eq(jit_heap().high, st.high);
+    cr_assert_eq(f(21), 42);
+    wb_jit_free(code);
+    wb_jit_free(again);
+}
+
+Test(jit_heap, a_large_compile_hands_back_what_it_touched_above_the_kept_part)
+{
+    /* Ten thousand functions need more of the arena than it keeps. */
+    enum { N = 10000 };
+    char *src = malloc((size_t)N * 48), *p = src;
+    cr_assert_not_null(src);
+    for (int i = 0; i < N; i++)
+        p += sprintf(p, "int f%d(int x) { return x + %d; }\n", i, i);
+    wb_jit_code *code;
+    jit_int_fn f = jit_compile_ok(src, "f0", &code);
+    free(src);
+    cr_assert_eq(f(7), 7);
+    wb_jit_heap_stats st = jit_heap();
+    cr_assert_eq(st.live, 0);
+    cr_assert_eq(st.high, WB_JIT_HEAP_KEEP, "the compile stayed under the "
+                 "kept part (%zu bytes): the test proves nothing", st.high);
+    cr_assert_eq(jit_heap_resident(WB_JIT_HEAP_KEEP), 0);
+    cr_assert_gt(jit_heap_resident(0), 0);
+    wb_jit_free(code);
+}
+
+/* The allocator itself, as libtcc sees it during a compile (this test is
+   the process's only thread, so it needs no lock). */
+Test(jit_heap, blocks_behave_as_the_c_library_s)
+{
+    wb_jit_heap_open();
+    char *a = wb_jit_heap_malloc(100);
+    cr_assert(jit_heap_owns(a), "the arena did not open");
+    cr_assert_eq((uintptr_t)a % 16, 0);
+    memset(a, 'a', 100);
+    /* The last block grows where it is. */
+    cr_assert_eq(wb_jit_heap_realloc(a, 1000), a);
+    char *b = wb_jit_heap_malloc(10);
+    cr_assert_eq((uintptr_t)b % 16, 0);
+    cr_assert_geq(b, a + 1000);
+    /* Any other moves, keeping its bytes. */
+    char *moved = wb_jit_heap_realloc(a, 5000);
+    cr_assert_neq(moved, a);
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(moved[i], 'a');
+    /* A freed last block is reused, and calloc zeroes what it reuses. */
+    memset(moved, 'x', 5000);
+    wb_jit_heap_free(moved);
+    char *z = wb_jit_heap_calloc(1000, 5);
+    cr_assert_eq(z, moved);
+    for (int i = 0; i < 5000; i++)
+        cr_assert_eq(z[i], 0);
+    cr_assert_null(wb_jit_heap_calloc(SIZE_MAX / 2, 4));
+    /* What the arena has no room for comes from the C library. */
+    char *big = wb_jit_heap_malloc(WB_JIT_HEAP_SIZE);
+    cr_assert_not_null(big);
+    cr_assert(!jit_heap_owns(big));
+    big[WB_JIT_HEAP_SIZE - 1] = 1;
+    wb_jit_heap_free(big);
+    cr_assert_null(wb_jit_heap_realloc(z, 0));
+    wb_jit_heap_free(b);
+    cr_assert_eq(jit_heap().live, 0);
+    wb_jit_heap_close();
+    /* Closed, it hands every block to the C library. */
+    char *c = wb_jit_heap_malloc(16);
+    cr_assert(!jit_heap_owns(c));
+    wb_jit_heap_free(c);
+}
+
+Test(jit_heap, a_block_left_live_retires_the_arena)
+{
+    wb_jit_heap_open();
+    char *kept = wb_jit_heap_malloc(64);
+    cr_assert(jit_heap_owns(kept));
+    wb_jit_heap_close();
+    cr_assert(jit_heap().broken);
+    /* Nothing carves over the live block, and compiles still work. */
+    wb_jit_heap_open();
+    char *c = wb_jit_heap_malloc(64);
+    cr_assert(!jit_heap_owns(c));
+    wb_jit_heap_free(c);
+    wb_jit_heap_close();
+    wb_jit_code *code;
+    cr_assert_eq(jit_compile_ok("int twice(int x) { return 2 * x; }",
+                                "twice", &code)(4), 8);
+    wb_jit_free(code);
+    wb_jit_heap_free(kept);
 }

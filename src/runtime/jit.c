@@ -187,8 +187,12 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
 
     pthread_mutex_lock(&wb_jit_lock);
     wb_rt_inside_dependency++;
+#ifdef TCC_RELOCATE_AUTO
+    wb_jit_heap_open();  /* closed once the state is deleted, below */
+#endif
     TCCState *s = tcc_new();
     if (!s) {
+        wb_jit_heap_close();
         wb_rt_inside_dependency--;
         pthread_mutex_unlock(&wb_jit_lock);
         free(c);
@@ -230,6 +234,7 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     }
 #ifdef TCC_RELOCATE_AUTO
     tcc_delete(s);
+    wb_jit_heap_close();
 #else
     if (st == WB_OK)
         c->state = s;

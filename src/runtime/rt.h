@@ -389,4 +389,31 @@ extern _Thread_local int wb_rt_inside_dependency;
 /* What libtcc calls instead of mprotect (see jit.c): nothing. */
 int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
 
+/* ---- libtcc's heap (jitheap.c) ---- */
+
+/* What libtcc calls instead of malloc, calloc, realloc and free. */
+void *wb_jit_heap_malloc(size_t n);
+void *wb_jit_heap_calloc(size_t n, size_t size);
+void *wb_jit_heap_realloc(void *p, size_t n);
+void wb_jit_heap_free(void *p);
+/* Between these two, under wb_jit_lock, libtcc allocates from an arena
+   that the close resets; outside them, from the C library. */
+void wb_jit_heap_open(void);
+void wb_jit_heap_close(void);
+/* The arena's address space, reserved at the first compile; a page costs
+   memory once something is written to it.  A compile that needs more gets
+   the rest from the C library. */
+#define WB_JIT_HEAP_SIZE ((size_t)256 << 20)
+/* What stays resident between compiles: the close hands back the pages
+   above it that a large batch touched. */
+#define WB_JIT_HEAP_KEEP ((size_t)4 << 20)
+/* The arena as it stands, read without the lock (for tests). */
+typedef struct wb_jit_heap_stats {
+    const void *base;  /* the mapping; NULL before the first compile */
+    size_t high;       /* the furthest offset used since the last trim */
+    long live;         /* blocks allocated and not yet freed */
+    bool broken;       /* a compile left blocks live: the arena is unused */
+} wb_jit_heap_stats;
+void wb_jit_heap_stat(wb_jit_heap_stats *st);
+
 #endif /* WB_RT_H */
