@@ -89,6 +89,34 @@ Test(jit, code_is_never_writable_and_executable)
     wb_jit_free(code);
 }
 
+/* Freed code is not executable, and its pages serve the next compile. */
+Test(jit, freed_code_pages_turn_writable_and_serve_the_next_compile)
+{
+    wb_jit_code *code;
+    char perms[5];
+    bool any_wx;
+    jit_int_fn f = jit_compile_ok("int inc(int x) { return x + 1; }", "inc",
+                                  &code);
+    void *addr;
+    memcpy(&addr, &f, sizeof addr);
+    wb_jit_free(code);
+    jit_maps(addr, perms, &any_wx);
+    cr_assert(perms[0] == '\0' || perms[2] == '-',
+              "freed JIT code lies in a %s mapping", perms);
+    cr_assert_not(any_wx);
+    jit_int_fn g = jit_compile_ok("int dec(int x) { return x - 1; }", "dec",
+                                  &code);
+    void *again;
+    memcpy(&again, &g, sizeof again);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    cr_assert_eq((uintptr_t)again / page, (uintptr_t)addr / page,
+                 "the pages freed were not reused");
+    jit_maps(again, perms, &any_wx);
+    cr_assert_str_eq(perms, "r-xp");
+    cr_assert_eq(g(1), 0);
+    wb_jit_free(code);
+}
+
 static int jit_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v, int nv)
 {
     (void)ctx; (void)a; (void)na; (void)v; (void)nv;
@@ -163,8 +191,8 @@ static void *jit_scanner(void *p)
 
 /* A thread reads the memory map over and over while wrappers are compiled,
    kept alive together and freed: no page is ever writable and executable,
-   not even for a moment between relocation and sealing, and freeing gives
-   the code pages back. */
+   not even for a moment between relocation and sealing, and freed code
+   pages are no longer executable. */
 Test(jit, no_writable_executable_page_while_compiling)
 {
     enum { N = 64 };

@@ -8,7 +8,8 @@
  * its own allocator runs out of memory, which cannot be caught from outside
  * libtcc.  The code is relocated into pages of our own that turn
  * read+execute before anyone can call them, and the compiler state is
- * deleted at once.
+ * deleted at once.  Freed code pages turn read-write again and a few are
+ * kept, under a lock of their own, for later compiles.
  */
 #include <libtcc.h>
 #include <pthread.h>
@@ -58,25 +59,80 @@ int wb_jit_tcc_mprotect(void *addr, size_t len, int prot)
     return 0;
 }
 
-/* Relocates s into fresh pages of our own, then seals them read+execute. */
+/* Code pages freed and made read-write again, kept for the next compile
+   that fits in them: on the virtual machines measured, mapping pages,
+   faulting in the first write and unmapping them took about 8 us, where a
+   compile that reuses pages pays only the mprotect that seals them.  A run
+   of at most WB_JIT_SPARE_PAGES pages is kept, and at most WB_JIT_SPARES
+   of them: 1 MiB at worst. */
+#define WB_JIT_SPARES 16
+#define WB_JIT_SPARE_PAGES 16
+static pthread_mutex_t wb_jit_spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *mem;
+    size_t size;
+} wb_jit_spare[WB_JIT_SPARES];
+static int wb_jit_nspare;
+
+/* Read-write pages for size bytes of code, kept or freshly mapped; sets
+   c->mem and c->size. */
+static bool wb_jit_pages(wb_jit_code *c, size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    c->size = size ? (size + page - 1) / page * page : page;
+    pthread_mutex_lock(&wb_jit_spare_lock);
+    for (int i = 0; i < wb_jit_nspare; i++)
+        if (wb_jit_spare[i].size >= c->size) {
+            c->mem = wb_jit_spare[i].mem;
+            c->size = wb_jit_spare[i].size;
+            wb_jit_spare[i] = wb_jit_spare[--wb_jit_nspare];
+            break;
+        }
+    pthread_mutex_unlock(&wb_jit_spare_lock);
+    if (c->mem) {
+        /* No byte of earlier code survives into the new image. */
+        memset(c->mem, 0, c->size);
+        return true;
+    }
+    c->mem = mmap(NULL, c->size, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c->mem == MAP_FAILED)
+        c->mem = NULL;
+    return c->mem != NULL;
+}
+
+/* Gives code pages back: kept read-write when there is room, else
+   unmapped. */
+static void wb_jit_unpages(void *mem, size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    bool kept = false;
+    if (size <= WB_JIT_SPARE_PAGES * page &&
+        mprotect(mem, size, PROT_READ | PROT_WRITE) == 0) {
+        pthread_mutex_lock(&wb_jit_spare_lock);
+        if ((kept = wb_jit_nspare < WB_JIT_SPARES)) {
+            wb_jit_spare[wb_jit_nspare].mem = mem;
+            wb_jit_spare[wb_jit_nspare].size = size;
+            wb_jit_nspare++;
+        }
+        pthread_mutex_unlock(&wb_jit_spare_lock);
+    }
+    if (!kept)
+        munmap(mem, size);
+}
+
+/* Relocates s into read-write pages of our own, which the caller seals
+   read+execute. */
 static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
 {
 #ifdef TCC_RELOCATE_AUTO
-    long page = sysconf(_SC_PAGESIZE);
     int size = tcc_relocate(s, NULL);
     if (size < 0)
         return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not link the "
                           "generated code: %s", d->text);
-    c->size = ((size_t)size + (size_t)page - 1) / (size_t)page * (size_t)page;
-    if (c->size == 0)
-        c->size = (size_t)page;
-    c->mem = mmap(NULL, c->size, PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (c->mem == MAP_FAILED) {
-        c->mem = NULL;
-        return wb_rt_fail(WB_ERR_NOMEM, "cannot map %zu bytes for code",
-                          c->size);
-    }
+    if (!wb_jit_pages(c, (size_t)size))
+        return wb_rt_fail(WB_ERR_NOMEM, "cannot map %d bytes for code",
+                          size);
     if (tcc_relocate(s, c->mem) < 0)
         return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not relocate the "
                           "generated code: %s", d->text);
@@ -267,7 +323,7 @@ void wb_jit_free(wb_jit_code *c)
     if (!c)
         return;
     if (c->mem)
-        munmap(c->mem, c->size);
+        wb_jit_unpages(c->mem, c->size);
 #ifndef TCC_RELOCATE_AUTO
     if (c->state) {
         pthread_mutex_lock(&wb_jit_lock);
