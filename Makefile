@@ -114,8 +114,11 @@ $(BUILD)/obj/%.o: %.c $(DEPS)
 # (mprotect in its tccrun.o).  Its objects are copied into libwrapbake.a
 # with that call renamed to wb_jit_tcc_mprotect (src/runtime/jit.c), which
 # leaves the pages read-write until wb_jit_compile seals them
-# read+execute: no page is ever writable and executable at once, and
-# programs link the library without -ltcc (giving it anyway is harmless).
+# read+execute: no page is ever writable and executable at once.  Its
+# malloc, calloc, realloc and free (in libtcc.o) are renamed to the arena
+# of src/runtime/jitheap.c, which each compile leaves empty and the next
+# reuses.  Programs link the library without -ltcc (giving it anyway is
+# harmless).
 TCC_A   := $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
 $(TCC_DIR)/.sealed: $(DEPS) Makefile

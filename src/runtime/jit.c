@@ -60,7 +60,7 @@ int wb_jit_tcc_mprotect(void *addr, size_t len, int prot)
 }
 
 /* Code pages freed and made read-write again, kept for the next compile
-   that fits in them: on the virtual machines measured, mapping pages,
+   that fits in them: on the development VM, mapping pages,
    faulting in the first write and unmapping them took about 8 us, where a
    compile that reuses pages pays only the mprotect that seals them.  A run
    of at most WB_JIT_SPARE_PAGES pages is kept, and at most WB_JIT_SPARES
