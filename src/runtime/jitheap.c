@@ -6,9 +6,10 @@
  * its state is deleted.  From the C library's heap that churn costs more
  * than the instructions: the heap's top grows and is trimmed back on every
  * compile, and each page handed back to the kernel faults in again, zeroed,
- * on the next (about thirty page faults per compile, which on a virtual
- * machine took longer than compiling).  So libtcc's malloc, calloc, realloc
- * and free are renamed to the functions below (see the Makefile).  While
+ * on the next (22 page faults per compile of a one-line function, which
+ * on the development VM made it take nearly twice as long).  So libtcc's
+ * malloc, calloc, realloc and free are renamed to the functions below (see
+ * the Makefile).  While
  * wb_jit_compile_batch holds wb_jit_lock and has opened the heap, they carve
  * blocks from one mapping that outlives the compile: the pages it touched
  * stay touched, and the whole arena is reset at once when libtcc is done.
