@@ -117,11 +117,12 @@ $(BUILD)/obj/%.o: %.c $(DEPS)
 # read+execute: no page is ever writable and executable at once.  Its
 # malloc, calloc, realloc and free (in libtcc.o) are renamed to the arena
 # of src/runtime/jitheap.c, which each compile leaves empty and the next
-# reuses.  Programs link the library without -ltcc (giving it anyway is
-# harmless).
+# reuses.  The built-in declarations libtcc would read at the start of
+# every compile are cut from tccpp.o (scripts/cut-tcc-builtins.sh).
+# Programs link the library without -ltcc (giving it anyway is harmless).
 TCC_A   := $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
-$(TCC_DIR)/.sealed: $(DEPS) Makefile
+$(TCC_DIR)/.sealed: $(DEPS) Makefile scripts/cut-tcc-builtins.sh
 	rm -rf $(TCC_DIR)
 	mkdir -p $(TCC_DIR)
 	cd $(TCC_DIR) && ar x $(TCC_A)
@@ -131,6 +132,7 @@ $(TCC_DIR)/.sealed: $(DEPS) Makefile
 	        --redefine-sym calloc=wb_jit_heap_calloc \
 	        --redefine-sym realloc=wb_jit_heap_realloc \
 	        --redefine-sym free=wb_jit_heap_free $$o || exit 1; done
+	sh scripts/cut-tcc-builtins.sh $(TCC_DIR)/tccpp.o
 	touch $@
 
 $(CUDA_FATBIN): src/runtime/cuda_copy.cu src/runtime/cuda_copy.h

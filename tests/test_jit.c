@@ -51,6 +51,33 @@ Test(jit, messages_point_into_the_spec)
               WB_ERR_COMPILE, "no function 'g'");
 }
 
+/* libtcc's preamble keeps the target's defines and loses the built-in
+   declarations that scripts/cut-tcc-builtins.sh cuts from tccpp.o. */
+Test(jit, the_preamble_is_the_target_s_defines_alone)
+{
+    wb_jit_code *code;
+    jit_int_fn f = jit_compile_ok(
+        "#if !defined __TINYC__ || !defined __x86_64__\n"
+        "#error the target's defines are missing\n"
+        "#endif\n"
+        "int size(int x) { return x * (int)sizeof(__SIZE_TYPE__); }",
+        "size", &code);
+    cr_assert_eq(f(1), (int)sizeof(size_t));
+    wb_jit_free(code);
+
+    /* __builtin_va_list is no type, and __builtin_strlen undeclared. */
+    void *entry = NULL;
+    code = NULL;
+    WBT_FAILS(wb_jit_compile("__builtin_va_list ap;\n"
+                             "int f(void) { return 0; }", "f", &code, &entry),
+              WB_ERR_COMPILE, "(got \"ap\")");
+    WBT_FAILS(wb_jit_compile("int f(char *p) {\n"
+                             "    return (int)__builtin_strlen(p);\n}",
+                             "f", &code, &entry),
+              WB_ERR_COMPILE, "__builtin_strlen");
+    cr_assert_null(code);
+}
+
 /* The permissions of the mapping holding addr, from /proc/self/maps; and
    whether any mapping of the process is writable and executable. */
 static void jit_maps(const void *addr, char perms[5], bool *any_wx)
