@@ -1025,3 +1025,101 @@ Test(errors, argument_runs_name_each_bad_argument)
     wbt_release_last(out);
     wb_spec_free(s);
 }
+
+/* Runs of data mutations and of views reach libtcc as one call each of the
+   runtime's loops (wb_rt_prep_data_2d_run, wb_rt_prep_views and their
+   commits); a failure anywhere in a run must be named as the interpreter
+   names it and leave every input as it was.  Inputs 0-2 are data
+   mutations, 3-5 the bases of outputs 0-2; the graph's values are the
+   three updated inputs, then the four outputs. */
+Test(errors, mutation_and_view_runs_name_each_failure)
+{
+    const char *text =
+        "vruns(Tensor(m0!) x0 [dtype=float32, ndim=2, device=cpu], "
+        "Tensor(m1!) x1 [dtype=float32, ndim=2, device=cpu], "
+        "Tensor(m2!) x2 [dtype=float32, ndim=2, device=cpu], "
+        "Tensor(a0) y0, Tensor(a1) y1, Tensor(a2) y2) -> "
+        "(Tensor(a0) v0, Tensor(a1) v1, Tensor(a2) v2, Tensor out)";
+    wb_spec *s = NULL;
+    WBT_OK(wb_spec_parse(text, &s));
+    WBT_EACH_TIER(tier) {
+        wb_tensor *x[3], *y[3], *u[3], *v[3], *out = wbt_f32(0, 1, 1);
+        wb_tensor *wide = wbt_f32(0, 2, 2, 3), *far = wbt_f32(0, 1, 64);
+        wb_arg a[6];
+        for (int i = 0; i < 3; i++) {
+            x[i] = wbt_f32((float)(10 * i), 2, 2, 2);
+            u[i] = wbt_f32((float)(100 + 10 * i), 2, 2, 2);
+            y[i] = wbt_f32(0, 1, 8);
+            a[i].t = x[i];
+            a[3 + i].t = y[i];
+        }
+        /* v1 lies on a storage of its own, small enough for y1's: the
+           full check makes the view. */
+        WBT_OK(wb_tensor_as_strided(y[0], 1, (int64_t[]){4}, (int64_t[]){1},
+                                    2, &v[0]));
+        v[1] = wbt_f32(0, 1, 3);
+        WBT_OK(wb_tensor_as_strided(y[2], 2, (int64_t[]){2, 2},
+                                    (int64_t[]){1, 2}, 0, &v[2]));
+        err_ctx c = {.vals = {u[0], u[1], u[2], v[0], v[1], v[2], out},
+                     .nwrite = 7, .ret = 7, .watch = -1};
+        wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
+        if (tier == WB_TIER_TCC) {
+            const char *src = wb_wrapper_source(w);
+            cr_assert(strstr(src, "wb_rt_prep_data_2d_run(e, 0, a, r, 3)"));
+            cr_assert(strstr(src, "wb_rt_prep_views(e, 0, a + 3, r + 3, v, "
+                                  "3)"));
+            cr_assert(strstr(src, "wb_rt_commit_data_2d_run(a, r, 3)"));
+            cr_assert(strstr(src, "wb_rt_commit_views(outs, v, a + 3, r + 3, "
+                                  "3, 0, 0x0ull)"));
+        }
+        wbt_snap snap[6];
+        for (int f = 0; f < 6; f++) {
+            /* A value of the wrong sizes for input f, or for f >= 3 a view
+               past the end of output f - 3's base. */
+            wb_tensor **slot = &c.vals[f], *keep = *slot;
+            *slot = f < 3 ? wide : far;
+            for (int i = 0; i < 6; i++)
+                wbt_snap_take(&snap[i], a[i].t, NULL);
+            wb_tensor *o[4] = {ERR_MARK, ERR_MARK, ERR_MARK, ERR_MARK};
+            char want[96];
+            if (f < 3)
+                snprintf(want, sizeof want, "input %d 'x%d': the updated "
+                         "value's sizes differ", f, f);
+            else
+                snprintf(want, sizeof want, "output %d 'v%d' "
+                         "(alias-of-input): the graph's view does not fit",
+                         f - 3, f - 3);
+            WBT_FAILS(wb_call(w, a, 6, o, 4), WB_ERR_SHAPE, want);
+            for (int i = 0; i < 6; i++)
+                wbt_snap_check(&snap[i], 0, i < 3 ? "x" : "y");
+            for (int k = 0; k < 4; k++)
+                cr_assert_eq(o[k], ERR_MARK, "outs[%d] was written", k);
+            for (int i = 0; i < 7; i++)
+                cr_assert_eq(wb_tensor_refcount(c.vals[i]), 1,
+                             "value %d leaked", i);
+            *slot = keep;
+        }
+        wb_tensor *o[4] = {NULL};
+        WBT_OK(wb_call(w, a, 6, o, 4));
+        for (int i = 0; i < 3; i++) {
+            cr_assert_eq(wbt_at(x[i], 1, 1), 103.0f + 10 * i);
+            cr_assert_eq(wb_tensor_version(x[i]), 1);
+            cr_assert_eq(wb_tensor_storage(o[i]), wb_tensor_storage(y[i]));
+            cr_assert_eq(wb_tensor_ndim(o[i]), wb_tensor_ndim(v[i]));
+            wbt_release_last(o[i]);
+        }
+        cr_assert_eq(o[3], out);
+        wb_tensor_release(o[3]);
+        for (int i = 0; i < 3; i++) {
+            wbt_release_last(x[i]);
+            wbt_release_last(u[i]);
+            wbt_release_last(v[i]);
+            wbt_release_last(y[i]);
+        }
+        wbt_release_last(out);
+        wbt_release_last(wide);
+        wbt_release_last(far);
+        wb_wrapper_free(w);
+    }
+    wb_spec_free(s);
+}

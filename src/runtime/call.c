@@ -510,6 +510,21 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
     return WB_OK;
 }
 
+wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
+                           wb_tensor *const *r, wb_tensor **views, int n)
+{
+    for (int i = 0; i < n; i++) {
+        wb_status st;
+        /* As the emitter writes it for one view (wb_emit_checks). */
+        if ((r[i]->storage != a[i].t->storage ||
+             !(views[i] = wb_rt_tensor_alloc())) &&
+            (st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i],
+                                  &views[i])) != WB_OK)
+            return st;
+    }
+    return WB_OK;
+}
+
 /* ---- commit phase ---- */
 
 /* The copy of a data mutation: now on the CPU, at the end of the call on
@@ -545,8 +560,9 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
         }                                                                   \
         return true;                                                        \
     }                                                                       \
-    wb_status wb_rt_prep_data_##D##d(const wb_env *e, int input,           \
-                                     const wb_tensor *t, const wb_tensor *v)\
+    static inline wb_status wb_rt_prep_nd_##D(const wb_env *e, int input,  \
+                                              const wb_tensor *t,          \
+                                              const wb_tensor *v)          \
     {                                                                       \
         const wb_storage *a = t->storage, *b = v->storage;                 \
         /* One word compares v's dtype, ndim and device with t's. */        \
@@ -558,7 +574,7 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
             fine = t->sizes[d] == v->sizes[d];                              \
         return fine ? WB_OK : wb_rt_prep_data(e, input, t, v);              \
     }                                                                       \
-    void wb_rt_commit_data_##D##d(wb_tensor *t, wb_tensor *v)               \
+    static inline void wb_rt_commit_nd_##D(wb_tensor *t, wb_tensor *v)     \
     {                                                                       \
         if (t->storage->device.device_type == kDLCPU &&                     \
             wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
@@ -576,6 +592,30 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
             wb_rt_copy_bump(t, v);                                          \
         }                                                                   \
         wb_rt_release(v);                                                   \
+    }                                                                       \
+    wb_status wb_rt_prep_data_##D##d(const wb_env *e, int input,           \
+                                     const wb_tensor *t, const wb_tensor *v)\
+    {                                                                       \
+        return wb_rt_prep_nd_##D(e, input, t, v);                           \
+    }                                                                       \
+    void wb_rt_commit_data_##D##d(wb_tensor *t, wb_tensor *v)               \
+    {                                                                       \
+        wb_rt_commit_nd_##D(t, v);                                          \
+    }                                                                       \
+    wb_status wb_rt_prep_data_##D##d_run(const wb_env *e, int input,       \
+                                         const wb_arg *a,                  \
+                                         wb_tensor *const *r, int n)       \
+    {                                                                       \
+        wb_status st = WB_OK;                                               \
+        for (int i = 0; i < n && st == WB_OK; i++)                          \
+            st = wb_rt_prep_nd_##D(e, input + i, a[i].t, r[i]);             \
+        return st;                                                          \
+    }                                                                       \
+    void wb_rt_commit_data_##D##d_run(const wb_arg *a, wb_tensor *const *r, \
+                                      int n)                                \
+    {                                                                       \
+        for (int i = 0; i < n; i++)                                         \
+            wb_rt_commit_nd_##D(a[i].t, r[i]);                              \
     }
 
 WB_RT_DATA_ND(1)
@@ -620,6 +660,15 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
     view->dyn_dims = dyn;
     wb_rt_release(v);
     return view;
+}
+
+void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
+                        const wb_arg *a, wb_tensor *const *r, int n,
+                        int requires_grad, uint64_t dyn)
+{
+    for (int i = 0; i < n; i++)
+        outs[i] = wb_rt_commit_view(views[i], a[i].t, r[i], requires_grad,
+                                    dyn);
 }
 
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)
@@ -707,7 +756,13 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "int wb_rt_prep_data_" #D "d(const wb_env *e, int input, "    \
               "const wb_tensor *t, const wb_tensor *v);"),                  \
     WB_RT_SYM(wb_rt_commit_data_##D##d,                                     \
-              "void wb_rt_commit_data_" #D "d(wb_tensor *t, wb_tensor *v);")
+              "void wb_rt_commit_data_" #D "d(wb_tensor *t, wb_tensor *v);"), \
+    WB_RT_SYM(wb_rt_prep_data_##D##d_run,                                   \
+              "int wb_rt_prep_data_" #D "d_run(const wb_env *e, int input, " \
+              "const wb_arg *a, wb_tensor *const *r, int n);"),             \
+    WB_RT_SYM(wb_rt_commit_data_##D##d_run,                                 \
+              "void wb_rt_commit_data_" #D "d_run(const wb_arg *a, "        \
+              "wb_tensor *const *r, int n);")
     WB_RT_SYM_ND(1), WB_RT_SYM_ND(2), WB_RT_SYM_ND(3), WB_RT_SYM_ND(4),
     WB_RT_SYM(wb_rt_prep_meta,
               "int wb_rt_prep_meta(const wb_env *e, int input, "
@@ -726,6 +781,10 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "const wb_tensor *holder, const wb_rt_grow *grown, "
               "const wb_tensor *v, wb_tensor **view);"),
     WB_RT_SYM(wb_rt_tensor_alloc, "wb_tensor *wb_rt_tensor_alloc(void);"),
+    WB_RT_SYM(wb_rt_prep_views,
+              "int wb_rt_prep_views(const wb_env *e, int output, "
+              "const wb_arg *a, wb_tensor *const *r, wb_tensor **views, "
+              "int n);"),
     WB_RT_SYM(wb_rt_commit_data,
               "void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);"),
     WB_RT_SYM(wb_rt_commit_meta,
@@ -741,6 +800,10 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "wb_tensor *wb_rt_commit_view(wb_tensor *view, "
               "const wb_tensor *base, wb_tensor *v, int requires_grad, "
               "unsigned long long dyn);"),
+    WB_RT_SYM(wb_rt_commit_views,
+              "void wb_rt_commit_views(wb_tensor **outs, "
+              "wb_tensor *const *views, const wb_arg *a, wb_tensor *const *r, "
+              "int n, int requires_grad, unsigned long long dyn);"),
     WB_RT_SYM(wb_rt_out_flags,
               "wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, "
               "unsigned long long dyn);"),

@@ -288,6 +288,24 @@ wb_status wb_rt_prep_data_3d(const wb_env *, int, const wb_tensor *,
 wb_status wb_rt_prep_data_4d(const wb_env *, int, const wb_tensor *,
                              const wb_tensor *);
 
+/* Runs of those for libtcc, which compiles one call much faster than n:
+   inputs input to input + n - 1 (at a[0] to a[n - 1]) against values r[0]
+   to r[n - 1], in order, up to the first failure. */
+wb_status wb_rt_prep_data_1d_run(const wb_env *, int, const wb_arg *,
+                                 wb_tensor *const *, int);
+wb_status wb_rt_prep_data_2d_run(const wb_env *, int, const wb_arg *,
+                                 wb_tensor *const *, int);
+wb_status wb_rt_prep_data_3d_run(const wb_env *, int, const wb_arg *,
+                                 wb_tensor *const *, int);
+wb_status wb_rt_prep_data_4d_run(const wb_env *, int, const wb_arg *,
+                                 wb_tensor *const *, int);
+/* A run of views: outputs output to output + n - 1, each a view of the
+   storage of a[i].t with value r[i]'s view, in views[i], as generated code
+   prepares one (the header alone when r[i] already lies on that storage,
+   else wb_rt_prep_view). */
+wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
+                           wb_tensor *const *r, wb_tensor **views, int n);
+
 /* Commit phase; each consumes the updated value v (one reference). */
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_data_1d(wb_tensor *t, wb_tensor *v);
@@ -302,6 +320,15 @@ void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
    releases v; returns the view. */
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad, uint64_t dyn);
+/* The runs of the check phase committed: the data mutations of a[i].t from
+   r[i], and outs[i] made from views[i] of a[i].t's storage. */
+void wb_rt_commit_data_1d_run(const wb_arg *a, wb_tensor *const *r, int n);
+void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
+void wb_rt_commit_data_3d_run(const wb_arg *a, wb_tensor *const *r, int n);
+void wb_rt_commit_data_4d_run(const wb_arg *a, wb_tensor *const *r, int n);
+void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
+                        const wb_arg *a, wb_tensor *const *r, int n,
+                        int requires_grad, uint64_t dyn);
 /* Sets requires-grad (0 or 1; -1 leaves it) and or-s dyn into t's mask. */
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn);
 /* The is-input output: input t itself, one more reference. */

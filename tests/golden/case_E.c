@@ -62,13 +62,21 @@ int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
 int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
                        const wb_tensor *v);
 void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
+int wb_rt_prep_data_2d_run(const wb_env *e, int input, const wb_arg *a,
+                           wb_tensor *const *r, int n);
+void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
 wb_tensor *wb_rt_tensor_alloc(void);
+int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
+                     wb_tensor *const *r, wb_tensor **views, int n);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
+void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
+                        const wb_arg *a, wb_tensor *const *r, int n,
+                        int requires_grad, unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
@@ -125,49 +133,67 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
     }
     /* input 0 'x0', INOUT, data mutation, float32, 2 dims, from value 0 */
+    /* input 1 'x1', INOUT, data mutation, float32, 2 dims, from value 1 */
+    /* input 2 'x2', INOUT, data mutation, float32, 2 dims, from value 2 */
+#ifdef __TINYC__
+    if ((st = wb_rt_prep_data_2d_run(e, 0, a, r, 3)) != 0)
+        goto fail;
+#else
     if ((st = wb_rt_prep_data_2d(e, 0, a[0].t, r[0])) != 0)
         goto fail;
-    /* input 1 'x1', INOUT, data mutation, float32, 2 dims, from value 1 */
     if ((st = wb_rt_prep_data_2d(e, 1, a[1].t, r[1])) != 0)
         goto fail;
-    /* input 2 'x2', INOUT, data mutation, float32, 2 dims, from value 2 */
     if ((st = wb_rt_prep_data_2d(e, 2, a[2].t, r[2])) != 0)
         goto fail;
+#endif
     /* output 0 'view0', alias-of-input of 3 */
+    /* output 1 'view1', alias-of-input of 4 */
+    /* output 2 'view2', alias-of-input of 5 */
+    /* output 3 'view3', alias-of-input of 6 */
+    /* output 4 'view4', alias-of-input of 7 */
+#ifdef __TINYC__
+    if ((st = wb_rt_prep_views(e, 0, a + 3, r + 3, v, 5)) != 0)
+        goto fail;
+#else
     if (r[3]->storage != a[3].t->storage || !(v[0] = wb_rt_tensor_alloc()))
         if ((st = wb_rt_prep_view(e, 0, a[3].t, 0, r[3], &v[0])) != 0)
             goto fail;
-    /* output 1 'view1', alias-of-input of 4 */
     if (r[4]->storage != a[4].t->storage || !(v[1] = wb_rt_tensor_alloc()))
         if ((st = wb_rt_prep_view(e, 1, a[4].t, 0, r[4], &v[1])) != 0)
             goto fail;
-    /* output 2 'view2', alias-of-input of 5 */
     if (r[5]->storage != a[5].t->storage || !(v[2] = wb_rt_tensor_alloc()))
         if ((st = wb_rt_prep_view(e, 2, a[5].t, 0, r[5], &v[2])) != 0)
             goto fail;
-    /* output 3 'view3', alias-of-input of 6 */
     if (r[6]->storage != a[6].t->storage || !(v[3] = wb_rt_tensor_alloc()))
         if ((st = wb_rt_prep_view(e, 3, a[6].t, 0, r[6], &v[3])) != 0)
             goto fail;
-    /* output 4 'view4', alias-of-input of 7 */
     if (r[7]->storage != a[7].t->storage || !(v[4] = wb_rt_tensor_alloc()))
         if ((st = wb_rt_prep_view(e, 4, a[7].t, 0, r[7], &v[4])) != 0)
             goto fail;
+#endif
 
     /* commit: mutations, then outputs; cannot fail */
+#ifdef __TINYC__
+    wb_rt_commit_data_2d_run(a, r, 3);
+#else
     wb_rt_commit_data_2d(a[0].t, r[0]);
     wb_rt_commit_data_2d(a[1].t, r[1]);
     wb_rt_commit_data_2d(a[2].t, r[2]);
+#endif
     /* output 0 'view0', alias-of-input of 3 */
-    outs[0] = wb_rt_commit_view(v[0], a[3].t, r[3], 0, 0x0ull);
     /* output 1 'view1', alias-of-input of 4 */
-    outs[1] = wb_rt_commit_view(v[1], a[4].t, r[4], 0, 0x0ull);
     /* output 2 'view2', alias-of-input of 5 */
-    outs[2] = wb_rt_commit_view(v[2], a[5].t, r[5], 0, 0x0ull);
     /* output 3 'view3', alias-of-input of 6 */
-    outs[3] = wb_rt_commit_view(v[3], a[6].t, r[6], 0, 0x0ull);
     /* output 4 'view4', alias-of-input of 7 */
+#ifdef __TINYC__
+    wb_rt_commit_views(outs, v, a + 3, r + 3, 5, 0, 0x0ull);
+#else
+    outs[0] = wb_rt_commit_view(v[0], a[3].t, r[3], 0, 0x0ull);
+    outs[1] = wb_rt_commit_view(v[1], a[4].t, r[4], 0, 0x0ull);
+    outs[2] = wb_rt_commit_view(v[2], a[5].t, r[5], 0, 0x0ull);
+    outs[3] = wb_rt_commit_view(v[3], a[6].t, r[6], 0, 0x0ull);
     outs[4] = wb_rt_commit_view(v[4], a[7].t, r[7], 0, 0x0ull);
+#endif
     /* output 5 'out', non-alias */
     outs[5] = wb_rt_out_flags(r[8], 0, 0x0ull);
     /* device copies, all at once on the call's stream */
