@@ -693,8 +693,11 @@ static bool wb_emit_plain_view(const wb_spec_out *d)
 }
 
 /* How many outputs from k on are plain views of consecutive inputs, from
-   consecutive values, with the same flags (1 for an output that starts
-   no run). */
+   consecutive values, with the same flags, when they are at least three
+   (1 otherwise): per call, the loops cost libtcc's code 37 instructions
+   more than two views one by one (case B of the benchmark) and 10 more
+   than three (case D), where a run of data mutations costs less from
+   two on. */
 static int wb_emit_view_run(const wb_spec *s, int k)
 {
     const wb_spec_out *d = &s->outs[k];
@@ -707,7 +710,7 @@ static int wb_emit_view_run(const wb_spec *s, int k)
             break;
         n++;
     }
-    return n;
+    return n >= 3 ? n : 1;
 }
 
 /* "p" for i 0, else "p + i": where a run starts in array p. */
