@@ -171,7 +171,7 @@ static char *wb_jit_put(char *p, const char *s)
 }
 
 /* The sources of a batch as one translation unit: libtcc's fixed cost is
-   per unit (70 to 100 us here), then it charges per token and per byte it
+   per unit (30 to 60 us here), then it charges per token and per byte it
    reads, comments and skipped text included.  Each source defines fn,
    which a define around it renames to fn_k.  The first source stands
    whole; of each later one the unit keeps only the function, after a
