@@ -713,6 +713,35 @@ static int wb_emit_view_run(const wb_spec *s, int k)
     return n >= 3 ? n : 1;
 }
 
+/* A run of steps opens with "#ifdef __TINYC__" and the one call of a
+   runtime loop that stands for them under libtcc (with check, a call
+   that goes to fail when it fails), then "#else", after which the caller
+   writes the steps one by one and wb_emit_run_end closes the run. */
+static void wb_emit_run_call(wb_buf *b, bool check, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void wb_emit_run_call(wb_buf *b, bool check, const char *fmt, ...)
+{
+    va_list ap;
+    wb_buf_printf(b, "#ifdef __TINYC__\n%*s", b->indent * 4, "");
+    va_start(ap, fmt);
+    wb_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    wb_buf_printf(b, "\n");
+    if (check)
+        wb_buf_line(b, "    goto fail;");
+    wb_buf_printf(b, "#else\n");
+}
+
+static void wb_emit_run_end(wb_buf *b, int n)
+{
+    if (n > 1)
+        wb_buf_printf(b, "#endif\n");
+}
+
 /* "p" for i 0, else "p + i": where a run starts in array p. */
 static const char *wb_emit_from(char buf[24], const char *p, int i)
 {
@@ -745,19 +774,14 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         for (int i = 0; i < n; i++)
             wb_buf_line(b, "/* %s, from value %d */",
                         wb_emit_input_desc(x, m->input + i), j + i);
-        if (n > 1) {
-            wb_buf_printf(b, "#ifdef __TINYC__\n");
-            wb_buf_line(b, "if ((st = wb_rt_prep_data_%dd_run(e, %d, %s, %s, "
-                        "%d)) != 0)", wb_emit_nd(s, m), m->input,
-                        wb_emit_from(f1, "a", m->input),
-                        wb_emit_from(f2, "r", j), n);
-            wb_buf_line(b, "    goto fail;");
-            wb_buf_printf(b, "#else\n");
-        }
+        if (n > 1)
+            wb_emit_run_call(b, true, "if ((st = wb_rt_prep_data_%dd_run(e, "
+                             "%d, %s, %s, %d)) != 0)", wb_emit_nd(s, m),
+                             m->input, wb_emit_from(f1, "a", m->input),
+                             wb_emit_from(f2, "r", j), n);
         for (int i = 0; i < n; i++)
             wb_emit_prep_mut(x, b, j + i);
-        if (n > 1)
-            wb_buf_printf(b, "#endif\n");
+        wb_emit_run_end(b, n);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
@@ -767,19 +791,15 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
             wb_buf_line(b, "/* %s */", wb_emit_output_desc(x, k + i));
-        if (n > 1) {
-            wb_buf_printf(b, "#ifdef __TINYC__\n");
-            wb_buf_line(b, "if ((st = wb_rt_prep_views(e, %d, %s, %s, %s, "
-                        "%d)) != 0)", k, wb_emit_from(f1, "a", d->base),
-                        wb_emit_from(f2, "r", d->value),
-                        wb_emit_from(f3, "v", vi), n);
-            wb_buf_line(b, "    goto fail;");
-            wb_buf_printf(b, "#else\n");
-        }
+        if (n > 1)
+            wb_emit_run_call(b, true, "if ((st = wb_rt_prep_views(e, %d, %s, "
+                             "%s, %s, %d)) != 0)", k,
+                             wb_emit_from(f1, "a", d->base),
+                             wb_emit_from(f2, "r", d->value),
+                             wb_emit_from(f3, "v", vi), n);
         for (int i = 0; i < n; i++)
             wb_emit_prep_view(x, b, k + i, vi++);
-        if (n > 1)
-            wb_buf_printf(b, "#endif\n");
+        wb_emit_run_end(b, n);
     }
     wb_buf_printf(b, "\n");
 }
@@ -794,17 +814,13 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         const wb_spec_mut *m = &s->muts[j];
         n = wb_emit_mut_run(s, j);
         wb_emit_at(x, wb_emit_input_line(m->input));
-        if (n > 1) {
-            wb_buf_printf(b, "#ifdef __TINYC__\n");
-            wb_buf_line(b, "wb_rt_commit_data_%dd_run(%s, %s, %d);",
-                        wb_emit_nd(s, m), wb_emit_from(f1, "a", m->input),
-                        wb_emit_from(f2, "r", j), n);
-            wb_buf_printf(b, "#else\n");
-        }
+        if (n > 1)
+            wb_emit_run_call(b, false, "wb_rt_commit_data_%dd_run(%s, %s, %d);",
+                             wb_emit_nd(s, m), wb_emit_from(f1, "a", m->input),
+                             wb_emit_from(f2, "r", j), n);
         for (int i = 0; i < n; i++)
             wb_emit_commit_mut(x, b, j + i);
-        if (n > 1)
-            wb_buf_printf(b, "#endif\n");
+        wb_emit_run_end(b, n);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
@@ -812,24 +828,20 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
             wb_buf_line(b, "/* %s */", wb_emit_output_desc(x, k + i));
-        if (n > 1) {
-            wb_buf_printf(b, "#ifdef __TINYC__\n");
-            wb_buf_line(b, "wb_rt_commit_views(%s, %s, %s, %s, %d, %d, "
-                        "0x%llxull);", wb_emit_from(f1, "outs", k),
-                        wb_emit_from(f2, "v", vi),
-                        wb_emit_from(f3, "a", d->base),
-                        wb_emit_from(f4, "r", d->value), n,
-                        d->requires_grad, (unsigned long long)d->dyn);
-            wb_buf_printf(b, "#else\n");
-        }
+        if (n > 1)
+            wb_emit_run_call(b, false, "wb_rt_commit_views(%s, %s, %s, %s, %d, "
+                             "%d, 0x%llxull);", wb_emit_from(f1, "outs", k),
+                             wb_emit_from(f2, "v", vi),
+                             wb_emit_from(f3, "a", d->base),
+                             wb_emit_from(f4, "r", d->value), n,
+                             d->requires_grad, (unsigned long long)d->dyn);
         for (int i = 0; i < n; i++) {
             bool view = s->outs[k + i].kind != WB_OUT_NON_ALIAS &&
                         s->outs[k + i].kind != WB_OUT_IS_INPUT;
             wb_emit_commit_out(x, b, k + i, vi);
             vi += view;
         }
-        if (n > 1)
-            wb_buf_printf(b, "#endif\n");
+        wb_emit_run_end(b, n);
     }
     if (s->nbases) {
         wb_emit_at(x, 1);
