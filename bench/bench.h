@@ -33,6 +33,8 @@ typedef struct bench_tier_result {
 
 /* Wrappers in the batch behind batch_us. */
 #define BENCH_BATCH 100
+/* Batches timed for batch_us, which is their median. */
+#define BENCH_BATCH_REPS 5
 
 typedef struct bench_case_result {
     const char *name, *desc;
