@@ -27,12 +27,19 @@ static bool wb_buf_reserve(wb_buf *b, size_t more)
     return true;
 }
 
-static void wb_buf_put(wb_buf *b, const char *p, size_t n)
+static inline void wb_buf_put(wb_buf *b, const char *p, size_t n)
 {
     if (n && (b->len + n + 1 <= b->cap || wb_buf_reserve(b, n))) {
-        memcpy(b->p + b->len, p, n);
+        char *o = b->p + b->len;
+        /* Most pieces are a few bytes, which a call of memcpy costs more
+           than copying them. */
+        if (n <= 16)
+            for (size_t i = 0; i < n; i++)
+                o[i] = p[i];
+        else
+            memcpy(o, p, n);
+        o[n] = '\0';
         b->len += n;
-        b->p[b->len] = '\0';
     }
 }
 
