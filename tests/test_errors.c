@@ -17,7 +17,7 @@
 
 /* ---- a scripted graph ---- */
 
-#define ERR_MAXV 8
+#define ERR_MAXV 12
 
 typedef struct err_ctx {
     wb_tensor *vals[ERR_MAXV]; /* written in order; NULL entries stay NULL */
@@ -1027,97 +1027,126 @@ Test(errors, argument_runs_name_each_bad_argument)
 }
 
 /* Runs of data mutations and of views reach libtcc as one call each of the
-   runtime's loops (wb_rt_prep_data_2d_run, wb_rt_prep_views and their
-   commits); a failure anywhere in a run must be named as the interpreter
-   names it and leave every input as it was.  Inputs 0-2 are data
-   mutations, 3-5 the bases of outputs 0-2; the graph's values are the
-   three updated inputs, then the four outputs. */
+   runtime's loops (wb_rt_prep_data_1d_run and its kin, wb_rt_prep_views
+   and their commits); a failure anywhere in a run must be named as the
+   interpreter names it and leave every input as it was.  The spec puts
+   every run at offsets of its own: argument 0 is a scalar and 1 a plain
+   tensor; 2-3 are data mutations of one dimension (values 0-1) and 4-5 of
+   two (values 2-3), two runs; value 4 is output 0, not an alias; output 1
+   is a lone view of 6 (view 0), and outputs 2-4 a run of views of 8-10
+   (values 6-8, views 1-3), after the plain tensor 7. */
+#define VRUNS_ARGS 11
+#define VRUNS_VALUES 9
 Test(errors, mutation_and_view_runs_name_each_failure)
 {
     const char *text =
-        "vruns(Tensor(m0!) x0 [dtype=float32, ndim=2, device=cpu], "
-        "Tensor(m1!) x1 [dtype=float32, ndim=2, device=cpu], "
+        "vruns(int s, Tensor p, "
+        "Tensor(m0!) x0 [dtype=float32, ndim=1, device=cpu], "
+        "Tensor(m1!) x1 [dtype=float32, ndim=1, device=cpu], "
         "Tensor(m2!) x2 [dtype=float32, ndim=2, device=cpu], "
-        "Tensor(a0) y0, Tensor(a1) y1, Tensor(a2) y2) -> "
-        "(Tensor(a0) v0, Tensor(a1) v1, Tensor(a2) v2, Tensor out)";
+        "Tensor(m3!) x3 [dtype=float32, ndim=2, device=cpu], "
+        "Tensor(a0) y0, Tensor q, Tensor(a1) y1, Tensor(a2) y2, "
+        "Tensor(a3) y3) -> "
+        "(Tensor o0, Tensor(a0) w0, Tensor(a1) w1, Tensor(a2) w2, "
+        "Tensor(a3) w3)";
     wb_spec *s = NULL;
     WBT_OK(wb_spec_parse(text, &s));
     WBT_EACH_TIER(tier) {
-        wb_tensor *x[3], *y[3], *u[3], *v[3], *out = wbt_f32(0, 1, 1);
-        wb_tensor *wide = wbt_f32(0, 2, 2, 3), *far = wbt_f32(0, 1, 64);
-        wb_arg a[6];
-        for (int i = 0; i < 3; i++) {
-            x[i] = wbt_f32((float)(10 * i), 2, 2, 2);
-            u[i] = wbt_f32((float)(100 + 10 * i), 2, 2, 2);
+        wb_tensor *x[4], *u[4], *y[4], *v[4], *out = wbt_f32(0, 1, 1);
+        wb_tensor *p = wbt_f32(0, 1, 2), *q = wbt_f32(0, 1, 2);
+        wb_tensor *long1 = wbt_f32(0, 1, 5), *wide2 = wbt_f32(0, 2, 2, 3);
+        wb_tensor *far = wbt_f32(0, 1, 64);
+        for (int i = 0; i < 4; i++) {
+            float f = (float)(10 * i);
+            x[i] = i < 2 ? wbt_f32(f, 1, 4) : wbt_f32(f, 2, 2, 2);
+            u[i] = i < 2 ? wbt_f32(100 + f, 1, 4) : wbt_f32(100 + f, 2, 2, 2);
             y[i] = wbt_f32(0, 1, 8);
-            a[i].t = x[i];
-            a[3 + i].t = y[i];
         }
-        /* v1 lies on a storage of its own, small enough for y1's: the
+        /* v[2] lies on a storage of its own, small enough for y[2]'s: the
            full check makes the view. */
         WBT_OK(wb_tensor_as_strided(y[0], 1, (int64_t[]){4}, (int64_t[]){1},
                                     2, &v[0]));
-        v[1] = wbt_f32(0, 1, 3);
-        WBT_OK(wb_tensor_as_strided(y[2], 2, (int64_t[]){2, 2},
-                                    (int64_t[]){1, 2}, 0, &v[2]));
-        err_ctx c = {.vals = {u[0], u[1], u[2], v[0], v[1], v[2], out},
-                     .nwrite = 7, .ret = 7, .watch = -1};
+        WBT_OK(wb_tensor_as_strided(y[1], 1, (int64_t[]){2}, (int64_t[]){2},
+                                    1, &v[1]));
+        v[2] = wbt_f32(0, 1, 3);
+        WBT_OK(wb_tensor_as_strided(y[3], 2, (int64_t[]){2, 2},
+                                    (int64_t[]){1, 2}, 0, &v[3]));
+        wb_arg a[VRUNS_ARGS] = {
+            {.i = 7}, {.t = p}, {.t = x[0]}, {.t = x[1]}, {.t = x[2]},
+            {.t = x[3]}, {.t = y[0]}, {.t = q}, {.t = y[1]}, {.t = y[2]},
+            {.t = y[3]}};
+        err_ctx c = {.vals = {u[0], u[1], u[2], u[3], out, v[0], v[1], v[2],
+                              v[3]},
+                     .nwrite = VRUNS_VALUES, .ret = VRUNS_VALUES,
+                     .watch = -1};
         wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
         if (tier == WB_TIER_TCC) {
-            const char *src = wb_wrapper_source(w);
-            cr_assert(strstr(src, "wb_rt_prep_data_2d_run(e, 0, a, r, 3)"));
-            cr_assert(strstr(src, "wb_rt_prep_views(e, 0, a + 3, r + 3, v, "
-                                  "3)"));
-            cr_assert(strstr(src, "wb_rt_commit_data_2d_run(a, r, 3)"));
-            cr_assert(strstr(src, "wb_rt_commit_views(outs, v, a + 3, r + 3, "
-                                  "3, 0, 0x0ull)"));
+            static const char *const calls[] = {
+                "wb_rt_prep_data_1d_run(e, 2, a + 2, r, 2)",
+                "wb_rt_prep_data_2d_run(e, 4, a + 4, r + 2, 2)",
+                "wb_rt_prep_views(e, 2, a + 8, r + 6, v + 1, 3)",
+                "wb_rt_commit_data_1d_run(a + 2, r, 2)",
+                "wb_rt_commit_data_2d_run(a + 4, r + 2, 2)",
+                "wb_rt_commit_views(outs + 2, v + 1, a + 8, r + 6, 3, 0, "
+                "0x0ull)"};
+            for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+                cr_assert(strstr(wb_wrapper_source(w), calls[i]),
+                          "no %s", calls[i]);
         }
-        wbt_snap snap[6];
-        for (int f = 0; f < 6; f++) {
-            /* A value of the wrong sizes for input f, or for f >= 3 a view
-               past the end of output f - 3's base. */
+        /* Each value in turn spoiled: a mutation's of the wrong sizes, a
+           view's past the end of its base. */
+        for (int f = 0; f < VRUNS_VALUES; f++) {
+            if (f == 4)
+                continue;  /* output 0 aliases nothing: nothing to check */
             wb_tensor **slot = &c.vals[f], *keep = *slot;
-            *slot = f < 3 ? wide : far;
-            for (int i = 0; i < 6; i++)
+            *slot = f < 2 ? long1 : f < 4 ? wide2 : far;
+            wbt_snap snap[VRUNS_ARGS];
+            for (int i = 1; i < VRUNS_ARGS; i++)
                 wbt_snap_take(&snap[i], a[i].t, NULL);
-            wb_tensor *o[4] = {ERR_MARK, ERR_MARK, ERR_MARK, ERR_MARK};
+            wb_tensor *o[5] = {ERR_MARK, ERR_MARK, ERR_MARK, ERR_MARK,
+                               ERR_MARK};
             char want[96];
-            if (f < 3)
+            if (f < 4)
                 snprintf(want, sizeof want, "input %d 'x%d': the updated "
-                         "value's sizes differ", f, f);
+                         "value's sizes differ", f + 2, f);
             else
-                snprintf(want, sizeof want, "output %d 'v%d' "
+                snprintf(want, sizeof want, "output %d 'w%d' "
                          "(alias-of-input): the graph's view does not fit",
-                         f - 3, f - 3);
-            WBT_FAILS(wb_call(w, a, 6, o, 4), WB_ERR_SHAPE, want);
-            for (int i = 0; i < 6; i++)
-                wbt_snap_check(&snap[i], 0, i < 3 ? "x" : "y");
-            for (int k = 0; k < 4; k++)
+                         f - 4, f - 5);
+            WBT_FAILS(wb_call(w, a, VRUNS_ARGS, o, 5), WB_ERR_SHAPE, want);
+            for (int i = 1; i < VRUNS_ARGS; i++)
+                wbt_snap_check(&snap[i], 0, "an argument");
+            for (int k = 0; k < 5; k++)
                 cr_assert_eq(o[k], ERR_MARK, "outs[%d] was written", k);
-            for (int i = 0; i < 7; i++)
+            for (int i = 0; i < VRUNS_VALUES; i++)
                 cr_assert_eq(wb_tensor_refcount(c.vals[i]), 1,
                              "value %d leaked", i);
             *slot = keep;
         }
-        wb_tensor *o[4] = {NULL};
-        WBT_OK(wb_call(w, a, 6, o, 4));
-        for (int i = 0; i < 3; i++) {
-            cr_assert_eq(wbt_at(x[i], 1, 1), 103.0f + 10 * i);
+        wb_tensor *o[5] = {NULL};
+        WBT_OK(wb_call(w, a, VRUNS_ARGS, o, 5));
+        for (int i = 0; i < 4; i++) {
+            float last = i < 2 ? wbt_at(x[i], 3) : wbt_at(x[i], 1, 1);
+            cr_assert_eq(last, 103.0f + 10 * i, "x%d: %g", i, last);
             cr_assert_eq(wb_tensor_version(x[i]), 1);
-            cr_assert_eq(wb_tensor_storage(o[i]), wb_tensor_storage(y[i]));
-            cr_assert_eq(wb_tensor_ndim(o[i]), wb_tensor_ndim(v[i]));
-            wbt_release_last(o[i]);
+            cr_assert_eq(wb_tensor_storage(o[1 + i]),
+                         wb_tensor_storage(y[i]));
+            cr_assert_eq(wb_tensor_ndim(o[1 + i]), wb_tensor_ndim(v[i]));
+            wbt_release_last(o[1 + i]);
         }
-        cr_assert_eq(o[3], out);
-        wb_tensor_release(o[3]);
-        for (int i = 0; i < 3; i++) {
+        cr_assert_eq(o[0], out);
+        wb_tensor_release(o[0]);
+        for (int i = 0; i < 4; i++) {
             wbt_release_last(x[i]);
             wbt_release_last(u[i]);
             wbt_release_last(v[i]);
             wbt_release_last(y[i]);
         }
         wbt_release_last(out);
-        wbt_release_last(wide);
+        wbt_release_last(p);
+        wbt_release_last(q);
+        wbt_release_last(long1);
+        wbt_release_last(wide2);
         wbt_release_last(far);
         wb_wrapper_free(w);
     }

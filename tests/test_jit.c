@@ -16,6 +16,7 @@
 
 #include "helpers.h"
 #include "../src/runtime/rt.h"
+#include "tcc-builtins-cut.h"  /* in the build's copy of libtcc's objects */
 
 typedef int (*jit_int_fn)(int);
 
@@ -52,18 +53,22 @@ Test(jit, messages_point_into_the_spec)
 }
 
 /* libtcc's preamble keeps the target's defines and loses the built-in
-   declarations that scripts/cut-tcc-builtins.sh cuts from tccpp.o. */
+   declarations that scripts/cut-tcc-builtins.sh cuts from tccpp.o, where
+   the script found the text it knows (the header it wrote says so). */
 Test(jit, the_preamble_is_the_target_s_defines_alone)
 {
     wb_jit_code *code;
     jit_int_fn f = jit_compile_ok(
-        "#if !defined __TINYC__ || !defined __x86_64__\n"
+        "#ifndef __TINYC__\n"
         "#error the target's defines are missing\n"
         "#endif\n"
         "int size(int x) { return x * (int)sizeof(__SIZE_TYPE__); }",
         "size", &code);
     cr_assert_eq(f(1), (int)sizeof(size_t));
     wb_jit_free(code);
+    if (!WB_TCC_BUILTINS_CUT)
+        cr_skip_test("this libtcc's built-in text is not the one "
+                     "scripts/cut-tcc-builtins.sh knows; it was not cut");
 
     /* __builtin_va_list is no type, and __builtin_strlen undeclared. */
     void *entry = NULL;

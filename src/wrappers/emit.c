@@ -779,8 +779,11 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                              "%d, %s, %s, %d)) != 0)", wb_emit_nd(s, m),
                              m->input, wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            if (i > 0)
+                wb_emit_at(x, wb_emit_input_line(m->input + i));
             wb_emit_prep_mut(x, b, j + i);
+        }
         wb_emit_run_end(b, n);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
@@ -797,8 +800,11 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                              wb_emit_from(f1, "a", d->base),
                              wb_emit_from(f2, "r", d->value),
                              wb_emit_from(f3, "v", vi), n);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            if (i > 0)
+                wb_emit_at(x, wb_emit_output_line(s, k + i));
             wb_emit_prep_view(x, b, k + i, vi++);
+        }
         wb_emit_run_end(b, n);
     }
     wb_buf_printf(b, "\n");
@@ -818,8 +824,11 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
             wb_emit_run_call(b, false, "wb_rt_commit_data_%dd_run(%s, %s, %d);",
                              wb_emit_nd(s, m), wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            if (i > 0)
+                wb_emit_at(x, wb_emit_input_line(m->input + i));
             wb_emit_commit_mut(x, b, j + i);
+        }
         wb_emit_run_end(b, n);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
@@ -838,6 +847,8 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         for (int i = 0; i < n; i++) {
             bool view = s->outs[k + i].kind != WB_OUT_NON_ALIAS &&
                         s->outs[k + i].kind != WB_OUT_IS_INPUT;
+            if (i > 0)
+                wb_emit_at(x, wb_emit_output_line(s, k + i));
             wb_emit_commit_out(x, b, k + i, vi);
             vi += view;
         }
