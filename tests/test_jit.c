@@ -2,7 +2,8 @@
  * The libtcc driver: compiler messages point back into the spec, the code
  * never sits in memory that is writable and executable at once, and the
  * generated source is what the tcc tier runs.  libtcc's heap is an arena
- * that each compile leaves empty and the next one reuses.
+ * that each compile leaves empty and the next one reuses, and its preamble
+ * is the target's defines alone.
  */
 #include <ctype.h>
 #include <stdatomic.h>
