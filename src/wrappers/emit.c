@@ -597,6 +597,12 @@ static void wb_emit_prep_mut(wb_emitter *x, wb_buf *b, int j)
     wb_buf_line(b, "    goto fail;");
 }
 
+/* Whether output d is made from a view prepared in the check phase. */
+static bool wb_emit_is_view(const wb_spec_out *d)
+{
+    return d->kind != WB_OUT_NON_ALIAS && d->kind != WB_OUT_IS_INPUT;
+}
+
 /* The check of output k, a view, into v[vi]. */
 static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
 {
@@ -789,7 +795,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
         n = wb_emit_view_run(s, k);
-        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT)
+        if (!wb_emit_is_view(d))
             continue;
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
@@ -845,12 +851,10 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
                              wb_emit_from(f4, "r", d->value), n,
                              d->requires_grad, (unsigned long long)d->dyn);
         for (int i = 0; i < n; i++) {
-            bool view = s->outs[k + i].kind != WB_OUT_NON_ALIAS &&
-                        s->outs[k + i].kind != WB_OUT_IS_INPUT;
             if (i > 0)
                 wb_emit_at(x, wb_emit_output_line(s, k + i));
             wb_emit_commit_out(x, b, k + i, vi);
-            vi += view;
+            vi += wb_emit_is_view(&s->outs[k + i]);
         }
         wb_emit_run_end(b, n);
     }
