@@ -6,6 +6,7 @@
  * tiers reach the same message through the same primitive, so their errors
  * agree to the byte.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -834,6 +835,31 @@ static bool wb_rt_ident_char(char c)
            (c >= '0' && c <= '9') || c == '_';
 }
 
+/* The symbol table indexed by a cheap hash of the name (its length, its
+   middle and last bytes), with linear probing: one lookup costs a few
+   compares where a walk of the table cost a compare per symbol, which
+   was most of a scan.  Built once; slot values are index + 1, 0 empty. */
+#define WB_RT_SLOTS 128
+static unsigned char wb_rt_slot[WB_RT_SLOTS];
+static pthread_once_t wb_rt_slots_once = PTHREAD_ONCE_INIT;
+
+static unsigned wb_rt_slot_hash(const char *name, size_t len)
+{
+    return ((unsigned)len * 131u + (unsigned char)name[len / 2] * 31u +
+            (unsigned char)name[len - 1]) % WB_RT_SLOTS;
+}
+
+static void wb_rt_slots_fill(void)
+{
+    for (int i = 0; wb_rt_symbols[i].name; i++) {
+        const wb_rt_symbol *y = &wb_rt_symbols[i];
+        unsigned h = wb_rt_slot_hash(y->name, y->len);
+        while (wb_rt_slot[h])
+            h = (h + 1) % WB_RT_SLOTS;
+        wb_rt_slot[h] = (unsigned char)(i + 1);
+    }
+}
+
 /* Every helper's name starts "wb_" or "mem", so only identifiers before a
    parenthesis that start so are looked up. */
 int wb_rt_symbols_used(const char *src, size_t n,
@@ -841,6 +867,7 @@ int wb_rt_symbols_used(const char *src, size_t n,
 {
     int count = 0;
     const char *end = src + n;
+    pthread_once(&wb_rt_slots_once, wb_rt_slots_fill);
     memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
     for (const char *p = memchr(src, '(', n); p;
          p = memchr(p + 1, '(', (size_t)(end - p - 1))) {
@@ -850,7 +877,9 @@ int wb_rt_symbols_used(const char *src, size_t n,
         size_t len = (size_t)(p - q);
         if (len < 4 || (memcmp(q, "wb_", 3) && memcmp(q, "mem", 3)))
             continue;
-        for (int i = 0; wb_rt_symbols[i].name; i++) {
+        for (unsigned h = wb_rt_slot_hash(q, len); wb_rt_slot[h];
+             h = (h + 1) % WB_RT_SLOTS) {
+            int i = wb_rt_slot[h] - 1;
             const wb_rt_symbol *y = &wb_rt_symbols[i];
             if (y->len == len && !memcmp(y->name, q, len)) {
                 count += !used[i];

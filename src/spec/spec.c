@@ -564,6 +564,14 @@ static wb_status wb_spec_check(const wb_spec *s)
     return WB_OK;
 }
 
+/* Copies s to p, returning the end. */
+static char *wb_spec_put(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
 static wb_status wb_spec_derive_signature(wb_spec *s)
 {
     size_t n = 3;
@@ -572,13 +580,18 @@ static wb_status wb_spec_derive_signature(wb_spec *s)
             n += strlen(s->inputs[i].name) + 10;
     if (!(s->signature = malloc(n)))
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a signature");
+    /* Pieces copied one by one: sprintf cost a third of validating a
+       spec of 20 tensors. */
     char *p = s->signature;
     *p++ = '(';
     for (int i = 0, first = 1; i < s->ninputs; i++) {
         if (!s->inputs[i].is_tensor)
             continue;
-        p += sprintf(p, "%s%s %s", first ? "" : ", ",
-                     wb_direction_name(s->dirs[i]), s->inputs[i].name);
+        if (!first)
+            p = wb_spec_put(p, ", ");
+        p = wb_spec_put(p, wb_direction_name(s->dirs[i]));
+        *p++ = ' ';
+        p = wb_spec_put(p, s->inputs[i].name);
         first = 0;
     }
     strcpy(p, ")");
