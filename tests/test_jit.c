@@ -53,6 +53,90 @@ Test(jit, messages_point_into_the_spec)
               WB_ERR_COMPILE, "no function 'g'");
 }
 
+/* What libtcc reads of generated code: the lines only other compilers
+   read, and the directives, are left empty, and every other line stays
+   where it was. */
+Test(jit, libtcc_reads_its_own_branches_alone)
+{
+    const char *src =
+        "#line 4 \"s\"\n"
+        "a(\n"
+        "#ifdef __TINYC__\n"
+        "tcc(\n"
+        "#else\n"
+        "cc1(\n"
+        "#else-ish and # inside are text\n"
+        "#endif\n"
+        "  #else\n"
+        "#ifndef __TINYC__\n"
+        "cc2(\n"
+        "#endif\n"
+        "b(";
+    const char *want =
+        "#line 4 \"s\"\n"
+        "a(\n"
+        "\n"
+        "tcc(\n"
+        "\n"
+        "\n"
+        "\n"
+        "\n"
+        "  #else\n"
+        "\n"
+        "\n"
+        "\n"
+        "b(";
+    char out[256];
+    char *end = wb_jit_as_read(out, src);
+    cr_assert_str_eq(out, want);
+    cr_assert_eq(end, out + strlen(want));
+
+    /* The line after a cut branch keeps its number. */
+    wb_jit_code *code;
+    jit_int_fn f = jit_compile_ok("int f(int x) {\n"
+                                  "#ifdef __TINYC__\n"
+                                  "    x += 1000;\n"
+                                  "#else\n"
+                                  "    x += 2000;\n"
+                                  "    x += 3000;\n"
+                                  "#endif\n"
+                                  "    return x + __LINE__;\n"
+                                  "}\n",
+                                  "f", &code);
+    cr_assert_eq(f(0), 1008);
+    wb_jit_free(code);
+}
+
+/* The symbols that generated code calls, by who reads the calls. */
+Test(jit, helpers_are_found_with_who_calls_them)
+{
+    const char *src =
+        "wb_rt_grad_set(1);\n"
+        "#ifdef __TINYC__\n"
+        "wb_rt_args_bad(a, 3, 0);\n"
+        "#else\n"
+        "wb_rt_tensor_alloc(); wb_rt_grad_set(0);\n"
+        "#endif\n"
+        "#ifndef __TINYC__\n"
+        "wb_rt_release_all(v, 1);\n"
+        "#endif\n"
+        "wb_rt_not_a_helper(); memset(p, 0, 1); x_wb_rt_grad_swap(1);\n";
+    unsigned char used[WB_RT_MAX_SYMBOLS];
+    cr_assert_eq(wb_rt_symbols_used(src, strlen(src), used), 5);
+    for (int i = 0; wb_rt_symbols[i].name; i++) {
+        const char *name = wb_rt_symbols[i].name;
+        unsigned want = !strcmp(name, "wb_rt_grad_set") ||
+                                !strcmp(name, "memset")
+                            ? WB_RT_READ_TCC | WB_RT_READ_CC
+                        : !strcmp(name, "wb_rt_args_bad") ? WB_RT_READ_TCC
+                        : !strcmp(name, "wb_rt_tensor_alloc") ||
+                                !strcmp(name, "wb_rt_release_all")
+                            ? WB_RT_READ_CC
+                            : 0;
+        cr_assert_eq(used[i], want, "%s: %u, not %u", name, used[i], want);
+    }
+}
+
 /* libtcc's preamble keeps the target's defines and loses the built-in
    declarations that scripts/cut-tcc-builtins.sh cuts from tccpp.o, where
    the script found the text it knows (the header it wrote says so). */

@@ -350,11 +350,33 @@ typedef struct wb_rt_symbol {
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
 #define WB_RT_MAX_SYMBOLS 64
+
+/* Generated code says what only libtcc compiles between "#ifdef __TINYC__"
+   and "#else", and what only other compilers compile from there to
+   "#endif" or between "#ifndef __TINYC__" and "#endif", each directive a
+   line of its own, never nested.  The kind of the line at p: */
+typedef enum wb_rt_cond {
+    WB_RT_COND_NONE,    /* not one of these directives */
+    WB_RT_COND_TCC,     /* #ifdef __TINYC__ */
+    WB_RT_COND_NOT_TCC, /* #ifndef __TINYC__ */
+    WB_RT_COND_ELSE,    /* #else */
+    WB_RT_COND_END      /* #endif */
+} wb_rt_cond;
+wb_rt_cond wb_rt_cond_at(const char *p);
+
+/* Who reads a piece of generated code: libtcc, other compilers, or both. */
+#define WB_RT_READ_TCC 1u
+#define WB_RT_READ_CC 2u
+/* Follows one directive: who reads the lines after a directive of kind c,
+   when *in is the kind of the conditional open before it (NONE, TCC or
+   NOT_TCC), which it updates. */
+unsigned wb_rt_cond_next(wb_rt_cond c, wb_rt_cond *in);
 /* Sets used[i] for each symbol i that the n bytes at src call or declare
-   (its name followed by an opening parenthesis), in one pass; returns how
-   many. */
+   (its name followed by an opening parenthesis) to who reads those calls
+   or declarations (WB_RT_READ_*, or-ed), 0 for the rest, in one pass;
+   returns how many symbols are used. */
 int wb_rt_symbols_used(const char *src, size_t n,
-                       bool used[WB_RT_MAX_SYMBOLS]);
+                       unsigned char used[WB_RT_MAX_SYMBOLS]);
 
 /* ---- devices (cuda.c) ---- */
 
@@ -408,6 +430,11 @@ wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
 wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
                                wb_jit_code **code, void **entries);
 void wb_jit_free(wb_jit_code *code);
+/* Copies src to dst as libtcc reads it: the lines that only other
+   compilers read (see wb_rt_cond) are left empty, and so are the
+   directives, so that every line keeps its number.  dst needs
+   strlen(src) + 1 bytes; returns the end of the copy, its NUL. */
+char *wb_jit_as_read(char *dst, const char *src);
 /* Nonzero while this thread runs code of a dependency that cannot survive
    a failed allocation of its own (libtcc) or leaks on one (the dynamic
    loader); for allocation-failure tests, which fail only allocations made

@@ -215,12 +215,24 @@ static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
         "} wb_env;\n"
         "typedef struct wb_rt_grow { void *data; unsigned long nbytes; "
         "void *husk; } wb_rt_grow;\n\n");
-    /* Prototypes of exactly the helpers the body calls. */
-    bool used[WB_RT_MAX_SYMBOLS];
+    /* Prototypes of exactly the helpers the body calls; those that only
+       the steps of runs call, which libtcc does not read, libtcc does not
+       read either. */
+    unsigned char used[WB_RT_MAX_SYMBOLS];
+    bool steps = false;
     wb_rt_symbols_used(body->p, body->len, used);
-    for (int i = 0; wb_rt_symbols[i].name; i++)
-        if (used[i])
+    for (int i = 0; wb_rt_symbols[i].name; i++) {
+        if (used[i] & WB_RT_READ_TCC)
             wb_emit_proto(b, wb_rt_symbols[i].proto);
+        steps |= used[i] == WB_RT_READ_CC;
+    }
+    if (steps) {
+        wb_buf_write(b, "#ifndef __TINYC__\n", 18);
+        for (int i = 0; wb_rt_symbols[i].name; i++)
+            if (used[i] == WB_RT_READ_CC)
+                wb_emit_proto(b, wb_rt_symbols[i].proto);
+        wb_buf_write(b, "#endif\n", 7);
+    }
     wb_buf_write(b, "\n", 1);
 }
 

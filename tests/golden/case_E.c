@@ -59,21 +59,11 @@ int wb_rt_args_bad_masked(const wb_arg *a, unsigned n,
                           unsigned long long mask, unsigned long long want);
 int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
                      wb_tensor **r, int nvalues, int on);
-int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
-                       const wb_tensor *v);
-void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
 int wb_rt_prep_data_2d_run(const wb_env *e, int input, const wb_arg *a,
                            wb_tensor *const *r, int n);
 void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
-int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
-                    const wb_rt_grow *grown, const wb_tensor *v,
-                    wb_tensor **view);
-wb_tensor *wb_rt_tensor_alloc(void);
 int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                      wb_tensor *const *r, wb_tensor **views, int n);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad,
-                             unsigned long long dyn);
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         const wb_arg *a, wb_tensor *const *r, int n,
                         int requires_grad, unsigned long long dyn);
@@ -82,6 +72,18 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
+#ifndef __TINYC__
+int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
+                       const wb_tensor *v);
+void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
+int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
+                    const wb_rt_grow *grown, const wb_tensor *v,
+                    wb_tensor **view);
+wb_tensor *wb_rt_tensor_alloc(void);
+wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
+                             wb_tensor *v, int requires_grad,
+                             unsigned long long dyn);
+#endif
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
