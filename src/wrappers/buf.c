@@ -32,12 +32,21 @@ static inline void wb_buf_put(wb_buf *b, const char *p, size_t n)
     if (n && (b->len + n + 1 <= b->cap || wb_buf_reserve(b, n))) {
         char *o = b->p + b->len;
         /* Most pieces are a few bytes, which a call of memcpy costs more
-           than copying them. */
-        if (n <= 16)
-            for (size_t i = 0; i < n; i++)
-                o[i] = p[i];
-        else
+           than copying them: up to 16 as two words that may overlap, each
+           a move or two. */
+        if (n >= 8 && n <= 16) {
+            memcpy(o, p, 8);
+            memcpy(o + n - 8, p + n - 8, 8);
+        } else if (n >= 4 && n < 8) {
+            memcpy(o, p, 4);
+            memcpy(o + n - 4, p + n - 4, 4);
+        } else if (n < 4) {
+            o[0] = p[0];
+            o[n / 2] = p[n / 2];
+            o[n - 1] = p[n - 1];
+        } else {
             memcpy(o, p, n);
+        }
         o[n] = '\0';
         b->len += n;
     }
@@ -58,15 +67,23 @@ static void wb_buf_pad(wb_buf *b, size_t n)
     }
 }
 
-/* Writes v in base 10 or 16, with a minus sign when neg. */
+/* Writes v in base 10 or 16, with a minus sign when neg; each base its
+   own loop, so that the divisions are by constants. */
 static void wb_buf_num(wb_buf *b, unsigned long long v, bool neg, int base)
 {
     char t[24];
     int i = (int)sizeof t;
-    do {
-        t[--i] = "0123456789abcdef"[v % (unsigned)base];
-        v /= (unsigned)base;
-    } while (v);
+    if (base == 16) {
+        do {
+            t[--i] = "0123456789abcdef"[v & 15];
+            v >>= 4;
+        } while (v);
+    } else {
+        do {
+            t[--i] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+    }
     if (neg)
         t[--i] = '-';
     wb_buf_put(b, t + i, sizeof t - (size_t)i);

@@ -28,6 +28,9 @@ typedef struct wb_emitter {
     const wb_spec *s;
     wb_buf out;
     wb_buf *tmp;    /* scratch text, see wb_emit_tmp */
+    const wb_buf *descs;    /* each input's and output's description */
+    const size_t *desc_at;  /* where in descs: inputs, then outputs */
+    size_t line_at; /* where the condition's current line starts */
     bool lines;     /* emit #line directives */
     char file[80];  /* their file name */
 } wb_emitter;
@@ -60,7 +63,7 @@ static int wb_emit_output_line(const wb_spec *s, int output)
 }
 
 /* The emitter's scratch text, emptied for each use (its storage is kept):
-   descriptions and condition terms are formatted there by wb_buf's own
+   condition terms and holders are formatted there by wb_buf's own
    formatter rather than by snprintf, which cost a third of an emit. */
 static wb_buf *wb_emit_tmp(wb_emitter *x)
 {
@@ -93,17 +96,15 @@ static void wb_emit_dtype(wb_buf *b, DLDataType d)
         wb_buf_printf(b, "x%u", (unsigned)d.lanes);
 }
 
-static const char *wb_emit_input_desc(wb_emitter *x, int i)
+static void wb_emit_input_desc(const wb_spec *s, wb_buf *b, int i)
 {
-    const wb_spec *s = x->s;
     const wb_input *in = &s->inputs[i];
-    wb_buf *b = wb_emit_tmp(x);
     wb_buf_printf(b, "input %d '", i);
     wb_emit_name(b, in->name);
     wb_buf_write(b, "'", 1);
     if (!in->is_tensor) {
         wb_buf_printf(b, ", %s", wb_spec_c_type(s, i));
-        return wb_emit_tmp_text(x);
+        return;
     }
     wb_buf_printf(b, ", %s", wb_direction_name(s->dirs[i]));
     if (in->mutation != WB_MUT_NONE)
@@ -119,13 +120,11 @@ static const char *wb_emit_input_desc(wb_emitter *x, int i)
         wb_buf_printf(b, ", %s",
                       wb_rt_device_str(in->device, dev, sizeof dev));
     }
-    return wb_emit_tmp_text(x);
 }
 
-static const char *wb_emit_output_desc(wb_emitter *x, int k)
+static void wb_emit_output_desc(const wb_spec *s, wb_buf *b, int k)
 {
-    const wb_output *o = &x->s->outputs[k];
-    wb_buf *b = wb_emit_tmp(x);
+    const wb_output *o = &s->outputs[k];
     wb_buf_printf(b, "output %d '", k);
     wb_emit_name(b, o->name);
     wb_buf_printf(b, "', %s", wb_alias_name(o->kind));
@@ -135,7 +134,38 @@ static const char *wb_emit_output_desc(wb_emitter *x, int k)
         wb_buf_printf(b, ", requires grad");
     if (o->dyn)
         wb_buf_printf(b, ", dynamic dims 0x%llx", (unsigned long long)o->dyn);
-    return wb_emit_tmp_text(x);
+}
+
+/* Every description, written once: the banner lists them all, and the
+   comment of each step repeats its item's.  NUL-separated in descs;
+   at[] gets where each starts, inputs then outputs. */
+static void wb_emit_descs(const wb_spec *s, wb_buf *descs, size_t *at)
+{
+    for (int i = 0; i < s->ninputs; i++) {
+        *at++ = descs->len;
+        wb_emit_input_desc(s, descs, i);
+        wb_buf_write(descs, "", 1);
+    }
+    for (int k = 0; k < s->noutputs; k++) {
+        *at++ = descs->len;
+        wb_emit_output_desc(s, descs, k);
+        wb_buf_write(descs, "", 1);
+    }
+}
+
+static const char *wb_emit_desc(const wb_emitter *x, int j)
+{
+    return x->descs->oom ? "" : x->descs->p + x->desc_at[j];
+}
+
+static const char *wb_emit_in_desc(const wb_emitter *x, int i)
+{
+    return wb_emit_desc(x, i);
+}
+
+static const char *wb_emit_out_desc(const wb_emitter *x, int k)
+{
+    return wb_emit_desc(x, x->s->ninputs + k);
 }
 
 /* ---- the banner and the declarations ---- */
@@ -150,10 +180,10 @@ static void wb_emit_banner(wb_emitter *x)
     wb_buf_printf(b, "'.\n *\n");
     wb_buf_printf(b, " * inputs (%d):\n", s->ninputs);
     for (int i = 0; i < s->ninputs; i++)
-        wb_buf_printf(b, " *   %s\n", wb_emit_input_desc(x, i));
+        wb_buf_printf(b, " *   %s\n", wb_emit_in_desc(x, i));
     wb_buf_printf(b, " * outputs (%d):\n", s->noutputs);
     for (int k = 0; k < s->noutputs; k++)
-        wb_buf_printf(b, " *   %s\n", wb_emit_output_desc(x, k));
+        wb_buf_printf(b, " *   %s\n", wb_emit_out_desc(x, k));
     wb_buf_printf(b, " * intermediate bases: %d\n", s->nbases);
     wb_buf_printf(b, " * the graph returns N = %d values:\n *   %d updated "
                   "inputs, %d outputs, %d intermediate bases\n", s->nvalues,
@@ -240,8 +270,9 @@ static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
 
 /* A condition of terms joined by ||, wrapped before column 78 with the
    continuation indented one level: "if (" term... ")" tail. */
-static void wb_emit_if(wb_buf *b)
+static void wb_emit_if(wb_emitter *x, wb_buf *b)
 {
+    x->line_at = b->len;
     wb_buf_printf(b, "%*sif (", b->indent * 4, "");
 }
 
@@ -260,15 +291,15 @@ static void wb_emit_term(wb_emitter *x, wb_buf *b, int *k, const char *fmt,
     wb_buf_vprintf(wb_emit_tmp(x), fmt, ap);
     va_end(ap);
     const char *t = wb_emit_tmp_text(x);
-    size_t col = 0;
-    while (col < b->len && b->p[b->len - col - 1] != '\n')
-        col++;
-    if (*k == 0)
-        wb_buf_printf(b, "%s", t);
-    else if (col + x->tmp->len + 7 <= 78)
-        wb_buf_printf(b, " || %s", t);
-    else
-        wb_buf_printf(b, " ||\n%*s%s", b->indent * 4 + 4, "", t);
+    size_t col = b->len - x->line_at, n = strlen(t);
+    if (*k > 0 && col + n + 7 <= 78) {
+        wb_buf_write(b, " || ", 4);
+    } else if (*k > 0) {
+        wb_buf_write(b, " ||\n", 4);
+        x->line_at = b->len;
+        wb_buf_printf(b, "%*s", b->indent * 4 + 4, "");
+    }
+    wb_buf_write(b, t, n);
     (*k)++;
 }
 
@@ -407,7 +438,7 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
             return false;
         wb_buf_printf(b, "#ifdef __TINYC__\n");
     }
-    wb_emit_if(b);
+    wb_emit_if(x, b);
     for (int t = 0, n; t < s->ntensor_inputs; t += n) {
         int i = s->tensor_inputs[t];
         if (runs) {
@@ -495,7 +526,7 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
         int i = s->bumped[k];
         wb_emit_at(x, wb_emit_input_line(i));
         wb_buf_line(b, "/* %s: the graph writes it */",
-                    wb_emit_input_desc(x, i));
+                    wb_emit_in_desc(x, i));
         wb_buf_line(b, "wb_rt_bump(a[%d].t);", i);
     }
     wb_emit_at(x, 1);
@@ -754,9 +785,9 @@ static void wb_emit_run_call(wb_buf *b, bool check, const char *fmt, ...)
     wb_buf_printf(b, "#else\n");
 }
 
-static void wb_emit_run_end(wb_buf *b, int n)
+static void wb_emit_run_end(wb_buf *b, bool run)
 {
-    if (n > 1)
+    if (run)
         wb_buf_printf(b, "#endif\n");
 }
 
@@ -776,7 +807,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
     char f1[24], f2[24], f3[24];
     wb_emit_at(x, 1);
     wb_buf_line(b, "/* check: every value, mutation and view; may fail */");
-    wb_emit_if(b);
+    wb_emit_if(x, b);
     int k = 0;
     wb_emit_term(x, b, &k, "n != %d", s->nvalues);
     for (int i = 0; i < s->nvalues; i++)
@@ -791,7 +822,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, wb_emit_input_line(m->input));
         for (int i = 0; i < n; i++)
             wb_buf_line(b, "/* %s, from value %d */",
-                        wb_emit_input_desc(x, m->input + i), j + i);
+                        wb_emit_in_desc(x, m->input + i), j + i);
         if (n > 1)
             wb_emit_run_call(b, true, "if ((st = wb_rt_prep_data_%dd_run(e, "
                              "%d, %s, %s, %d)) != 0)", wb_emit_nd(s, m),
@@ -802,7 +833,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                 wb_emit_at(x, wb_emit_input_line(m->input + i));
             wb_emit_prep_mut(x, b, j + i);
         }
-        wb_emit_run_end(b, n);
+        wb_emit_run_end(b, n > 1);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
@@ -811,7 +842,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
             continue;
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
-            wb_buf_line(b, "/* %s */", wb_emit_output_desc(x, k + i));
+            wb_buf_line(b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1)
             wb_emit_run_call(b, true, "if ((st = wb_rt_prep_views(e, %d, %s, "
                              "%s, %s, %d)) != 0)", k,
@@ -823,7 +854,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                 wb_emit_at(x, wb_emit_output_line(s, k + i));
             wb_emit_prep_view(x, b, k + i, vi++);
         }
-        wb_emit_run_end(b, n);
+        wb_emit_run_end(b, n > 1);
     }
     wb_buf_printf(b, "\n");
 }
@@ -847,14 +878,14 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
                 wb_emit_at(x, wb_emit_input_line(m->input + i));
             wb_emit_commit_mut(x, b, j + i);
         }
-        wb_emit_run_end(b, n);
+        wb_emit_run_end(b, n > 1);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
         n = wb_emit_view_run(s, k);
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
-            wb_buf_line(b, "/* %s */", wb_emit_output_desc(x, k + i));
+            wb_buf_line(b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1)
             wb_emit_run_call(b, false, "wb_rt_commit_views(%s, %s, %s, %s, %d, "
                              "%d, 0x%llxull);", wb_emit_from(f1, "outs", k),
@@ -868,7 +899,7 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
             wb_emit_commit_out(x, b, k + i, vi);
             vi += wb_emit_is_view(&s->outs[k + i]);
         }
-        wb_emit_run_end(b, n);
+        wb_emit_run_end(b, n > 1);
     }
     if (s->nbases) {
         wb_emit_at(x, 1);
@@ -948,8 +979,8 @@ static bool wb_emit_ident_ok(const char *s)
 wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
                   char **out)
 {
-    wb_buf body = {0}, tmp = {0};
-    wb_emitter x = {.s = spec, .lines = lines, .tmp = &tmp};
+    wb_buf body = {0}, tmp = {0}, descs = {0};
+    wb_emitter x = {.s = spec, .lines = lines, .tmp = &tmp, .descs = &descs};
     if (!spec || !out || !fn_name)
         return wb_rt_fail(WB_ERR_INVALID, "wb_emit: NULL argument");
     if (!spec->valid)
@@ -958,6 +989,12 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
     if (!wb_emit_ident_ok(fn_name) || strlen(fn_name) > 64)
         return wb_rt_fail(WB_ERR_INVALID, "wb_emit: the function name is "
                           "not a C identifier of at most 64 bytes");
+    size_t *at = malloc(sizeof *at * (size_t)(spec->ninputs +
+                                              spec->noutputs + 1));
+    if (!at)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory emitting C");
+    wb_emit_descs(spec, &descs, at);
+    x.desc_at = at;
     wb_emit_file_name(spec->name, x.file, sizeof x.file);
     /* The body goes first into its own buffer, so that the prelude can
        declare exactly the helpers it calls. */
@@ -969,9 +1006,11 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
         wb_emit_prelude(&x, &body);
     if (!body.oom)
         wb_buf_write(&x.out, body.p, body.len);
-    bool oom = body.oom || tmp.oom;
+    bool oom = body.oom || tmp.oom || descs.oom;
     wb_buf_free(&body);
     wb_buf_free(&tmp);
+    wb_buf_free(&descs);
+    free(at);
     char *text = wb_buf_take(&x.out);
     if (oom || !text) {
         free(text);
