@@ -240,6 +240,8 @@ Test(jit, wrapper_source_is_the_compiled_text)
     const char *src = wb_wrapper_source(wt);
     cr_assert(src && strstr(src, "from spec 'tiny'"));
     cr_assert(strstr(src, "#line 1 \"tiny\""), "no #line into the spec");
+    cr_assert(strstr(src, "\n#line 1\n"), "a later #line names the file "
+              "again");
     cr_assert_null(wb_wrapper_source(wi));
     cr_assert_str_eq(wb_tier_name(wb_wrapper_tier(wt)), "tcc");
     wb_tensor *x = wbt_f32(0, 1, 2);

@@ -13,8 +13,10 @@
  *
  * For the JIT, each step is preceded by a #line directive naming its spec
  * item, so that a compiler message points back into the spec: line 1 is the
- * graph, lines 2.. the inputs in order, then the outputs.  Source for people
- * (wb_emit_c, goldens, ahead-of-time files) leaves them out.
+ * graph, lines 2.. the inputs in order, then the outputs; the first names
+ * the spec as the file, and the rest keep it (the name cost libtcc 5k
+ * instructions a wrapper of case E).  Source for people (wb_emit_c,
+ * goldens, ahead-of-time files) leaves them out.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@ typedef struct wb_emitter {
     const size_t *desc_at;  /* where in descs: inputs, then outputs */
     size_t line_at; /* where the condition's current line starts */
     bool lines;     /* emit #line directives */
+    bool named;     /* one has named the file; the rest keep it */
     char file[80];  /* their file name */
 } wb_emitter;
 
@@ -51,8 +54,11 @@ static void wb_emit_file_name(const char *name, char *buf, size_t n)
 
 static void wb_emit_at(wb_emitter *x, int line)
 {
-    if (x->lines)
+    if (x->lines && x->named)
+        wb_buf_printf(&x->out, "#line %d\n", line);
+    else if (x->lines)
         wb_buf_printf(&x->out, "#line %d \"%s\"\n", line, x->file);
+    x->named = true;
 }
 
 static int wb_emit_input_line(int input) { return 2 + input; }

@@ -74,41 +74,41 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if (!a[0].t || !a[1].t || !a[2].t)
         return wb_rt_err_inputs(e, a);
 
-#line 1 "decode_step"
+#line 1
     /* the call: 0 guards, grad mode off */
     n = wb_rt_call_graph(e, a, 5, r, 4, 0);
 
-#line 1 "decode_step"
+#line 1
     /* check: every value, mutation and view; may fail */
     if (n != 4 || !r[0] || !r[1] || !r[2] || !r[3]) {
         st = wb_rt_err_values(e, n, r);
         goto fail;
     }
-#line 2 "decode_step"
+#line 2
     /* input 0 'cache', INOUT, data mutation, from value 0 */
     if ((st = wb_rt_prep_data(e, 0, a[0].t, r[0])) != 0)
         goto fail;
-#line 8 "decode_step"
+#line 8
     /* output 1 '', alias-of-input of 1 */
     if (r[2]->storage != a[1].t->storage || !(v[0] = wb_rt_tensor_alloc()))
         if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
             goto fail;
 
-#line 1 "decode_step"
+#line 1
     /* commit: mutations, then outputs; cannot fail */
-#line 2 "decode_step"
+#line 2
     wb_rt_commit_data(a[0].t, r[0]);
-#line 7 "decode_step"
+#line 7
     /* output 0 '', non-alias */
     outs[0] = wb_rt_out_flags(r[1], 0, 0x0ull);
-#line 8 "decode_step"
+#line 8
     /* output 1 '', alias-of-input of 1 */
     outs[1] = wb_rt_commit_view(v[0], a[1].t, r[2], 0, 0x0ull);
-#line 9 "decode_step"
+#line 9
     /* output 2 '', is-input of 0 */
     outs[2] = wb_rt_out_input(a[0].t, 0x0ull);
     wb_tensor_release(r[3]);
-#line 1 "decode_step"
+#line 1
     /* device copies, all at once on the call's stream */
     return wb_rt_flush(e, outs, 3);
 
