@@ -118,11 +118,12 @@ $(BUILD)/obj/%.o: %.c $(DEPS)
 # malloc, calloc, realloc and free (in libtcc.o) are renamed to the arena
 # of src/runtime/jitheap.c, which each compile leaves empty and the next
 # reuses.  The built-in declarations libtcc would read at the start of
-# every compile are cut from tccpp.o (scripts/cut-tcc-builtins.sh).
+# every compile, and the assembler's keywords, are cut from tccpp.o
+# (scripts/trim-libtcc.sh).
 # Programs link the library without -ltcc (giving it anyway is harmless).
 TCC_A   := $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
-$(TCC_DIR)/.sealed: $(DEPS) Makefile scripts/cut-tcc-builtins.sh
+$(TCC_DIR)/.sealed: $(DEPS) Makefile scripts/trim-libtcc.sh
 	rm -rf $(TCC_DIR)
 	mkdir -p $(TCC_DIR)
 	cd $(TCC_DIR) && ar x $(TCC_A)
@@ -132,10 +133,9 @@ $(TCC_DIR)/.sealed: $(DEPS) Makefile scripts/cut-tcc-builtins.sh
 	        --redefine-sym calloc=wb_jit_heap_calloc \
 	        --redefine-sym realloc=wb_jit_heap_realloc \
 	        --redefine-sym free=wb_jit_heap_free $$o || exit 1; done
-	sh scripts/cut-tcc-builtins.sh $(TCC_DIR)/tccpp.o \
-	    >$(TCC_DIR)/tcc-builtins-cut.h
+	sh scripts/trim-libtcc.sh $(TCC_DIR)/tccpp.o >$(TCC_DIR)/libtcc-trim.h
 	touch $@
-# The jit suite checks the cut where the script made it.
+# The jit suite checks the cuts where the script made them.
 $(BUILD)/obj/tests/test_jit.o: $(TCC_DIR)/.sealed
 $(BUILD)/obj/tests/test_jit.o: ALL_CFLAGS += -I$(TCC_DIR)
 

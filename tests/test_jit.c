@@ -17,7 +17,7 @@
 
 #include "helpers.h"
 #include "../src/runtime/rt.h"
-#include "tcc-builtins-cut.h"  /* in the build's copy of libtcc's objects */
+#include "libtcc-trim.h"  /* in the build's copy of libtcc's objects */
 
 typedef int (*jit_int_fn)(int);
 
@@ -138,8 +138,8 @@ Test(jit, helpers_are_found_with_who_calls_them)
 }
 
 /* libtcc's preamble keeps the target's defines and loses the built-in
-   declarations that scripts/cut-tcc-builtins.sh cuts from tccpp.o, where
-   the script found the text it knows (the header it wrote says so). */
+   declarations that scripts/trim-libtcc.sh cuts from tccpp.o, where the
+   script found the text it knows (the header it wrote says so). */
 Test(jit, the_preamble_is_the_target_s_defines_alone)
 {
     wb_jit_code *code;
@@ -153,7 +153,7 @@ Test(jit, the_preamble_is_the_target_s_defines_alone)
     wb_jit_free(code);
     if (!WB_TCC_BUILTINS_CUT)
         cr_skip_test("this libtcc's built-in text is not the one "
-                     "scripts/cut-tcc-builtins.sh knows; it was not cut");
+                     "scripts/trim-libtcc.sh knows; it was not cut");
 
     /* __builtin_va_list is no type, and __builtin_strlen undeclared. */
     void *entry = NULL;
@@ -165,6 +165,44 @@ Test(jit, the_preamble_is_the_target_s_defines_alone)
                              "    return (int)__builtin_strlen(p);\n}",
                              "f", &code, &entry),
               WB_ERR_COMPILE, "__builtin_strlen");
+    cr_assert_null(code);
+}
+
+/* libtcc keeps the keywords of C, of the preprocessor and of the helpers
+   it calls itself, and loses the assembler's, which scripts/trim-libtcc.sh
+   cuts from its list where it found the list it knows: C that spells
+   assembler keywords as names, and the zeroing that libtcc makes a call
+   of memset, compile and run; inline assembly, and #pragma pack(push)
+   with the assembler's push, no longer compile. */
+Test(jit, c_compiles_without_the_assembler_s_keywords)
+{
+    wb_jit_code *code;
+    jit_int_fn f = jit_compile_ok(
+        "typedef struct big { int w[40]; } big;\n"
+        "int f(int x) {\n"
+        "    int mov = x, rax = 2, byte = 3, section = 40, clflush = 500;\n"
+        "    big a = {{0}};\n"
+        "    a.w[39] = mov;\n"
+        "    return a.w[39] * rax + byte + section + clflush + a.w[0];\n"
+        "}\n",
+        "f", &code);
+    cr_assert_eq(f(1000), 2543);
+    wb_jit_free(code);
+
+    const char *nop = "int f(void) { __asm__(\"nop\"); return 1; }";
+    void *entry = NULL;
+    code = NULL;
+    if (!WB_TCC_ASM_KEYWORDS_CUT) {
+        WBT_OK(wb_jit_compile(nop, "f", &code, &entry));
+        wb_jit_free(code);
+        cr_skip_test("this libtcc's keyword list is not the one "
+                     "scripts/trim-libtcc.sh knows; it was not cut");
+    }
+    WBT_FAILS(wb_jit_compile(nop, "f", &code, &entry), WB_ERR_COMPILE,
+              "opcode 'nop'");
+    WBT_FAILS(wb_jit_compile("#pragma pack(push, 1)\n"
+                             "int f(void) { return 1; }", "f", &code, &entry),
+              WB_ERR_COMPILE, "malformed #pragma");
     cr_assert_null(code);
 }
 
