@@ -163,13 +163,6 @@ static size_t wb_jit_split(const char *src, const char *fn,
     return strlen(src);
 }
 
-static char *wb_jit_put(char *p, const char *s)
-{
-    size_t n = strlen(s);
-    memcpy(p, s, n);
-    return p + n;
-}
-
 /* The bytes from s to e, or only their newlines when not read. */
 static char *wb_jit_span(char *p, const char *s, const char *e, bool read)
 {
@@ -244,15 +237,15 @@ static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
         wb_rt_symbols_used(src, wb_jit_split(src, fn, &at), one);
         for (int i = 0; wb_rt_symbols[i].name; i++) {
             if (k > 0 && one[i] && !used[i]) {
-                p = wb_jit_put(p, wb_rt_symbols[i].proto);
+                p = stpcpy(p, wb_rt_symbols[i].proto);
                 *p++ = '\n';
             }
             used[i] |= one[i];
         }
         p += sprintf(p, "#define %s %s_%d\n", fn, fn, k);
-        p = wb_jit_put(p, k == 0 ? src : at);
-        p = wb_jit_put(p, "\n#undef ");
-        p = wb_jit_put(p, fn);
+        p = stpcpy(p, k == 0 ? src : at);
+        p = stpcpy(p, "\n#undef ");
+        p = stpcpy(p, fn);
         *p++ = '\n';
     }
     *p = '\0';

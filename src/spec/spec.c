@@ -564,14 +564,6 @@ static wb_status wb_spec_check(const wb_spec *s)
     return WB_OK;
 }
 
-/* Copies s to p, returning the end. */
-static char *wb_spec_put(char *p, const char *s)
-{
-    size_t n = strlen(s);
-    memcpy(p, s, n);
-    return p + n;
-}
-
 static wb_status wb_spec_derive_signature(wb_spec *s)
 {
     size_t n = 3;
@@ -588,10 +580,10 @@ static wb_status wb_spec_derive_signature(wb_spec *s)
         if (!s->inputs[i].is_tensor)
             continue;
         if (!first)
-            p = wb_spec_put(p, ", ");
-        p = wb_spec_put(p, wb_direction_name(s->dirs[i]));
+            p = stpcpy(p, ", ");
+        p = stpcpy(p, wb_direction_name(s->dirs[i]));
         *p++ = ' ';
-        p = wb_spec_put(p, s->inputs[i].name);
+        p = stpcpy(p, s->inputs[i].name);
         first = 0;
     }
     strcpy(p, ")");
