@@ -1,9 +1,10 @@
 /*
  * The libtcc driver: compiler messages point back into the spec, the code
  * never sits in memory that is writable and executable at once, and the
- * generated source is what the tcc tier runs.  libtcc's heap is an arena
- * that each compile leaves empty and the next one reuses, and its preamble
- * is the target's defines alone.
+ * generated source is what the tcc tier runs, read by libtcc without the
+ * branches other compilers read.  libtcc's heap is an arena that each
+ * compile leaves empty and the next one reuses, its preamble is the
+ * target's defines alone, and it knows no assembler keywords.
  */
 #include <ctype.h>
 #include <stdatomic.h>
