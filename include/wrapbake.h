@@ -458,7 +458,11 @@ const char *wb_tier_name(wb_tier tier);
    wrapper loaded from the disk cache, a disk-cache miss explained); NULL
    otherwise.  Owned by w; stable once the tier no longer changes. */
 const char *wb_wrapper_note(const wb_wrapper *w);
-/* The generated C the wrapper runs (NULL for the interpreter); owned by w. */
+/* The generated C the wrapper runs, for every compiler: on tcc and cc with
+   #line directives into the spec, as `wrapbake emit` prints it (libtcc
+   compiled its own branch of it, and a tcc wrapper makes the text when
+   first asked), on aot without them.  Owned by w; NULL for the
+   interpreter, or when out of memory. */
 const char *wb_wrapper_source(const wb_wrapper *w);
 /* The wrapper's own copy of its spec. */
 const wb_spec *wb_wrapper_spec(const wb_wrapper *w);

@@ -13,6 +13,7 @@
 
 #define WBD_FAIL(...) cr_assert_fail(__VA_ARGS__)
 #include "diff_gen.h"
+#include "../src/wrappers/wrappers.h"
 
 static void diff_one(uint64_t seed)
 {
@@ -69,6 +70,110 @@ Test(diff, cc_matches_interp_0, .timeout = 600) { diff_cc_range(0); }
 Test(diff, cc_matches_interp_1, .timeout = 600) { diff_cc_range(1); }
 Test(diff, cc_matches_interp_2, .timeout = 600) { diff_cc_range(2); }
 Test(diff, cc_matches_interp_3, .timeout = 600) { diff_cc_range(3); }
+
+/* ---- libtcc's text ---- */
+
+/* What a compiler makes of text, line numbers aside: its lines without
+   comments (generated code holds no string a comment mark could be in),
+   blank lines, a #line directive that the next line overrides, or the
+   declaration of t, which libtcc's text leaves out when only the other
+   branches use it. */
+static char *diff_code_only(const char *text)
+{
+    size_t n = strlen(text);
+    char *bare = malloc(n + 1), *out = malloc(n + 2), *b = bare, *o = out;
+    cr_assert(bare && out, "out of memory");
+    for (const char *p = text; *p;) {
+        if (p[0] == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            cr_assert(end, "an unterminated comment");
+            p = end + 2;
+        } else {
+            *b++ = *p++;
+        }
+    }
+    *b = '\0';
+    char *last = NULL; /* the last line kept, when it is a #line */
+    for (char *line = strtok(bare, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!line[strspn(line, " \t")])
+            continue;
+        if (!strcmp(line, "    const wb_tensor *t; "))
+            continue;
+        bool directive = strncmp(line, "#line ", 6) == 0;
+        if (directive && last)
+            o = last;
+        last = directive ? o : NULL;
+        o += sprintf(o, "%s\n", line);
+    }
+    *o = '\0';
+    free(bare);
+    return out;
+}
+
+/* A spec shaped as the benchmark's cases: nargs float32 2-d inputs, the
+   first nmut mutated, nalias views of the next ones, one further output. */
+static wb_spec *diff_bench_spec(int nargs, int nmut, int nalias)
+{
+    wb_spec *s;
+    char name[16];
+    WBT_OK(wb_spec_new("bench", &s));
+    for (int i = 0; i < nargs; i++) {
+        snprintf(name, sizeof name, "x%d", i);
+        WBT_OK(wb_spec_add_tensor(s, name, i < nmut ? WB_MUT_DATA
+                                                    : WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_declare_input(s, i, WBT_F32, 2));
+    }
+    for (int k = 0; k < nalias; k++)
+        WBT_OK(wb_spec_add_output(s, "v", WB_OUT_ALIAS_OF_INPUT, nmut + k,
+                                  false, 0, NULL));
+    WBT_OK(wb_spec_add_output(s, "out", WB_OUT_NON_ALIAS, -1, false, 0, NULL));
+    return s;
+}
+
+/* The text the tcc tier compiles (WB_EMIT_LIBTCC) is the whole text, which
+   wb_wrapper_source gives and the cc tier compiles (WB_EMIT_LINES), as
+   libtcc reads it (wb_jit_as_read) and less its comments: libtcc's branch
+   of every run, the same code line for line.  The differential test runs
+   both texts against the interpreter; this holds them to each other. */
+Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
+{
+    /* The benchmark's cases A to E, then random specs. */
+    static const int bench[][3] = {{5, 0, 0}, {5, 0, 2}, {5, 2, 0},
+                                   {10, 1, 3}, {20, 3, 5}};
+    int runs = 0;
+    for (uint64_t seed = 0; seed <= 2000 + 5; seed++) {
+        wb_spec *s;
+        if (seed < 5) {
+            s = diff_bench_spec(bench[seed][0], bench[seed][1],
+                                bench[seed][2]);
+        } else {
+            diff_rng r = {(seed - 5) * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
+            diff_spec d;
+            s = diff_make_spec(&r, &d);
+            diff_rng h = {diff_next(&r) | 1, NULL, 0};
+            diff_add_hooks(&h, s, &diff_case_world);
+        }
+        WBT_OK(wb_spec_validate(s));
+        char *whole, *own;
+        WBT_OK(wb_emit(s, WB_EMIT_FN, WB_EMIT_LINES, &whole));
+        WBT_OK(wb_emit(s, WB_EMIT_FN, WB_EMIT_LIBTCC, &own));
+        char *read = malloc(strlen(whole) + 1);
+        cr_assert(read, "out of memory");
+        wb_jit_as_read(read, whole);
+        /* Benchmark cases 0 to 4, then random seeds from 0. */
+        const char *what = seed < 5 ? "benchmark case" : "seed";
+        unsigned long long which = seed < 5 ? seed : seed - 5;
+        cr_assert_null(strstr(own, "__TINYC__"), "%s %llu: a branch in "
+                       "libtcc's text:\n%s", what, which, own);
+        runs += strstr(whole, "#ifdef __TINYC__") != NULL;
+        char *a = diff_code_only(read), *b = diff_code_only(own);
+        cr_assert_str_eq(a, b, "%s %llu: libtcc's text is not the whole "
+                         "text as libtcc reads it", what, which);
+        free(a), free(b), free(read), free(whole), free(own);
+        wb_spec_free(s);
+    }
+    cr_log_info("libtcc's text: %d of 2005 specs with runs", runs);
+}
 
 /* ---- the aot tier ---- */
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "../src/wrappers/wrappers.h"
 
 static int golden_hook(void *ud) { (void)ud; return 0; }
 static void golden_leave(void *ud) { (void)ud; }
@@ -96,12 +97,13 @@ static void golden_compiles(const char *path)
     cr_assert_eq(system(cmd), 0, "%s does not compile cleanly: %s", path, cmd);
 }
 
-static void golden_check(const char *name, wb_spec *s)
+static void golden_check_form(const char *name, wb_spec *s,
+                              wb_emit_form form)
 {
     char path[256], *text;
     snprintf(path, sizeof path, "tests/golden/%s.c", name);
     WBT_OK(wb_spec_validate(s));
-    WBT_OK(wb_emit_c(s, &text));
+    WBT_OK(wb_emit(s, WB_EMIT_FN, form, &text));
     if (getenv("WB_UPDATE_GOLDEN")) {
         FILE *f = fopen(path, "wb");
         cr_assert(f, "cannot write %s", path);
@@ -119,9 +121,21 @@ static void golden_check(const char *name, wb_spec *s)
     wb_spec_free(s);
 }
 
+static void golden_check(const char *name, wb_spec *s)
+{
+    golden_check_form(name, s, WB_EMIT_PLAIN);
+}
+
 Test(golden, decode_step) { golden_check("decode_step", golden_decode_step()); }
 Test(golden, case_e) { golden_check("case_E", golden_case_e()); }
 Test(golden, training) { golden_check("train_step", golden_training()); }
+
+/* What the tcc tier compiles of case E: libtcc's branch of every run, the
+   #line directives, no banner or step comments. */
+Test(golden, case_e_as_libtcc_compiles_it)
+{
+    golden_check_form("case_E.libtcc", golden_case_e(), WB_EMIT_LIBTCC);
+}
 
 /* The same text, regenerated, is byte-identical. */
 Test(golden, deterministic)

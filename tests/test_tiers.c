@@ -21,6 +21,7 @@
 
 #include "helpers.h"
 #include "../src/runtime/wrapper.h"
+#include "../src/wrappers/wrappers.h"
 
 /* x (data mutation) gets x + 1; output 0 is a view of y's second row. */
 static int tiers_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
@@ -419,6 +420,46 @@ Test(tiers, equal_specs_share_one_function)
     wb_cache_stats_get(&a);
     cr_assert_eq(a.compiled, c.compiled + 1);
     wb_wrapper_free(w4);
+    wb_spec_free(s);
+}
+
+static void *tiers_ask_source(void *w)
+{
+    return (void *)wb_wrapper_source(w);
+}
+
+/* A tcc wrapper runs code compiled from libtcc's own text and keeps no
+   source until one is asked for; then every caller, racing or not, gets
+   the one whole text (a cc wrapper's, for any compiler, with #line
+   directives). */
+Test(tiers, tcc_source_is_made_when_asked_for)
+{
+    enum { T = 8 };
+    wb_spec *s = tiers_spec("asked");
+    wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_TCC);
+    char *whole, *own;
+    WBT_OK(wb_emit(w->spec, WB_EMIT_FN, WB_EMIT_LINES, &whole));
+    WBT_OK(wb_emit(w->spec, WB_EMIT_FN, WB_EMIT_LIBTCC, &own));
+    cr_assert_str_eq(w->code->source, own);
+    cr_assert_null(atomic_load(&w->source));
+    pthread_t t[T];
+    void *got[T];
+    for (int i = 0; i < T; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, tiers_ask_source, w), 0);
+    for (int i = 0; i < T; i++)
+        pthread_join(t[i], &got[i]);
+    cr_assert_str_eq(got[0], whole);
+    for (int i = 1; i < T; i++)
+        cr_assert_eq(got[i], got[0], "caller %d got another copy", i);
+    cr_assert_eq(wb_wrapper_source(w), got[0]);
+    cr_assert_eq(tiers_check_calls(w, 3, 1), 0);
+    wb_wrapper_free(w);
+    /* The cc tier compiles the whole text, kept from the start. */
+    w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
+    cr_assert_str_eq(atomic_load(&w->source), whole);
+    wb_wrapper_free(w);
+    free(whole);
+    free(own);
     wb_spec_free(s);
 }
 

@@ -243,7 +243,7 @@ static void wb_aot_take(wb_aot *a, const wb_cli_entry *en,
     if (wb_spec_parse(text, &spec) != WB_OK ||
         wb_spec_validate(spec) != WB_OK ||
         wb_spec_fingerprint(spec, g->fp) != WB_OK ||
-        wb_emit(spec, g->fn, false, &code) != WB_OK) {
+        wb_emit(spec, g->fn, WB_EMIT_PLAIN, &code) != WB_OK) {
         /* The trimmed text says what the entry says; this would be a bug
            of ours, and is reported as one. */
         a->n--;

@@ -3,7 +3,7 @@
  * tcc tier compiles for one, and writes ahead-of-time C for many (aot.c).
  *
  *   wrapbake check [--json] [--allowlist LIST] FILE...
- *   wrapbake emit [--name NAME] FILE
+ *   wrapbake emit [--name NAME] [--libtcc] FILE
  *   wrapbake emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...
  *
  * Exit status: 0 on success, 1 when any spec or file failed, 2 on a usage
@@ -39,8 +39,11 @@ static const char wb_cli_usage_text[] =
     "      number of returns), argument directions and C types, return alias\n"
     "      kinds, and whether it can be wrapped, and why not.  A spec that\n"
     "      fails is reported and the run goes on.\n"
-    "  emit [--name NAME] FILE\n"
-    "      Prints the C the tcc tier compiles for a spec of FILE.\n"
+    "  emit [--name NAME] [--libtcc] FILE\n"
+    "      Prints the C of a wrapper of a spec of FILE, as\n"
+    "      wb_wrapper_source gives it: for every compiler, with #line\n"
+    "      directives into the spec.  With --libtcc, the text the tcc tier\n"
+    "      compiles: libtcc's branch of every run, no comments.\n"
     "  emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...\n"
     "      Writes ahead-of-time C for every spec of every FILE into DIR:\n"
     "      PREFIX_NAME_I.c per spec (its wrapper function), and the dispatch\n"
@@ -57,6 +60,7 @@ static const char wb_cli_usage_text[] =
     "  -n, --name NAME       emit: the spec to print; needed when FILE holds\n"
     "                        more than one (`add.Tensor`, or `add` when add\n"
     "                        has one overload in FILE)\n"
+    "      --libtcc          emit: the text the tcc tier compiles\n"
     "      --aot             emit: ahead-of-time C, into the directory -o\n"
     "                        names (created when missing)\n"
     "  -o, --output DIR      emit --aot: the directory to write\n"
@@ -480,10 +484,10 @@ static char *wb_cli_entry_name(const wb_cli_entry *en)
     return name;
 }
 
-/* Prints the C of the chosen entry, exactly as the tcc tier emits it
-   (src/runtime/wrapper.c): wb_emit with #line directives and the tier's
-   function name. */
-static int wb_cli_emit_entry(const wb_cli_entry *en)
+/* Prints the C of the chosen entry in form, exactly as a wrapper's
+   source (WB_EMIT_LINES) or the tcc tier's text (WB_EMIT_LIBTCC) is
+   emitted (src/runtime/tiers.c), with the tiers' function name. */
+static int wb_cli_emit_entry(const wb_cli_entry *en, wb_emit_form form)
 {
     if (en->error) {
         wb_cli_error_text(en->error);
@@ -499,7 +503,7 @@ static int wb_cli_emit_entry(const wb_cli_entry *en)
     }
     if (wb_schema_to_spec(sc, &spec) != WB_OK ||
         wb_spec_validate(spec) != WB_OK ||
-        wb_emit(spec, WB_EMIT_FN, true, &c) != WB_OK) {
+        wb_emit(spec, WB_EMIT_FN, form, &c) != WB_OK) {
         msg = wb_cli_located(en, wb_last_error());
         wb_cli_error_text(msg ? msg : "out of memory");
     } else {
@@ -513,7 +517,8 @@ static int wb_cli_emit_entry(const wb_cli_entry *en)
     return rc;
 }
 
-static int wb_cli_emit(const char *want, const char *path)
+static int wb_cli_emit(const char *want, const char *path,
+                       wb_emit_form form)
 {
     wb_cli_entries entries = {0};
     char *err = NULL;
@@ -528,7 +533,7 @@ static int wb_cli_emit(const char *want, const char *path)
         goto done;
     }
     if (!want && entries.n == 1) {
-        rc = wb_cli_emit_entry(&entries.v[0]);
+        rc = wb_cli_emit_entry(&entries.v[0], form);
         goto done;
     }
     /* Several specs: list them when none was named, else find the one. */
@@ -560,7 +565,7 @@ static int wb_cli_emit(const char *want, const char *path)
     } else if (found == 0) {
         wb_cli_error("wrapbake: no spec in %s is named '%s'\n", file, want);
     } else if (found == 1) {
-        rc = wb_cli_emit_entry(&entries.v[pick]);
+        rc = wb_cli_emit_entry(&entries.v[pick], form);
     }
 done:
     free(err);
@@ -642,9 +647,10 @@ static int wb_cli_main_aot(const char *dir, const char *prefix,
 
 static int wb_cli_main_emit(int argc, char **argv)
 {
-    enum { WB_CLI_OPT_AOT = 256 };
+    enum { WB_CLI_OPT_AOT = 256, WB_CLI_OPT_LIBTCC };
     static const struct option opts[] = {
         {"name", required_argument, NULL, 'n'},
+        {"libtcc", no_argument, NULL, WB_CLI_OPT_LIBTCC},
         {"aot", no_argument, NULL, WB_CLI_OPT_AOT},
         {"output", required_argument, NULL, 'o'},
         {"prefix", required_argument, NULL, 'p'},
@@ -652,7 +658,7 @@ static int wb_cli_main_emit(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *name = NULL, *dir = NULL, *prefix = NULL, *allowlist = NULL;
-    bool aot = false;
+    bool aot = false, libtcc = false;
     int c;
     while ((c = getopt_long(argc, argv, ":n:o:p:a:h", opts, NULL)) != -1) {
         switch (c) {
@@ -662,6 +668,7 @@ static int wb_cli_main_emit(int argc, char **argv)
             name = optarg;
             break;
         case WB_CLI_OPT_AOT: aot = true; break;
+        case WB_CLI_OPT_LIBTCC: libtcc = true; break;
         case 'o':
             if (dir)
                 return wb_cli_usage_error("emit: --output given twice");
@@ -686,6 +693,10 @@ static int wb_cli_main_emit(int argc, char **argv)
             return wb_cli_usage_error("emit --aot: --name does not apply; "
                                       "every spec is generated (--allowlist "
                                       "picks some)");
+        if (libtcc)
+            return wb_cli_usage_error("emit --aot: --libtcc does not apply; "
+                                      "ahead-of-time C is for the system "
+                                      "compiler");
         return wb_cli_main_aot(dir, prefix, allowlist, argc - optind,
                                argv + optind);
     }
@@ -698,7 +709,8 @@ static int wb_cli_main_emit(int argc, char **argv)
     if (argc - optind > 1)
         return wb_cli_usage_error("emit: one FILE only, %d given",
                                   argc - optind);
-    return wb_cli_emit(name, argv[optind]);
+    return wb_cli_emit(name, argv[optind],
+                       libtcc ? WB_EMIT_LIBTCC : WB_EMIT_LINES);
 }
 
 static int wb_cli_finish(int rc)

@@ -867,7 +867,7 @@ wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
                           "WRAPBAKE_CACHE_DIR, XDG_CACHE_HOME or HOME");
     if ((st = wb_spec_clone(spec, &copy)) != WB_OK ||
         (st = wb_spec_validate(copy)) != WB_OK ||
-        (st = wb_emit(copy, WB_EMIT_FN, true, &source)) != WB_OK ||
+        (st = wb_emit(copy, WB_EMIT_FN, WB_EMIT_LINES, &source)) != WB_OK ||
         (st = wb_cc_opts_init(options, &cc)) != WB_OK) {
         wb_spec_free(copy);
         free(source);

@@ -59,8 +59,10 @@ static void wb_promote(struct wb_promotion *p)
     wb_code *code;
     char spec[300];
     wb_spec_print_name(w->spec->name, spec, sizeof spec);
-    wb_status st = wb_cc_code_get(w->source, p->share, &p->cc, spec,
-                                  &p->cancel, &code);
+    const char *source = wb_wrapper_source(w);
+    wb_status st = source ? wb_cc_code_get(source, p->share, &p->cc, spec,
+                                           &p->cancel, &code)
+                          : WB_ERR_NOMEM;
     if (st == WB_OK) {
         atomic_store(&w->promoted, code);
         atomic_store_explicit(&w->entry, code->entry, memory_order_release);
@@ -261,6 +263,15 @@ wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
                            options, out);
 }
 
+/* Frees wb_wrappers_new's arrays, and the sources libtcc compiled. */
+static void wb_wrappers_new_done(int n, wb_wrapper **ws, wb_code **codes,
+                                 char **srcs, bool libtcc)
+{
+    for (int i = 0; srcs && libtcc && i < n; i++)
+        free(srcs[i]);
+    free(ws), free(codes), free(srcs);
+}
+
 wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
                           const wb_graph_fn *graphs, void *const *ctxs,
                           const wb_options *options, wb_wrapper **out)
@@ -271,7 +282,9 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
     bool share = !(o->flags & WB_OPT_NO_SHARE);
     wb_wrapper **ws = NULL;
     wb_code **codes = NULL;
-    const char **srcs = NULL;
+    char **srcs = NULL;
+    /* libtcc compiles text of its own, which the wrappers do not keep. */
+    bool libtcc = tier == WB_TIER_TCC || tier == WB_TIER_AUTO;
     wb_status st;
     if (n < 1 || !specs || !graphs || !out)
         return wb_rt_fail(WB_ERR_INVALID, "wb_wrappers_new: no specs, "
@@ -295,13 +308,16 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
             atomic_store(&ws[i]->tier, WB_TIER_INTERP);
             continue;
         }
-        if ((st = wb_emit(ws[i]->spec, WB_EMIT_FN, true, &ws[i]->source)) !=
-            WB_OK)
+        if ((st = wb_emit(ws[i]->spec, WB_EMIT_FN,
+                          libtcc ? WB_EMIT_LIBTCC : WB_EMIT_LINES,
+                          &srcs[i])) != WB_OK)
             goto fail;
-        srcs[i] = ws[i]->source;
+        if (!libtcc)
+            atomic_store(&ws[i]->source, srcs[i]);
     }
-    if (tier == WB_TIER_TCC || tier == WB_TIER_AUTO) {
-        if ((st = wb_tcc_codes(n, srcs, share, codes)) != WB_OK)
+    if (libtcc) {
+        if ((st = wb_tcc_codes(n, (const char *const *)srcs, share, codes)) !=
+            WB_OK)
             goto fail;
     } else if (tier == WB_TIER_CC) {
         wb_cc_opts cc;
@@ -323,7 +339,7 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
             goto fail;
     }
     memcpy(out, ws, (size_t)n * sizeof *ws);
-    free(ws), free(codes), free(srcs);
+    wb_wrappers_new_done(n, ws, codes, srcs, libtcc);
     return WB_OK;
 fail:
     for (int i = 0; ws && i < n; i++) {
@@ -331,6 +347,6 @@ fail:
             wb_code_release(codes[i]);
         wb_wrapper_free(ws[i]);
     }
-    free(ws), free(codes), free(srcs);
+    wb_wrappers_new_done(n, ws, codes, srcs, libtcc);
     return st;
 }

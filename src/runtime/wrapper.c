@@ -58,6 +58,7 @@ wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
     atomic_init(&w->entry, (wb_entry_fn)0);
     atomic_init(&w->tier, WB_TIER_DEFAULT);
     atomic_init(&w->promoted, (wb_code *)0);
+    atomic_init(&w->source, (char *)0);
     atomic_init(&w->note, (char *)0);
     *out = w;
     return WB_OK;
@@ -77,7 +78,7 @@ void wb_wrapper_free(wb_wrapper *w)
     wb_code_release(atomic_load(&w->promoted));
     wb_code_release(w->code);
     free(atomic_load(&w->note));
-    free(w->source);
+    free(atomic_load(&w->source));
     wb_spec_free(w->spec);
     free(w);
 }
@@ -107,7 +108,23 @@ const char *wb_wrapper_note(const wb_wrapper *w)
              : NULL;
 }
 
-const char *wb_wrapper_source(const wb_wrapper *w) { return w ? w->source : NULL; }
+const char *wb_wrapper_source(const wb_wrapper *w)
+{
+    if (!w)
+        return NULL;
+    /* Made once, by whichever caller gets there first. */
+    wb_wrapper *m = (wb_wrapper *)w;
+    char *src = atomic_load_explicit(&m->source, memory_order_acquire), *none;
+    if (src || !w->code ||
+        wb_emit(w->spec, WB_EMIT_FN, WB_EMIT_LINES, &src) != WB_OK)
+        return src;
+    none = NULL;
+    if (!atomic_compare_exchange_strong(&m->source, &none, src)) {
+        free(src);
+        src = none;
+    }
+    return src;
+}
 const wb_spec *wb_wrapper_spec(const wb_wrapper *w) { return w ? w->spec : NULL; }
 
 /* ---- ahead-of-time wrappers ---- */
@@ -116,7 +133,7 @@ const wb_spec *wb_wrapper_spec(const wb_wrapper *w) { return w ? w->spec : NULL;
 static wb_status wb_fingerprint_of(const wb_spec *spec, char **src,
                                    char out[WB_FINGERPRINT_LEN + 1])
 {
-    wb_status st = wb_emit(spec, WB_EMIT_FN, false, src);
+    wb_status st = wb_emit(spec, WB_EMIT_FN, WB_EMIT_PLAIN, src);
     if (st == WB_OK)
         wb_sha256_str(*src, strlen(*src), out);
     return st;
@@ -156,9 +173,12 @@ wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
     if (!entry || !fingerprint)
         return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new_aot: NULL entry "
                           "or fingerprint");
+    char *src = NULL;
     if ((st = wb_wrapper_alloc(spec, graph, graph_ctx, &w)) != WB_OK)
         return st;
-    if ((st = wb_fingerprint_of(w->spec, &w->source, mine)) != WB_OK)
+    st = wb_fingerprint_of(w->spec, &src, mine);
+    atomic_store(&w->source, src);
+    if (st != WB_OK)
         goto fail;
     if (strcmp(mine, fingerprint) != 0) {
         char name[WB_MAX_NAME * 4 + 1];

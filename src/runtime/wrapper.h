@@ -56,7 +56,10 @@ struct wb_wrapper {
     _Atomic(wb_entry_fn) entry;     /* the tier serving now */
     atomic_int tier;                /* and its name */
     wb_spec *spec;
-    char *source;                   /* the generated C (compiled tiers) */
+    /* The generated C (compiled tiers): libtcc compiles text of its own,
+       so a tcc wrapper's is made when first asked for (wb_wrapper_source,
+       a promotion). */
+    _Atomic(char *) source;
     wb_code *code;                  /* the code serving from creation */
     _Atomic(wb_code *) promoted;    /* auto: the cc code, once built */
     _Atomic(char *) note;           /* see wb_wrapper_note */

@@ -181,15 +181,20 @@ void wb_buf_printf(wb_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
+void wb_buf_vline(wb_buf *b, const char *fmt, va_list ap)
+{
+    if (*fmt && b->indent > 0 && !b->oom)
+        wb_buf_pad(b, (size_t)b->indent * 4);
+    wb_buf_vprintf(b, fmt, ap);
+    wb_buf_write(b, "\n", 1);
+}
+
 void wb_buf_line(wb_buf *b, const char *fmt, ...)
 {
     va_list ap;
-    if (*fmt && b->indent > 0 && !b->oom)
-        wb_buf_pad(b, (size_t)b->indent * 4);
     va_start(ap, fmt);
-    wb_buf_vprintf(b, fmt, ap);
+    wb_buf_vline(b, fmt, ap);
     va_end(ap);
-    wb_buf_write(b, "\n", 1);
 }
 
 char *wb_buf_take(wb_buf *b)

@@ -34,6 +34,7 @@ typedef struct wb_emitter {
     const size_t *desc_at;  /* where in descs: inputs, then outputs */
     size_t line_at; /* where the condition's current line starts */
     bool lines;     /* emit #line directives */
+    bool libtcc;    /* libtcc's text alone: no comments, no other branch */
     bool named;     /* one has named the file; the rest keep it */
     char file[80];  /* their file name */
 } wb_emitter;
@@ -82,6 +83,25 @@ static wb_buf *wb_emit_tmp(wb_emitter *x)
 static const char *wb_emit_tmp_text(wb_emitter *x)
 {
     return x->tmp->p && !x->tmp->oom ? x->tmp->p : "";
+}
+
+/* A comment line, which libtcc's text leaves out. */
+static void wb_emit_comment(const wb_emitter *x, wb_buf *b, const char *fmt,
+                            ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void wb_emit_comment(const wb_emitter *x, wb_buf *b, const char *fmt,
+                            ...)
+{
+    va_list ap;
+    if (x->libtcc)
+        return;
+    va_start(ap, fmt);
+    wb_buf_vline(b, fmt, ap);
+    va_end(ap);
 }
 
 /* A spec name, escaped for a comment. */
@@ -161,7 +181,7 @@ static void wb_emit_descs(const wb_spec *s, wb_buf *descs, size_t *at)
 
 static const char *wb_emit_desc(const wb_emitter *x, int j)
 {
-    return x->descs->oom ? "" : x->descs->p + x->desc_at[j];
+    return x->libtcc || x->descs->oom ? "" : x->descs->p + x->desc_at[j];
 }
 
 static const char *wb_emit_in_desc(const wb_emitter *x, int i)
@@ -262,7 +282,7 @@ static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
             wb_emit_proto(b, wb_rt_symbols[i].proto);
         steps |= used[i] == WB_RT_READ_CC;
     }
-    if (steps) {
+    if (steps && !x->libtcc) {
         wb_buf_write(b, "#ifndef __TINYC__\n", 18);
         for (int i = 0; wb_rt_symbols[i].name; i++)
             if (used[i] == WB_RT_READ_CC)
@@ -273,6 +293,46 @@ static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
 }
 
 /* ---- the function ---- */
+
+/* A run of steps opens with "#ifdef __TINYC__" and the one call of a
+   runtime loop that stands for them under libtcc (with check, a call
+   that goes to fail when it fails), then "#else", after which the caller
+   writes the steps one by one (when wb_emit_steps says so) and
+   wb_emit_run_end closes the run.  libtcc's text has the call alone. */
+static void wb_emit_run_call(const wb_emitter *x, wb_buf *b, bool check,
+                             const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static void wb_emit_run_call(const wb_emitter *x, wb_buf *b, bool check,
+                             const char *fmt, ...)
+{
+    va_list ap;
+    if (!x->libtcc)
+        wb_buf_write(b, "#ifdef __TINYC__\n", 17);
+    va_start(ap, fmt);
+    wb_buf_vline(b, fmt, ap);
+    va_end(ap);
+    if (check)
+        wb_buf_line(b, "    goto fail;");
+    if (!x->libtcc)
+        wb_buf_write(b, "#else\n", 6);
+}
+
+/* Whether the n steps from here are written one by one: n is 1, or the
+   text is not libtcc's alone. */
+static bool wb_emit_steps(const wb_emitter *x, int n)
+{
+    return n == 1 || !x->libtcc;
+}
+
+static void wb_emit_run_end(const wb_emitter *x, wb_buf *b, bool run)
+{
+    if (run && !x->libtcc)
+        wb_buf_write(b, "#endif\n", 7);
+}
 
 /* A condition of terms joined by ||, wrapped before column 78 with the
    continuation indented one level: "if (" term... ")" tail. */
@@ -341,6 +401,8 @@ static bool wb_emit_call_wrapped(const wb_spec *s)
     return s->nguards || s->ndetached || s->before_call;
 }
 
+static bool wb_emit_checks_inline(const wb_emitter *x);
+
 static void wb_emit_locals(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
@@ -356,7 +418,7 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     if (s->ndetached)
         wb_buf_line(b, "wb_arg ca[%d]; /* arguments, some detached */",
                     s->ninputs);
-    if (s->ndeclared)
+    if (wb_emit_checks_inline(x))
         wb_buf_line(b, "const wb_tensor *t; /* the argument being checked */");
     /* When a guard, a detach or the before-call hook can skip the call,
        n is read only on paths that set it, but gcc -O2 -Wall cannot tell
@@ -426,11 +488,26 @@ static int wb_emit_run(const wb_spec *s, int t, unsigned long long *mask,
     return n >= (*mask ? 3 : 6) ? n : 1;
 }
 
+/* Whether the code checks a declared argument inline, through t: every
+   text of a spec that declares one, but libtcc's alone only when a check
+   is not part of a run. */
+static bool wb_emit_checks_inline(const wb_emitter *x)
+{
+    const wb_spec *s = x->s;
+    unsigned long long mask, want;
+    if (!x->libtcc || !s->ndeclared)
+        return s->ndeclared;
+    for (int t = 0, n; t < s->ntensor_inputs; t += n)
+        if ((n = wb_emit_run(s, t, &mask, &want)) == 1 && mask)
+            return true;
+    return false;
+}
+
 /* The condition of the argument checks, "if (...)".  With runs set, the
    condition for libtcc: each run is one call of the runtime's loop, and
    the text opens with the "#ifdef __TINYC__" that the caller's #else
-   closes; when the spec has no run, nothing is emitted and the result is
-   false. */
+   closes (libtcc's text alone has no such line, nor any #else); when the
+   spec has no run, nothing is emitted and the result is false. */
 static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
 {
     const wb_spec *s = x->s;
@@ -442,7 +519,8 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
             t++;
         if (t == s->ntensor_inputs)
             return false;
-        wb_buf_printf(b, "#ifdef __TINYC__\n");
+        if (!x->libtcc)
+            wb_buf_write(b, "#ifdef __TINYC__\n", 17);
     }
     wb_emit_if(x, b);
     for (int t = 0, n; t < s->ntensor_inputs; t += n) {
@@ -486,8 +564,8 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
     wb_emit_at(x, 1);
-    wb_buf_line(b, "/* %d arguments, room for at least %d outputs */",
-                s->ninputs, s->noutputs);
+    wb_emit_comment(x, b, "/* %d arguments, room for at least %d outputs */",
+                    s->ninputs, s->noutputs);
     wb_buf_line(b, "if (nargs != %d || nouts < %d)", s->ninputs, s->noutputs);
     wb_buf_line(b, "    return wb_rt_err_arity(e, nargs, nouts);");
     if (s->ntensor_inputs) {
@@ -496,25 +574,25 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
            the common case costs a few compares and no call.  The error
            path finds which check failed first in the interpreter's order
            (every NULL before any declaration). */
-        wb_buf_line(b, "/* every tensor argument present%s */",
-                    s->ndeclared ? ", as declared" : "");
+        wb_emit_comment(x, b, "/* every tensor argument present%s */",
+                        s->ndeclared ? ", as declared" : "");
         bool runs = wb_emit_arg_checks(x, b, true);
-        if (runs)
-            wb_buf_printf(b, "#else\n");
-        wb_emit_arg_checks(x, b, false);
-        if (runs)
-            wb_buf_printf(b, "#endif\n");
+        if (runs && !x->libtcc)
+            wb_buf_write(b, "#else\n", 6);
+        if (!runs || !x->libtcc)
+            wb_emit_arg_checks(x, b, false);
+        wb_emit_run_end(x, b, runs);
         wb_buf_line(b, "    return wb_rt_err_inputs(e, a);");
     }
     if (s->nreshaped) {
-        wb_buf_line(b, "/* inputs whose view or storage changes are not "
-                    "passed twice */");
+        wb_emit_comment(x, b, "/* inputs whose view or storage changes are "
+                        "not passed twice */");
         wb_buf_line(b, "if ((st = wb_rt_check_distinct(e, a)) != 0)");
         wb_buf_line(b, "    return st;");
     }
     if (s->first_call) {
         wb_emit_at(x, 1);
-        wb_buf_line(b, "/* the first-call hook, once per wrapper */");
+        wb_emit_comment(x, b, "/* the first-call hook, once per wrapper */");
         wb_buf_line(b, "if ((st = wb_rt_first_call(e)) != 0)");
         wb_buf_line(b, "    return st;");
     }
@@ -531,13 +609,13 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     for (int k = 0; k < s->nbumped; k++) {
         int i = s->bumped[k];
         wb_emit_at(x, wb_emit_input_line(i));
-        wb_buf_line(b, "/* %s: the graph writes it */",
-                    wb_emit_in_desc(x, i));
+        wb_emit_comment(x, b, "/* %s: the graph writes it */",
+                        wb_emit_in_desc(x, i));
         wb_buf_line(b, "wb_rt_bump(a[%d].t);", i);
     }
     wb_emit_at(x, 1);
-    wb_buf_line(b, "/* the call: %d guards, grad mode %s */", s->nguards,
-                s->training ? "on" : "off");
+    wb_emit_comment(x, b, "/* the call: %d guards, grad mode %s */",
+                    s->nguards, s->training ? "on" : "off");
     if (!wb_emit_call_wrapped(s)) {
         wb_buf_line(b, "n = wb_rt_call_graph(e, a, %d, r, %d, %d);",
                     s->ninputs, s->nvalues, s->training ? 1 : 0);
@@ -768,35 +846,6 @@ static int wb_emit_view_run(const wb_spec *s, int k)
     return n >= 3 ? n : 1;
 }
 
-/* A run of steps opens with "#ifdef __TINYC__" and the one call of a
-   runtime loop that stands for them under libtcc (with check, a call
-   that goes to fail when it fails), then "#else", after which the caller
-   writes the steps one by one and wb_emit_run_end closes the run. */
-static void wb_emit_run_call(wb_buf *b, bool check, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void wb_emit_run_call(wb_buf *b, bool check, const char *fmt, ...)
-{
-    va_list ap;
-    wb_buf_printf(b, "#ifdef __TINYC__\n%*s", b->indent * 4, "");
-    va_start(ap, fmt);
-    wb_buf_vprintf(b, fmt, ap);
-    va_end(ap);
-    wb_buf_printf(b, "\n");
-    if (check)
-        wb_buf_line(b, "    goto fail;");
-    wb_buf_printf(b, "#else\n");
-}
-
-static void wb_emit_run_end(wb_buf *b, bool run)
-{
-    if (run)
-        wb_buf_printf(b, "#endif\n");
-}
-
 /* "p" for i 0, else "p + i": where a run starts in array p. */
 static const char *wb_emit_from(char buf[24], const char *p, int i)
 {
@@ -812,7 +861,8 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
     const wb_spec *s = x->s;
     char f1[24], f2[24], f3[24];
     wb_emit_at(x, 1);
-    wb_buf_line(b, "/* check: every value, mutation and view; may fail */");
+    wb_emit_comment(x, b, "/* check: every value, mutation and view; may "
+                    "fail */");
     wb_emit_if(x, b);
     int k = 0;
     wb_emit_term(x, b, &k, "n != %d", s->nvalues);
@@ -827,19 +877,19 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         n = wb_emit_mut_run(s, j);
         wb_emit_at(x, wb_emit_input_line(m->input));
         for (int i = 0; i < n; i++)
-            wb_buf_line(b, "/* %s, from value %d */",
-                        wb_emit_in_desc(x, m->input + i), j + i);
+            wb_emit_comment(x, b, "/* %s, from value %d */",
+                            wb_emit_in_desc(x, m->input + i), j + i);
         if (n > 1)
-            wb_emit_run_call(b, true, "if ((st = wb_rt_prep_data_%dd_run(e, "
-                             "%d, %s, %s, %d)) != 0)", wb_emit_nd(s, m),
+            wb_emit_run_call(x, b, true, "if ((st = wb_rt_prep_data_%dd_run("
+                             "e, %d, %s, %s, %d)) != 0)", wb_emit_nd(s, m),
                              m->input, wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
             if (i > 0)
                 wb_emit_at(x, wb_emit_input_line(m->input + i));
             wb_emit_prep_mut(x, b, j + i);
         }
-        wb_emit_run_end(b, n > 1);
+        wb_emit_run_end(x, b, n > 1);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
@@ -848,19 +898,20 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
             continue;
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
-            wb_buf_line(b, "/* %s */", wb_emit_out_desc(x, k + i));
+            wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1)
-            wb_emit_run_call(b, true, "if ((st = wb_rt_prep_views(e, %d, %s, "
-                             "%s, %s, %d)) != 0)", k,
+            wb_emit_run_call(x, b, true, "if ((st = wb_rt_prep_views(e, %d, "
+                             "%s, %s, %s, %d)) != 0)", k,
                              wb_emit_from(f1, "a", d->base),
                              wb_emit_from(f2, "r", d->value),
                              wb_emit_from(f3, "v", vi), n);
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
             if (i > 0)
                 wb_emit_at(x, wb_emit_output_line(s, k + i));
-            wb_emit_prep_view(x, b, k + i, vi++);
+            wb_emit_prep_view(x, b, k + i, vi + i);
         }
-        wb_emit_run_end(b, n > 1);
+        vi += n;
+        wb_emit_run_end(x, b, n > 1);
     }
     wb_buf_printf(b, "\n");
 }
@@ -869,47 +920,53 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
     char f1[24], f2[24], f3[24], f4[24];
-    wb_emit_at(x, 1);
-    wb_buf_line(b, "/* commit: mutations, then outputs; cannot fail */");
+    /* libtcc's text has no comment here for the line to point at, when
+       a mutation or an output sets its own. */
+    if (!x->libtcc || !(s->nupdated || s->noutputs))
+        wb_emit_at(x, 1);
+    wb_emit_comment(x, b, "/* commit: mutations, then outputs; cannot "
+                    "fail */");
     for (int j = 0, n; j < s->nupdated; j += n) {
         const wb_spec_mut *m = &s->muts[j];
         n = wb_emit_mut_run(s, j);
         wb_emit_at(x, wb_emit_input_line(m->input));
         if (n > 1)
-            wb_emit_run_call(b, false, "wb_rt_commit_data_%dd_run(%s, %s, %d);",
-                             wb_emit_nd(s, m), wb_emit_from(f1, "a", m->input),
+            wb_emit_run_call(x, b, false, "wb_rt_commit_data_%dd_run(%s, %s, "
+                             "%d);", wb_emit_nd(s, m),
+                             wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
             if (i > 0)
                 wb_emit_at(x, wb_emit_input_line(m->input + i));
             wb_emit_commit_mut(x, b, j + i);
         }
-        wb_emit_run_end(b, n > 1);
+        wb_emit_run_end(x, b, n > 1);
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
         n = wb_emit_view_run(s, k);
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
-            wb_buf_line(b, "/* %s */", wb_emit_out_desc(x, k + i));
+            wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1)
-            wb_emit_run_call(b, false, "wb_rt_commit_views(%s, %s, %s, %s, %d, "
-                             "%d, 0x%llxull);", wb_emit_from(f1, "outs", k),
+            wb_emit_run_call(x, b, false, "wb_rt_commit_views(%s, %s, %s, %s, "
+                             "%d, %d, 0x%llxull);", wb_emit_from(f1, "outs", k),
                              wb_emit_from(f2, "v", vi),
                              wb_emit_from(f3, "a", d->base),
                              wb_emit_from(f4, "r", d->value), n,
                              d->requires_grad, (unsigned long long)d->dyn);
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
             if (i > 0)
                 wb_emit_at(x, wb_emit_output_line(s, k + i));
-            wb_emit_commit_out(x, b, k + i, vi);
-            vi += wb_emit_is_view(&s->outs[k + i]);
+            wb_emit_commit_out(x, b, k + i, vi + i);
         }
-        wb_emit_run_end(b, n > 1);
+        /* A run's outputs are all views. */
+        vi += n > 1 ? n : wb_emit_is_view(d);
+        wb_emit_run_end(x, b, n > 1);
     }
     if (s->nbases) {
         wb_emit_at(x, 1);
-        wb_buf_line(b, "/* the intermediate bases are not returned */");
+        wb_emit_comment(x, b, "/* the intermediate bases are not returned */");
         wb_buf_line(b, "wb_rt_release_all(r + %d, %d);",
                     s->nupdated + s->noutputs, s->nbases);
     }
@@ -920,7 +977,8 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
     }
     if (s->device_copies) {
         wb_emit_at(x, 1);
-        wb_buf_line(b, "/* device copies, all at once on the call's stream */");
+        wb_emit_comment(x, b, "/* device copies, all at once on the call's "
+                        "stream */");
         wb_buf_line(b, "return wb_rt_flush(e, outs, %d);", s->noutputs);
     } else {
         wb_buf_line(b, "return 0;");
@@ -931,8 +989,8 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
 static void wb_emit_failure(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
-    wb_buf_line(b, "/* after the graph ran, its in-graph writes and their "
-                "version bumps stand */");
+    wb_emit_comment(x, b, "/* after the graph ran, its in-graph writes and "
+                    "their version bumps stand */");
     wb_buf_printf(b, "fail:\n");
     wb_buf_line(b, "wb_rt_release_all(r, %d);", s->nvalues);
     if (s->nviews)
@@ -982,11 +1040,13 @@ static bool wb_emit_ident_ok(const char *s)
     return true;
 }
 
-wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
+wb_status wb_emit(const wb_spec *spec, const char *fn_name, wb_emit_form form,
                   char **out)
 {
     wb_buf body = {0}, tmp = {0}, descs = {0};
-    wb_emitter x = {.s = spec, .lines = lines, .tmp = &tmp, .descs = &descs};
+    wb_emitter x = {.s = spec, .lines = form != WB_EMIT_PLAIN,
+                    .libtcc = form == WB_EMIT_LIBTCC, .tmp = &tmp,
+                    .descs = &descs};
     if (!spec || !out || !fn_name)
         return wb_rt_fail(WB_ERR_INVALID, "wb_emit: NULL argument");
     if (!spec->valid)
@@ -995,19 +1055,23 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
     if (!wb_emit_ident_ok(fn_name) || strlen(fn_name) > 64)
         return wb_rt_fail(WB_ERR_INVALID, "wb_emit: the function name is "
                           "not a C identifier of at most 64 bytes");
-    size_t *at = malloc(sizeof *at * (size_t)(spec->ninputs +
-                                              spec->noutputs + 1));
-    if (!at)
-        return wb_rt_fail(WB_ERR_NOMEM, "out of memory emitting C");
-    wb_emit_descs(spec, &descs, at);
-    x.desc_at = at;
+    /* The descriptions are for comments, which libtcc's text has none of. */
+    size_t *at = NULL;
+    if (!x.libtcc) {
+        at = malloc(sizeof *at * (size_t)(spec->ninputs + spec->noutputs + 1));
+        if (!at)
+            return wb_rt_fail(WB_ERR_NOMEM, "out of memory emitting C");
+        wb_emit_descs(spec, &descs, at);
+        x.desc_at = at;
+    }
     wb_emit_file_name(spec->name, x.file, sizeof x.file);
     /* The body goes first into its own buffer, so that the prelude can
        declare exactly the helpers it calls. */
     wb_emitter bx = x;
     wb_emit_function(&bx, &bx.out, fn_name);
     body = bx.out;
-    wb_emit_banner(&x);
+    if (!x.libtcc)
+        wb_emit_banner(&x);
     if (!body.oom)
         wb_emit_prelude(&x, &body);
     if (!body.oom)
@@ -1028,5 +1092,5 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
 
 wb_status wb_emit_c(const wb_spec *spec, char **out)
 {
-    return wb_emit(spec, WB_EMIT_FN, false, out);
+    return wb_emit(spec, WB_EMIT_FN, WB_EMIT_PLAIN, out);
 }

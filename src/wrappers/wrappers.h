@@ -40,6 +40,7 @@ void wb_buf_line(wb_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+void wb_buf_vline(wb_buf *b, const char *fmt, va_list ap);
 /* Hands the text to the caller (NULL after oom) and resets b. */
 char *wb_buf_take(wb_buf *b);
 void wb_buf_free(wb_buf *b);
@@ -47,9 +48,17 @@ void wb_buf_free(wb_buf *b);
 /* The name the emitter gives the wrapper function. */
 #define WB_EMIT_FN "wb_generated"
 
-/* Emits the C for validated spec with entry point fn_name, with #line
-   directives into the spec when lines is set. */
-wb_status wb_emit(const wb_spec *spec, const char *fn_name, bool lines,
+/* What the emitted C is for. */
+typedef enum wb_emit_form {
+    WB_EMIT_PLAIN,  /* people and ahead-of-time builds: the whole text */
+    WB_EMIT_LINES,  /* a compiler: the whole text, with #line directives
+                       into the spec */
+    WB_EMIT_LIBTCC  /* libtcc alone: its branch of every run, with the
+                       #line directives and no comments */
+} wb_emit_form;
+
+/* Emits the C for validated spec with entry point fn_name, in form. */
+wb_status wb_emit(const wb_spec *spec, const char *fn_name, wb_emit_form form,
                   char **out);
 
 #endif /* WB_WRAPPERS_H */

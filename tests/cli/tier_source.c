@@ -1,9 +1,9 @@
 /*
- * tier_source.c -- prints the C that a tcc-tier wrapper compiled for the
- * spec text given as its one argument, through the public API alone
- * (wb_spec_parse, wb_wrapper_new, wb_wrapper_source).  tests/cli/run.sh
- * holds `wrapbake emit` to it: the command must print exactly what the tier
- * compiles, not a text that merely looks alike.
+ * tier_source.c -- prints the C of a tcc-tier wrapper for the spec text
+ * given as its one argument, through the public API alone (wb_spec_parse,
+ * wb_wrapper_new, wb_wrapper_source).  tests/cli/run.sh holds `wrapbake
+ * emit` to it: the command must print exactly a wrapper's source, not a
+ * text that merely looks alike.
  */
 #include <stdio.h>
 

@@ -397,6 +397,29 @@ static void af_new(wb_tier tier)
 static void af_new_interp(void) { af_new(WB_TIER_INTERP); }
 static void af_new_tcc(void) { af_new(WB_TIER_TCC); }
 
+/* A tcc wrapper's source, made when first asked for: NULL when memory
+   runs out, and the next request makes it. */
+static void af_source(void)
+{
+    wb_spec *s = af_valid_spec();
+    af_graph g = {{0}};
+    wb_options o = {.tier = WB_TIER_TCC};
+    wb_wrapper *w = NULL;
+    if (wb_wrapper_new(s, af_graph_fn, &g, &o, &w) != WB_OK)
+        AF_CHECK(false, "setting up the wrapper failed: %s", wb_last_error());
+    af_arm();
+    const char *src = wb_wrapper_source(w);
+    af_disarm();
+    if (src)
+        AF_CHECK(strstr(src, "#line 1"), "the source has no #line");
+    else
+        AF_CHECK(af_fired, "no source, and no allocation failed");
+    AF_CHECK(wb_wrapper_source(w) && (!src || wb_wrapper_source(w) == src),
+             "the next request did not give the one source");
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
 /* Three wrappers in one batch: two of one spec (shared) and one more, with
    a wrapper of the first spec alive beforehand (an in-process cache hit). */
 static void af_batch(void)
@@ -622,6 +645,7 @@ static const af_entry af_paths[] = {
     {"emit", af_emit},
     {"wrapper_new interp", af_new_interp},
     {"wrapper_new tcc", af_new_tcc},
+    {"tcc source", af_source},
     {"batch and sharing", af_batch},
     {"wrapper_new cc", af_new_cc},
     {"cache explain", af_explain},
