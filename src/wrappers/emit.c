@@ -64,6 +64,32 @@ static void wb_emit_at(wb_emitter *x, int line)
 
 static int wb_emit_input_line(int input) { return 2 + input; }
 
+/* p, then text, then v in decimal, NUL-terminated in buf (at most 24
+   bytes in all); returns buf.  The emitter's short names and indices,
+   where a call of snprintf cost 400 instructions. */
+static char *wb_emit_cat(char buf[24], const char *p, const char *text,
+                         unsigned v)
+{
+    char digits[12];
+    int n = 0;
+    size_t o = strlen(p), t = strlen(text);
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    memcpy(buf, p, o);
+    memcpy(buf + o, text, t);
+    for (o += t; n > 0;)
+        buf[o++] = digits[--n];
+    buf[o] = '\0';
+    return buf;
+}
+
+/* "p" for i 0, else "p + i": where a run starts in array p. */
+static const char *wb_emit_from(char buf[24], const char *p, int i)
+{
+    return i ? wb_emit_cat(buf, p, " + ", (unsigned)i) : strcpy(buf, p);
+}
+
 static int wb_emit_output_line(const wb_spec *s, int output)
 {
     return 2 + s->ninputs + output;
@@ -222,6 +248,16 @@ static void wb_emit_banner(wb_emitter *x)
     wb_buf_printf(b, "\n */\n\n");
 }
 
+/* A new line indented by n columns. */
+static void wb_emit_newline(wb_buf *b, size_t n)
+{
+    static const char line[] = "\n                                        ";
+    if (n < sizeof line - 1)
+        wb_buf_write(b, line, n + 1);
+    else
+        wb_buf_printf(b, "\n%*s", (int)n, "");
+}
+
 /* A prototype, broken after a comma where it would pass column 78, the
    continuation aligned after the opening parenthesis. */
 static void wb_emit_proto(wb_buf *b, const char *proto)
@@ -232,7 +268,7 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) + 1 : strlen(p);
         if (col > indent && col + n > 78) {
-            wb_buf_printf(b, "\n%*s", (int)indent, "");
+            wb_emit_newline(b, indent);
             col = indent;
             while (*p == ' ') {
                 p++;
@@ -379,15 +415,17 @@ static void wb_emit_zero(wb_buf *b, const char *array, int n)
     wb_buf_printf(b, "%*s", (int)indent, "");
     for (int i = 0; i < n; i++) {
         /* "r[12] =", then room for " 0;" on the last line. */
-        size_t w = strlen(array) + (i < 10 ? 1 : 2) + 4;
+        char item[24];
+        size_t w = strlen(wb_emit_cat(item, array, "[", (unsigned)i)) + 3;
         if (i > 0 && col + 1 + w + 3 > 78) {
-            wb_buf_printf(b, "\n%*s", (int)indent + 4, "");
+            wb_emit_newline(b, indent + 4);
             col = indent + 4;
         } else if (i > 0) {
-            wb_buf_printf(b, " ");
+            wb_buf_write(b, " ", 1);
             col++;
         }
-        wb_buf_printf(b, "%s[%d] =", array, i);
+        wb_buf_write(b, item, w - 3);
+        wb_buf_write(b, "] =", 3);
         col += w;
     }
     wb_buf_printf(b, " 0;\n");
@@ -532,9 +570,8 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
             wb_emit_word(s, i, &mask, &want);
         }
         if (n > 1) {
-            char from[16] = "a";
-            if (i)
-                snprintf(from, sizeof from, "a + %d", i);
+            char from[24];
+            wb_emit_from(from, "a", i);
             if (!mask)
                 wb_emit_term(x, b, &k, "wb_rt_args_missing(%s, %d)", from, n);
             else if (mask == ~0ull)
@@ -738,7 +775,7 @@ static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
     const char *h = wb_emit_holder(x, d);
     memcpy(holder, h, strlen(h) + 1);
     if (d->grow >= 0)
-        snprintf(grown, sizeof grown, "&g%d", d->grow);
+        wb_emit_cat(grown, "&g", "", (unsigned)d->grow);
     else
         memcpy(grown, "0", 2);
     /* A value on the very storage its base will hold fits it (every
@@ -844,16 +881,6 @@ static int wb_emit_view_run(const wb_spec *s, int k)
         n++;
     }
     return n >= 3 ? n : 1;
-}
-
-/* "p" for i 0, else "p + i": where a run starts in array p. */
-static const char *wb_emit_from(char buf[24], const char *p, int i)
-{
-    if (i)
-        snprintf(buf, 24, "%s + %d", p, i);
-    else
-        snprintf(buf, 24, "%s", p);
-    return buf;
 }
 
 static void wb_emit_checks(wb_emitter *x, wb_buf *b)
