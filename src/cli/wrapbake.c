@@ -43,7 +43,7 @@ static const char wb_cli_usage_text[] =
     "      Prints the C of a wrapper of a spec of FILE, as\n"
     "      wb_wrapper_source gives it: for every compiler, with #line\n"
     "      directives into the spec.  With --libtcc, the text the tcc tier\n"
-    "      compiles: libtcc's branch of every run, no comments.\n"
+    "      compiles: libtcc's branch of every run, no step comments.\n"
     "  emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...\n"
     "      Writes ahead-of-time C for every spec of every FILE into DIR:\n"
     "      PREFIX_NAME_I.c per spec (its wrapper function), and the dispatch\n"

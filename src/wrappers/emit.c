@@ -17,6 +17,12 @@
  * the spec as the file, and the rest keep it (the name cost libtcc 5k
  * instructions a wrapper of case E).  Source for people (wb_emit_c,
  * goldens, ahead-of-time files) leaves them out.
+ *
+ * Where libtcc and other compilers are better served by different code
+ * (runs of like steps, below), the text holds both under #ifdef
+ * __TINYC__.  The tcc tier compiles a form of its own, WB_EMIT_LIBTCC:
+ * libtcc's branch alone, without the banner, the step comments and the
+ * descriptions in them, which libtcc would only read past.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,7 +40,7 @@ typedef struct wb_emitter {
     const size_t *desc_at;  /* where in descs: inputs, then outputs */
     size_t line_at; /* where the condition's current line starts */
     bool lines;     /* emit #line directives */
-    bool libtcc;    /* libtcc's text alone: no comments, no other branch */
+    bool libtcc;    /* libtcc's text alone: one branch, few comments */
     bool named;     /* one has named the file; the rest keep it */
     char file[80];  /* their file name */
 } wb_emitter;

@@ -54,7 +54,8 @@ typedef enum wb_emit_form {
     WB_EMIT_LINES,  /* a compiler: the whole text, with #line directives
                        into the spec */
     WB_EMIT_LIBTCC  /* libtcc alone: its branch of every run, with the
-                       #line directives and no comments */
+                       #line directives and no banner or step
+                       comments */
 } wb_emit_form;
 
 /* Emits the C for validated spec with entry point fn_name, in form. */
