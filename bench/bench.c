@@ -10,7 +10,9 @@
  * specs.  --spec FILE benchmarks the user's own specs the same way, on every
  * tier but aot, whose code only a build can bring.  The graph stand-in does
  * constant work: it hands out references to values prepared ahead of time,
- * shaped as the spec says.  "direct" calls the graph alone and releases its
+ * shaped as the spec says, and keeps its own (with --fresh it hands over the
+ * only reference to a new tensor on each value's storage instead, as a
+ * compiled graph does).  "direct" calls the graph alone and releases its
  * values, the least any caller must do: the floor no wrapper can beat.
  *
  * With --tier, wrapbake-bench makes exactly --calls calls and prints no
@@ -216,10 +218,16 @@ typedef struct bench_world {
     wb_arg args[WB_MAX_INPUTS];
     wb_tensor *values[BENCH_MAX_VALUES];
     int nvalues;
+    wb_graph_fn graph;  /* bench_graph_kept, or with --fresh _fresh */
 } bench_world;
 
-static int bench_graph(void *ctx, const wb_arg *args, int nargs,
-                       wb_tensor **values, int nvalues)
+/* --fresh: the graph hands over new tensors rather than keeping its own. */
+static bool bench_fresh;
+
+/* The stand-in: a reference to each prepared value, the graph keeping its
+   own. */
+static int bench_graph_kept(void *ctx, const wb_arg *args, int nargs,
+                            wb_tensor **values, int nvalues)
 {
     bench_world *w = ctx;
     (void)args;
@@ -228,6 +236,24 @@ static int bench_graph(void *ctx, const wb_arg *args, int nargs,
         return -1;
     for (int i = 0; i < nvalues; i++)
         values[i] = wb_tensor_retain(w->values[i]);
+    return nvalues;
+}
+
+/* The stand-in as a compiled graph returns its values: each a new tensor
+   (a header on the prepared value's storage, with its view), whose only
+   reference the caller gets.  Out of memory, it returns the values made so
+   far, which the caller releases. */
+static int bench_graph_fresh(void *ctx, const wb_arg *args, int nargs,
+                             wb_tensor **values, int nvalues)
+{
+    bench_world *w = ctx;
+    (void)args;
+    (void)nargs;
+    if (nvalues != w->nvalues)
+        return -1;
+    for (int i = 0; i < nvalues; i++)
+        if (wb_tensor_detach(w->values[i], &values[i]) != WB_OK)
+            return i;
     return nvalues;
 }
 
@@ -256,6 +282,7 @@ static void bench_world_make(bench_world *w, const wb_spec *s)
     memset(w, 0, sizeof *w);
     w->spec = s;
     w->nvalues = s->nvalues;
+    w->graph = bench_fresh ? bench_graph_fresh : bench_graph_kept;
     if (s->nvalues > BENCH_MAX_VALUES)
         bench_die(s->name, "more graph values than the benchmark prepares");
     for (int i = 0; i < s->ninputs; i++) {
@@ -318,7 +345,7 @@ static void bench_calls(bench_world *world, wb_wrapper *w, long calls)
 {
     wb_tensor *outs[BENCH_MAX_VALUES];
     int nouts = world->spec->noutputs, nargs = world->spec->ninputs;
-    wb_graph_fn volatile graph = bench_graph;
+    wb_graph_fn volatile graph = world->graph;
     for (long i = 0; i < calls; i++) {
         if (w) {
             bench_ok(wb_call(w, world->args, nargs, outs, nouts), "call");
@@ -328,6 +355,8 @@ static void bench_calls(bench_world *world, wb_wrapper *w, long calls)
             int n = graph(world, world->args, nargs, outs, world->nvalues);
             for (int k = 0; k < n; k++)
                 wb_tensor_release(outs[k]);
+            if (n != world->nvalues)
+                bench_die("direct", "the graph stand-in failed");
         }
     }
 }
@@ -391,9 +420,9 @@ static wb_wrapper *bench_wrapper(const bench_case *c, bench_world *world,
     wb_wrapper *w;
     double t0 = bench_now_ns();
     if (tier == WB_TIER_AOT)
-        bench_ok(bench_aot_new(c->aot, bench_graph, world, &w), "wrapper");
+        bench_ok(bench_aot_new(c->aot, world->graph, world, &w), "wrapper");
     else
-        bench_ok(wb_wrapper_new(c->spec, bench_graph, world, &o, &w),
+        bench_ok(wb_wrapper_new(c->spec, world->graph, world, &o, &w),
                  "wrapper");
     if (compile_us)
         *compile_us = (bench_now_ns() - t0) / 1e3;
@@ -423,7 +452,7 @@ static double bench_batch_us(const wb_spec *s, bench_world *world, int n)
     if (!specs || !graphs || !ctxs || !ws)
         bench_die("batch", "out of memory");
     for (int i = 0; i < n; i++)
-        specs[i] = s, graphs[i] = bench_graph, ctxs[i] = world;
+        specs[i] = s, graphs[i] = world->graph, ctxs[i] = world;
     double t0 = bench_now_ns();
     bench_ok(wb_wrappers_new(n, specs, graphs, ctxs, &o, ws), "batch");
     double us = (bench_now_ns() - t0) / 1e3 / n;
@@ -471,7 +500,7 @@ static bool bench_cc_ready(bench_tier_result *t)
         wb_wrapper *w = NULL;
         wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
         bench_ok(wb_spec_new("probe", &s), "spec");
-        ready = wb_wrapper_new(s, bench_graph, NULL, &o, &w) == WB_OK;
+        ready = wb_wrapper_new(s, bench_graph_kept, NULL, &o, &w) == WB_OK;
         if (!ready)
             snprintf(why, sizeof why, "not available: %s", wb_last_error());
         wb_wrapper_free(w);
@@ -662,6 +691,9 @@ static void bench_usage(FILE *f)
         "  -j, --json         one JSON object instead of the table\n"
         "      --csv          CSV instead of the table\n"
         "      --svg FILE     also write a bar chart to FILE\n"
+        "      --fresh        the graph stand-in hands over the only reference\n"
+        "                     to a new tensor per value, as a compiled graph\n"
+        "                     does, instead of keeping one to each value\n"
         "      --device D     the tensors on D: cpu (default), cuda or cuda:N;\n"
         "                     on a device the table also gives the CUDA\n"
         "                     submissions (launches, batched copies) per call\n"
@@ -694,6 +726,7 @@ int main(int argc, char **argv)
         {"device", required_argument, NULL, 'd'},
         {"builds", required_argument, NULL, 'b'},
         {"batch", no_argument, NULL, 'B'},
+        {"fresh", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -718,6 +751,7 @@ int main(int argc, char **argv)
         case 'd': device = optarg; break;
         case 'b': builds = strtol(optarg, NULL, 10); break;
         case 'B': batch = true; break;
+        case 'F': bench_fresh = true; break;
         case 'h': bench_usage(stdout); return 0;
         default: bench_usage(stderr); return 2;
         }
@@ -802,6 +836,7 @@ int main(int argc, char **argv)
                           .ncases = ncases};
         bench_machine(r.machine, sizeof r.machine);
         snprintf(r.device, sizeof r.device, "%s", device);
+        r.fresh = bench_fresh;
         time_t now = time(NULL);
         strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));
         for (int i = 0; i < ncases; i++)

@@ -45,6 +45,7 @@ typedef struct bench_report {
     char machine[160];
     char date[32];
     char device[32];          /* where the tensors live: cpu, cuda:N */
+    bool fresh;               /* --fresh: the graph hands over new values */
     long calls, reps;
     double libtcc_us;         /* libtcc alone: the floor under tcc us */
     const bench_case_result *cases;

@@ -3,9 +3,9 @@
  * kind, per output alias kind and per graph-level setting, on both tiers.
  *
  * Every test builds its tensors with known contents, lets a scripted graph
- * hand back prepared values (one new reference each), and then checks data,
- * sizes, strides, offsets, storage sharing, identity, version counters,
- * flags and reference counts.  The graph also records what it saw (its
+ * hand back prepared values (one new reference each, or where a test says
+ * so the test's own), and then checks data, sizes, strides, offsets,
+ * storage sharing, identity, version counters, flags and reference counts.  The graph also records what it saw (its
  * arguments, their versions and flags, the grad mode), so that the steps
  * before the call can be checked from inside it.
  */
@@ -40,6 +40,8 @@ static void sem_log_put(sem_log *l, char c)
 typedef struct sem_ctx {
     wb_tensor *vals[SEM_MAXV]; /* returned in order, one new reference each */
     int nvals;
+    unsigned hand_over;        /* bit i: vals[i] goes with the test's own
+                                  reference instead (for one call) */
     unsigned tensor_args;      /* bit i: argument i is a tensor */
     bool keep_args;            /* retain the tensor arguments it saw */
     sem_log *log;              /* 'g' per call when set */
@@ -77,7 +79,8 @@ static int sem_graph(void *ctx, const wb_arg *args, int nargs,
     if (c->nvals > nvalues)
         return -100;
     for (int i = 0; i < c->nvals; i++)
-        values[i] = wb_tensor_retain(c->vals[i]);
+        values[i] = c->hand_over & (1u << i) ? c->vals[i]
+                                             : wb_tensor_retain(c->vals[i]);
     return c->nvals;
 }
 
@@ -697,6 +700,129 @@ Test(semantics, alias_of_input_is_a_new_view_of_its_storage)
         wbt_release_last(gb);
         wbt_release_last(u8);
         wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* A graph that hands over its only reference to a value that already lies
+   on the base's storage gives the wrapper that very tensor as the view, with
+   the spec's flags; a value it keeps a reference to, or one on a storage of
+   its own, gets a new view. */
+Test(semantics, alias_of_input_handed_over_is_the_view_itself)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_own");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "own", WB_OUT_ALIAS_OF_INPUT, 0, true,
+                                  0x2, NULL));
+        WBT_OK(wb_spec_add_output(s, "cleared", WB_OUT_ALIAS_OF_INPUT, 0,
+                                  false, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "kept", WB_OUT_ALIAS_OF_INPUT, 0, false,
+                                  0, NULL));
+        WBT_OK(wb_spec_add_output(s, "elsewhere", WB_OUT_ALIAS_OF_INPUT, 0,
+                                  false, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 2, 4, 4);
+        wb_storage *xs = wb_tensor_storage(x);
+        wb_tensor *g0 = sem_view(x, 2, (int64_t[]){2, 2}, (int64_t[]){1, 4},
+                                 5);
+        wb_tensor *g1 = sem_view(x, 1, (int64_t[]){4}, (int64_t[]){4}, 1);
+        wb_tensor *g2 = sem_view(x, 1, (int64_t[]){3}, (int64_t[]){1}, 12);
+        wb_tensor *sc = wbt_f32(100, 1, 8);
+        wb_storage *scs = wb_storage_retain(wb_tensor_storage(sc));
+        wb_tensor *g3 = sem_view(sc, 1, (int64_t[]){2}, (int64_t[]){1}, 6);
+        wbt_release_last(sc);
+        wb_tensor_set_dynamic_dims(g0, 0x4);
+        wb_tensor_set_requires_grad(g1, true);
+        /* g0, g1 and g3 go to the wrapper; the test keeps g2. */
+        sem_ctx c = {.vals = {g0, g1, g2, g3}, .nvals = 4,
+                     .hand_over = 0xb};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[4] = {NULL, NULL, NULL, NULL};
+        cr_assert_eq(wb_storage_refcount(xs), 4, "x, g0, g1 and g2");
+
+        WBT_OK(wb_call(w, a, 1, o, 4));
+        cr_assert_eq(o[0], g0, "the graph's own tensor, as the view");
+        wbt_assert_view(o[0], 2, (int64_t[]){2, 2}, (int64_t[]){1, 4}, 5);
+        cr_assert(wb_tensor_requires_grad(o[0]));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x2, "the spec's dims");
+        cr_assert_eq(wb_tensor_refcount(o[0]), 1);
+        cr_assert_eq(o[1], g1);
+        cr_assert_not(wb_tensor_requires_grad(o[1]), "cleared");
+        cr_assert_eq(wb_tensor_dynamic_dims(o[1]), 0);
+        cr_assert(o[2] != g2, "a value the graph keeps is not given away");
+        cr_assert_eq(wb_tensor_storage(o[2]), xs);
+        wbt_assert_view(o[2], 1, (int64_t[]){3}, (int64_t[]){1}, 12);
+        cr_assert_eq(wb_tensor_refcount(g2), 1, "its reference dropped");
+        cr_assert_eq(wb_tensor_storage(o[3]), xs, "a new view of x");
+        wbt_assert_view(o[3], 1, (int64_t[]){2}, (int64_t[]){1}, 6);
+        cr_assert_eq(wbt_at(o[3], 1), 7.0f, "x's bytes, not the scratch's");
+        cr_assert_eq(wb_storage_refcount(scs), 1, "g3 freed");
+        cr_assert_eq(wb_storage_refcount(xs), 6, "x, g2 and four views");
+
+        for (int k = 0; k < 4; k++)
+            wbt_release_last(o[k]);
+        wbt_release_last(g2);
+        cr_assert_eq(wb_storage_refcount(xs), 1);
+        wb_storage_release(scs);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* The same in a run of views (three of consecutive inputs, one call of the
+   runtime's loop under libtcc). */
+Test(semantics, alias_of_input_run_hands_over_the_same)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_run");
+        wb_tensor *x[3], *g[3];
+        for (int i = 0; i < 3; i++) {
+            char name[4] = {'x', (char)('0' + i), 0};
+            WBT_OK(wb_spec_add_tensor(s, name, WB_MUT_NONE, 0, NULL));
+            name[0] = 'v';
+            WBT_OK(wb_spec_add_output(s, name, WB_OUT_ALIAS_OF_INPUT, i,
+                                      true, 0x1, NULL));
+            x[i] = wbt_f32((float)(10 * i), 1, 4);
+        }
+        /* Handed over on x0's storage; kept on x1's; handed over on x1's
+           storage for x2. */
+        g[0] = sem_view(x[0], 1, (int64_t[]){2}, (int64_t[]){2}, 0);
+        g[1] = sem_view(x[1], 1, (int64_t[]){2}, (int64_t[]){1}, 2);
+        g[2] = sem_view(x[1], 1, (int64_t[]){3}, (int64_t[]){1}, 1);
+        sem_ctx c = {.vals = {g[0], g[1], g[2]}, .nvals = 3,
+                     .hand_over = 0x5};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        if (tier == WB_TIER_TCC)
+            cr_assert(strstr(wb_wrapper_source(w), "wb_rt_commit_views("),
+                      "the views are a run under libtcc");
+        wb_arg a[3] = {{.t = x[0]}, {.t = x[1]}, {.t = x[2]}};
+        wb_tensor *o[3] = {NULL, NULL, NULL};
+
+        WBT_OK(wb_call(w, a, 3, o, 3));
+        cr_assert_eq(o[0], g[0]);
+        cr_assert(o[1] != g[1]);
+        cr_assert(o[2] != g[2], "its value lies on another input's storage");
+        for (int i = 0; i < 3; i++) {
+            cr_assert_eq(wb_tensor_storage(o[i]), wb_tensor_storage(x[i]));
+            cr_assert(wb_tensor_requires_grad(o[i]));
+            cr_assert_eq(wb_tensor_dynamic_dims(o[i]), 0x1);
+            cr_assert_eq(wb_tensor_refcount(o[i]), 1);
+        }
+        cr_assert_eq(wbt_at(o[0], 1), 2.0f);
+        cr_assert_eq(wbt_at(o[2], 2), 23.0f);
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[1])), 3,
+                     "x1, g1 and o1: g2 freed");
+
+        for (int i = 0; i < 3; i++)
+            wbt_release_last(o[i]);
+        wbt_release_last(g[1]);
+        for (int i = 0; i < 3; i++) {
+            cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[i])), 1);
+            wbt_release_last(x[i]);
+        }
         wb_wrapper_free(w);
         wb_spec_free(s);
     }

@@ -651,16 +651,42 @@ void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
     wb_rt_release(v);
 }
 
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad, uint64_t dyn)
+/* wb_rt_commit_view, inlined into the loop of a run. */
+static inline wb_tensor *wb_rt_view_commit(wb_tensor *view,
+                                           const wb_tensor *base,
+                                           wb_tensor *v, int requires_grad,
+                                           uint64_t dyn)
 {
+    /* A value on base's storage whose only reference the graph handed over
+       is already the view, and no one else can reach it: it is returned
+       as it is, which spares a storage reference taken now and dropped
+       with the view (two locked operations), and the prepared header goes
+       back unused.  Otherwise v is released as wb_rt_release does it, with
+       the count already read: the acquire load orders the other holders'
+       earlier releases before the writes. */
+    uint32_t flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
+    long refs = atomic_load_explicit(&v->refcount, memory_order_acquire);
+    if (refs == 1 && v->storage == base->storage) {
+        v->flags = flags;
+        v->dyn_dims = dyn;
+        wb_rt_tensor_discard(view);
+        return v;
+    }
     wb_rt_set_storage(view, wb_rt_storage_retain(base->storage));
     view->dtype = v->dtype;
     wb_rt_take_view(view, v);
-    view->flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
+    view->flags = flags;
     view->dyn_dims = dyn;
-    wb_rt_release(v);
+    if (refs == 1 ||
+        atomic_fetch_sub_explicit(&v->refcount, 1, memory_order_acq_rel) == 1)
+        wb_rt_tensor_free(v);
     return view;
+}
+
+wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
+                             wb_tensor *v, int requires_grad, uint64_t dyn)
+{
+    return wb_rt_view_commit(view, base, v, requires_grad, dyn);
 }
 
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
@@ -668,7 +694,7 @@ void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         int requires_grad, uint64_t dyn)
 {
     for (int i = 0; i < n; i++)
-        outs[i] = wb_rt_commit_view(views[i], a[i].t, r[i], requires_grad,
+        outs[i] = wb_rt_view_commit(views[i], a[i].t, r[i], requires_grad,
                                     dyn);
 }
 

@@ -317,7 +317,9 @@ void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
 /* Makes the prepared view of base's storage with v's view and flags, then
-   releases v; returns the view. */
+   releases v; returns the view.  When v lies on base's storage and the
+   caller holds its only reference, v itself is the view: the prepared one
+   is discarded and v returned with the flags. */
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad, uint64_t dyn);
 /* The runs of the check phase committed: the data mutations of a[i].t from
