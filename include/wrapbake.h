@@ -262,7 +262,7 @@ typedef enum wb_alias {
     WB_OUT_UNSAFE_VIEW_ALIAS,   /* treated as non-alias */
     WB_OUT_CUSTOM_FUNCTION_VIEW,/* treated as non-alias */
     WB_OUT_IS_INPUT,            /* input `base` itself (same object) */
-    WB_OUT_ALIAS_OF_INPUT,      /* a new view of input `base` */
+    WB_OUT_ALIAS_OF_INPUT,      /* a view of input `base`'s storage */
     WB_OUT_ALIAS_OF_INTERMEDIATE,             /* view of intermediate base */
     WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT,
     WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT /* view of output base */

@@ -41,7 +41,8 @@ typedef struct sem_ctx {
     wb_tensor *vals[SEM_MAXV]; /* returned in order, one new reference each */
     int nvals;
     unsigned hand_over;        /* bit i: vals[i] goes with the test's own
-                                  reference instead (for one call) */
+                                  reference instead (so the graph may be
+                                  called only once) */
     unsigned tensor_args;      /* bit i: argument i is a tensor */
     bool keep_args;            /* retain the tensor arguments it saw */
     sem_log *log;              /* 'g' per call when set */

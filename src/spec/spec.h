@@ -92,7 +92,7 @@ struct wb_spec {
                                    changes: metadata, set_, resize */
     int nreshaped;
     wb_spec_out *outs;          /* one per output */
-    int nviews;                 /* outputs that are new views */
+    int nviews;                 /* outputs made as views of a base */
     wb_direction *dirs;         /* one per input */
     char *signature;
 };
