@@ -661,9 +661,9 @@ static inline wb_tensor *wb_rt_view_commit(wb_tensor *view,
        is already the view, and no one else can reach it: it is returned
        as it is, which spares a storage reference taken now and dropped
        with the view (two locked operations), and the prepared header goes
-       back unused.  Otherwise v is released as wb_rt_release does it, with
-       the count already read: the acquire load orders the other holders'
-       earlier releases before the writes. */
+       back unused.  Otherwise v is released with the count already read:
+       the acquire load orders the other holders' earlier releases before
+       the writes. */
     uint32_t flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
     long refs = atomic_load_explicit(&v->refcount, memory_order_acquire);
     if (refs == 1 && v->storage == base->storage) {
@@ -677,9 +677,7 @@ static inline wb_tensor *wb_rt_view_commit(wb_tensor *view,
     wb_rt_take_view(view, v);
     view->flags = flags;
     view->dyn_dims = dyn;
-    if (refs == 1 ||
-        atomic_fetch_sub_explicit(&v->refcount, 1, memory_order_acq_rel) == 1)
-        wb_rt_tensor_free(v);
+    wb_rt_release_read(v, refs);
     return view;
 }
 

@@ -180,12 +180,19 @@ static inline wb_storage *wb_rt_storage_retain(wb_storage *s)
 /* wb_tensor_release of a tensor that is not NULL.  The holder of the only
    reference is the only one who can reach the tensor, so dropping it needs
    no locked read-modify-write (about 20 cycles): the acquire load orders
-   the other holders' earlier releases before the free. */
-static inline void wb_rt_release(wb_tensor *t)
+   the other holders' earlier releases before the free.  _read takes the
+   count its caller already read with that load. */
+static inline void wb_rt_release_read(wb_tensor *t, long refs)
 {
-    if (atomic_load_explicit(&t->refcount, memory_order_acquire) == 1 ||
+    if (refs == 1 ||
         atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1)
         wb_rt_tensor_free(t);
+}
+
+static inline void wb_rt_release(wb_tensor *t)
+{
+    wb_rt_release_read(t, atomic_load_explicit(&t->refcount,
+                                               memory_order_acquire));
 }
 
 /* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
