@@ -116,7 +116,7 @@ Test(jit, helpers_are_found_with_who_calls_them)
         "#ifdef __TINYC__\n"
         "wb_rt_args_bad(a, 3, 0);\n"
         "#else\n"
-        "wb_rt_tensor_alloc(); wb_rt_grad_set(0);\n"
+        "wb_rt_prep_same(h, v, &w); wb_rt_grad_set(0);\n"
         "#endif\n"
         "#ifndef __TINYC__\n"
         "wb_rt_release_all(v, 1);\n"
@@ -130,7 +130,7 @@ Test(jit, helpers_are_found_with_who_calls_them)
                                 !strcmp(name, "memset")
                             ? WB_RT_READ_TCC | WB_RT_READ_CC
                         : !strcmp(name, "wb_rt_args_bad") ? WB_RT_READ_TCC
-                        : !strcmp(name, "wb_rt_tensor_alloc") ||
+                        : !strcmp(name, "wb_rt_prep_same") ||
                                 !strcmp(name, "wb_rt_release_all")
                             ? WB_RT_READ_CC
                             : 0;

@@ -483,6 +483,33 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
     return WB_OK;
 }
 
+/* The header for a view of value v, whose base will hold holder's storage,
+   when v lies on that very storage: such a value fits (every tensor lies
+   inside its storage, and storages only grow).  When the graph handed over
+   v's only reference, no one else can reach v, and v itself is the view:
+   *view is NULL and the commit returns v as it is, which spares the header,
+   and the storage reference a view takes at commit and drops with itself
+   (two locked operations); the acquire load orders the other holders'
+   earlier releases before the commit's writes.  Nonzero when v needs the
+   full check: another storage, or no memory for the header. */
+static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
+                                  wb_tensor **view)
+{
+    if (v->storage != holder->storage)
+        return 1;
+    if (atomic_load_explicit(&v->refcount, memory_order_acquire) == 1) {
+        *view = NULL;
+        return 0;
+    }
+    return !(*view = wb_rt_tensor_alloc());
+}
+
+int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
+                    wb_tensor **view)
+{
+    return wb_rt_view_same(holder, v, view);
+}
+
 wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                           const wb_rt_grow *grown, const wb_tensor *v,
                           wb_tensor **view)
@@ -490,6 +517,8 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
     char lb[400], a[32], b[32];
     const wb_storage *s = holder->storage;
     size_t nbytes = s->nbytes;
+    if (!wb_rt_view_same(holder, v, view))
+        return WB_OK;
     if (grown && grown->nbytes > nbytes)
         nbytes = grown->nbytes;
     if (!wb_rt_device_eq(s->device, v->storage->device))
@@ -516,9 +545,8 @@ wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
 {
     for (int i = 0; i < n; i++) {
         wb_status st;
-        /* As the emitter writes it for one view (wb_emit_checks). */
-        if ((r[i]->storage != a[i].t->storage ||
-             !(views[i] = wb_rt_tensor_alloc())) &&
+        /* As the emitter writes it for one view (wb_emit_prep_view). */
+        if (wb_rt_view_same(a[i].t, r[i], &views[i]) &&
             (st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i],
                                   &views[i])) != WB_OK)
             return st;
@@ -657,19 +685,11 @@ static inline wb_tensor *wb_rt_view_commit(wb_tensor *view,
                                            wb_tensor *v, int requires_grad,
                                            uint64_t dyn)
 {
-    /* A value on base's storage whose only reference the graph handed over
-       is already the view, and no one else can reach it: it is returned
-       as it is, which spares a storage reference taken now and dropped
-       with the view (two locked operations), and the prepared header goes
-       back unused.  Otherwise v is released with the count already read:
-       the acquire load orders the other holders' earlier releases before
-       the writes. */
     uint32_t flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
-    long refs = atomic_load_explicit(&v->refcount, memory_order_acquire);
-    if (refs == 1 && v->storage == base->storage) {
+    if (!view) {
+        /* v is the view (wb_rt_view_same). */
         v->flags = flags;
         v->dyn_dims = dyn;
-        wb_rt_tensor_discard(view);
         return v;
     }
     wb_rt_set_storage(view, wb_rt_storage_retain(base->storage));
@@ -677,7 +697,7 @@ static inline wb_tensor *wb_rt_view_commit(wb_tensor *view,
     wb_rt_take_view(view, v);
     view->flags = flags;
     view->dyn_dims = dyn;
-    wb_rt_release_read(v, refs);
+    wb_rt_release(v);
     return view;
 }
 
@@ -801,11 +821,13 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_prep_resize,
               "int wb_rt_prep_resize(const wb_env *e, int input, "
               "const wb_tensor *t, const wb_tensor *v, wb_rt_grow *g);"),
+    WB_RT_SYM(wb_rt_prep_same,
+              "int wb_rt_prep_same(const wb_tensor *holder, "
+              "const wb_tensor *v, wb_tensor **view);"),
     WB_RT_SYM(wb_rt_prep_view,
               "int wb_rt_prep_view(const wb_env *e, int output, "
               "const wb_tensor *holder, const wb_rt_grow *grown, "
               "const wb_tensor *v, wb_tensor **view);"),
-    WB_RT_SYM(wb_rt_tensor_alloc, "wb_tensor *wb_rt_tensor_alloc(void);"),
     WB_RT_SYM(wb_rt_prep_views,
               "int wb_rt_prep_views(const wb_env *e, int output, "
               "const wb_arg *a, wb_tensor *const *r, wb_tensor **views, "

@@ -88,9 +88,33 @@ wb_status wb_rt_fail(wb_status status, const char *fmt, ...)
 
 /* ---- tensors (tensor.c) ---- */
 
+/* The thread's cache of tensor headers, linked through their storage
+   field (see tensor.c). */
+typedef struct wb_rt_cache {
+    wb_tensor *head;
+    int count;
+    bool registered;  /* the thread-exit destructor knows this thread */
+    bool closed;      /* it has run: later releases free at once */
+} wb_rt_cache;
+extern _Thread_local wb_rt_cache wb_rt_tcache;
+
+/* wb_rt_tensor_alloc when the cache is empty: a header from the heap. */
+wb_tensor *wb_rt_tensor_malloc(void);
+
 /* A tensor header from the thread cache (or the heap), refcount 1, not yet
    holding a storage. */
-wb_tensor *wb_rt_tensor_alloc(void);
+static inline wb_tensor *wb_rt_tensor_alloc(void)
+{
+    wb_rt_cache *c = &wb_rt_tcache;
+    wb_tensor *t = c->head;
+    if (!t)
+        return wb_rt_tensor_malloc();
+    c->head = (wb_tensor *)t->storage;
+    c->count--;
+    atomic_init(&t->refcount, 1);
+    t->storage = NULL;
+    return t;
+}
 /* Returns an unused header (never initialized) to the thread cache. */
 void wb_rt_tensor_discard(wb_tensor *t);
 /* Bytes from the start of the storage to one past the last element of the
@@ -180,19 +204,12 @@ static inline wb_storage *wb_rt_storage_retain(wb_storage *s)
 /* wb_tensor_release of a tensor that is not NULL.  The holder of the only
    reference is the only one who can reach the tensor, so dropping it needs
    no locked read-modify-write (about 20 cycles): the acquire load orders
-   the other holders' earlier releases before the free.  _read takes the
-   count its caller already read with that load. */
-static inline void wb_rt_release_read(wb_tensor *t, long refs)
-{
-    if (refs == 1 ||
-        atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1)
-        wb_rt_tensor_free(t);
-}
-
+   the other holders' earlier releases before the free. */
 static inline void wb_rt_release(wb_tensor *t)
 {
-    wb_rt_release_read(t, atomic_load_explicit(&t->refcount,
-                                               memory_order_acquire));
+    if (atomic_load_explicit(&t->refcount, memory_order_acquire) == 1 ||
+        atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1)
+        wb_rt_tensor_free(t);
 }
 
 /* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
@@ -279,7 +296,13 @@ wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
 wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
                             const wb_tensor *v, wb_rt_grow *g);
 /* Check phase: output `output` will be a view of the storage `holder` will
-   have (at least `grown` bytes), with value v's view.  Allocates *view. */
+   have (at least `grown` bytes), with value v's view.  Sets *view to a new
+   header, or to NULL when v lies on that storage and the caller holds its
+   only reference: v is then the view itself.  wb_rt_prep_same does the
+   same for a v on that storage alone, and is nonzero for any other v (or
+   when no header could be had), which then needs wb_rt_prep_view. */
+int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
+                    wb_tensor **view);
 wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                           const wb_rt_grow *grown, const wb_tensor *v,
                           wb_tensor **view);
@@ -308,8 +331,7 @@ wb_status wb_rt_prep_data_4d_run(const wb_env *, int, const wb_arg *,
                                  wb_tensor *const *, int);
 /* A run of views: outputs output to output + n - 1, each a view of the
    storage of a[i].t with value r[i]'s view, in views[i], as generated code
-   prepares one (the header alone when r[i] already lies on that storage,
-   else wb_rt_prep_view). */
+   prepares one (wb_rt_prep_same, else wb_rt_prep_view). */
 wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                            wb_tensor *const *r, wb_tensor **views, int n);
 
@@ -324,9 +346,8 @@ void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
 /* Makes the prepared view of base's storage with v's view and flags, then
-   releases v; returns the view.  When v lies on base's storage and the
-   caller holds its only reference, v itself is the view: the prepared one
-   is discarded and v returned with the flags. */
+   releases v; returns the view.  Without one (view NULL), v itself is the
+   view, and is returned with the flags. */
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad, uint64_t dyn);
 /* The runs of the check phase committed: the data mutations of a[i].t from

@@ -16,14 +16,7 @@
 
 #define WB_RT_CACHE_MAX 64
 
-typedef struct wb_rt_cache {
-    wb_tensor *head;  /* linked through the storage field */
-    int count;
-    bool registered;  /* the thread-exit destructor knows this thread */
-    bool closed;      /* it has run: later releases free at once */
-} wb_rt_cache;
-
-static _Thread_local wb_rt_cache wb_rt_tcache;
+_Thread_local wb_rt_cache wb_rt_tcache;
 static pthread_key_t wb_rt_cache_key;
 static pthread_once_t wb_rt_cache_once = PTHREAD_ONCE_INIT;
 
@@ -60,18 +53,13 @@ void wb_thread_cache_flush(void)
     wb_rt_cache_drain(&wb_rt_tcache);
 }
 
-wb_tensor *wb_rt_tensor_alloc(void)
+wb_tensor *wb_rt_tensor_malloc(void)
 {
-    wb_rt_cache *c = &wb_rt_tcache;
-    wb_tensor *t = c->head;
+    wb_tensor *t = malloc(sizeof *t);
     if (t) {
-        c->head = (wb_tensor *)t->storage;
-        c->count--;
-    } else if (!(t = malloc(sizeof *t))) {
-        return NULL;
+        atomic_init(&t->refcount, 1);
+        t->storage = NULL;
     }
-    atomic_init(&t->refcount, 1);
-    t->storage = NULL;
     return t;
 }
 

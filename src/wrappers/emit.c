@@ -784,12 +784,11 @@ static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
         wb_emit_cat(grown, "&g", "", (unsigned)d->grow);
     else
         memcpy(grown, "0", 2);
-    /* A value on the very storage its base will hold fits it (every
-       tensor lies inside its storage, and storages only grow), so it
-       needs only its header; anything else, or a failed allocation,
-       gets the full check, which words the message. */
-    wb_buf_line(b, "if (r[%d]->storage != %s->storage || "
-                "!(v[%d] = wb_rt_tensor_alloc()))", d->value, holder, vi);
+    /* A value on the very storage its base will hold needs at most a
+       header; anything else, or a failed allocation, gets the full check,
+       which words the message. */
+    wb_buf_line(b, "if (wb_rt_prep_same(%s, r[%d], &v[%d]))", holder,
+                d->value, vi);
     wb_buf_line(b, "    if ((st = wb_rt_prep_view(e, %d, %s, %s, r[%d], "
                 "&v[%d])) != 0)", k, holder, grown, d->value, vi);
     wb_buf_line(b, "        goto fail;");

@@ -76,10 +76,11 @@ void wb_rt_drop_copies(const wb_env *e);
 int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
                        const wb_tensor *v);
 void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
+int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
+                    wb_tensor **view);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-wb_tensor *wb_rt_tensor_alloc(void);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
@@ -157,19 +158,19 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_prep_views(e, 0, a + 3, r + 3, v, 5)) != 0)
         goto fail;
 #else
-    if (r[3]->storage != a[3].t->storage || !(v[0] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[3].t, r[3], &v[0]))
         if ((st = wb_rt_prep_view(e, 0, a[3].t, 0, r[3], &v[0])) != 0)
             goto fail;
-    if (r[4]->storage != a[4].t->storage || !(v[1] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[4].t, r[4], &v[1]))
         if ((st = wb_rt_prep_view(e, 1, a[4].t, 0, r[4], &v[1])) != 0)
             goto fail;
-    if (r[5]->storage != a[5].t->storage || !(v[2] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[5].t, r[5], &v[2]))
         if ((st = wb_rt_prep_view(e, 2, a[5].t, 0, r[5], &v[2])) != 0)
             goto fail;
-    if (r[6]->storage != a[6].t->storage || !(v[3] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[6].t, r[6], &v[3]))
         if ((st = wb_rt_prep_view(e, 3, a[6].t, 0, r[6], &v[3])) != 0)
             goto fail;
-    if (r[7]->storage != a[7].t->storage || !(v[4] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[7].t, r[7], &v[4]))
         if ((st = wb_rt_prep_view(e, 4, a[7].t, 0, r[7], &v[4])) != 0)
             goto fail;
 #endif

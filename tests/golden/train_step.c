@@ -66,10 +66,11 @@ int wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
                        const wb_tensor *v);
 int wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
                       const wb_tensor *v, wb_rt_grow *g);
+int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
+                    wb_tensor **view);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-wb_tensor *wb_rt_tensor_alloc(void);
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
@@ -165,23 +166,23 @@ leave0:
     if ((st = wb_rt_prep_data_meta(e, 6, a[6].t, r[3])) != 0)
         goto fail;
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
-    if (r[5]->storage != r[12]->storage || !(v[0] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(r[12], r[5], &v[0]))
         if ((st = wb_rt_prep_view(e, 1, r[12], 0, r[5], &v[0])) != 0)
             goto fail;
     /* output 2 'h2', alias-of-intermediate-save-as-output of 0 */
-    if (r[6]->storage != r[12]->storage || !(v[1] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(r[12], r[6], &v[1]))
         if ((st = wb_rt_prep_view(e, 2, r[12], 0, r[6], &v[1])) != 0)
             goto fail;
     /* output 3 'loss_view', alias-of-intermediate-base-is-user-output of 0 */
-    if (r[7]->storage != r[4]->storage || !(v[2] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(r[4], r[7], &v[2]))
         if ((st = wb_rt_prep_view(e, 3, r[4], 0, r[7], &v[2])) != 0)
             goto fail;
     /* output 4 'buf_view', alias-of-input of 3 */
-    if (r[8]->storage != r[0]->storage || !(v[3] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(r[0], r[8], &v[3]))
         if ((st = wb_rt_prep_view(e, 4, r[0], 0, r[8], &v[3])) != 0)
             goto fail;
     /* output 5 'kv_view', alias-of-input of 4 */
-    if (r[9]->storage != a[4].t->storage || !(v[4] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[4].t, r[9], &v[4]))
         if ((st = wb_rt_prep_view(e, 5, a[4].t, &g1, r[9], &v[4])) != 0)
             goto fail;
 

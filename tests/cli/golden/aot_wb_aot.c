@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "9cf3a3fb59accbc0033a951bb8e62c50fadc42018edd38df1a71b61d41dc1956",
+     "b5a00dbb5c8069819e8880cb28234dcb472146e49580d99d249a6eb061819ee9",
      wb_aot_decode_step_0},
 };
 

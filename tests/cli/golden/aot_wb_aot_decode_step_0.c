@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint 9cf3a3fb59accbc0033a951bb8e62c50fadc42018edd38df1a71b61d41dc1956.
+ * Fingerprint b5a00dbb5c8069819e8880cb28234dcb472146e49580d99d249a6eb061819ee9.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -55,10 +55,11 @@ int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
                      wb_tensor **r, int nvalues, int on);
 int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
                     const wb_tensor *v);
+int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
+                    wb_tensor **view);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-wb_tensor *wb_rt_tensor_alloc(void);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
@@ -99,7 +100,7 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_prep_data(e, 0, a[0].t, r[0])) != 0)
         goto fail;
     /* output 1 '', alias-of-input of 1 */
-    if (r[2]->storage != a[1].t->storage || !(v[0] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[1].t, r[2], &v[0]))
         if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
             goto fail;
 

@@ -41,10 +41,11 @@ int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
                      wb_tensor **r, int nvalues, int on);
 int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
                     const wb_tensor *v);
+int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
+                    wb_tensor **view);
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-wb_tensor *wb_rt_tensor_alloc(void);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad,
@@ -90,7 +91,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto fail;
 #line 8
     /* output 1 '', alias-of-input of 1 */
-    if (r[2]->storage != a[1].t->storage || !(v[0] = wb_rt_tensor_alloc()))
+    if (wb_rt_prep_same(a[1].t, r[2], &v[0]))
         if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
             goto fail;
 
