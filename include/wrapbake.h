@@ -375,7 +375,8 @@ typedef union wb_arg {
  * values, on success or failure, belong to the wrapper from then on.  A view
  * output's value that lies on its base's storage, and whose only reference
  * the graph handed over, is returned as that view itself (with the output's
- * flags), which spares the view a storage reference of its own.
+ * flags), which spares the view a header and a storage reference of its
+ * own.
  */
 typedef int (*wb_graph_fn)(void *ctx, const wb_arg *args, int nargs,
                            wb_tensor **values, int nvalues);

@@ -41,8 +41,10 @@ void wb_rt_grad_set(int on)
    return value before each check. */
 #if defined(__GNUC__)
 #define WB_RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define WB_RT_NOINLINE __attribute__((noinline))
 #else
 #define WB_RT_UNLIKELY(x) (x)
+#define WB_RT_NOINLINE
 #endif
 #define WB_RT_ARGS_RUN(bad)                                                 \
     for (; n > 8; n -= 8, a += 8)                                           \
@@ -679,32 +681,53 @@ void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
     wb_rt_release(v);
 }
 
-/* wb_rt_commit_view, inlined into the loop of a run. */
-static inline wb_tensor *wb_rt_view_commit(wb_tensor *view,
-                                           const wb_tensor *base,
-                                           wb_tensor *v, int requires_grad,
-                                           uint64_t dyn)
+/* Output flags: requires-grad when requires_grad is not 0. */
+static inline uint32_t wb_rt_view_flags(int requires_grad)
 {
-    uint32_t flags = requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
-    if (!view) {
-        /* v is the view (wb_rt_view_same). */
-        v->flags = flags;
-        v->dyn_dims = dyn;
-        return v;
-    }
+    return requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
+}
+
+/* A new view of base's storage in the prepared header, with v's view;
+   consumes v. */
+static inline wb_tensor *wb_rt_view_make(wb_tensor *view,
+                                         const wb_tensor *base, wb_tensor *v,
+                                         int requires_grad, uint64_t dyn)
+{
     wb_rt_set_storage(view, wb_rt_storage_retain(base->storage));
     view->dtype = v->dtype;
     wb_rt_take_view(view, v);
-    view->flags = flags;
+    view->flags = wb_rt_view_flags(requires_grad);
     view->dyn_dims = dyn;
     wb_rt_release(v);
     return view;
 }
 
+/* Without a header, v itself is the view (wb_rt_view_same). */
+static inline wb_tensor *wb_rt_view_own(wb_tensor *v, int requires_grad,
+                                        uint64_t dyn)
+{
+    v->flags = wb_rt_view_flags(requires_grad);
+    v->dyn_dims = dyn;
+    return v;
+}
+
+/* wb_rt_view_make out of line, so that wb_rt_commit_view's path without a
+   header saves no registers (gcc would save them on entry for both). */
+static WB_RT_NOINLINE wb_tensor *wb_rt_view_make_call(wb_tensor *view,
+                                                      const wb_tensor *base,
+                                                      wb_tensor *v,
+                                                      int requires_grad,
+                                                      uint64_t dyn)
+{
+    return wb_rt_view_make(view, base, v, requires_grad, dyn);
+}
+
 wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
                              wb_tensor *v, int requires_grad, uint64_t dyn)
 {
-    return wb_rt_view_commit(view, base, v, requires_grad, dyn);
+    if (view)
+        return wb_rt_view_make_call(view, base, v, requires_grad, dyn);
+    return wb_rt_view_own(v, requires_grad, dyn);
 }
 
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
@@ -712,8 +735,9 @@ void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         int requires_grad, uint64_t dyn)
 {
     for (int i = 0; i < n; i++)
-        outs[i] = wb_rt_view_commit(views[i], a[i].t, r[i], requires_grad,
-                                    dyn);
+        outs[i] = views[i] ? wb_rt_view_make(views[i], a[i].t, r[i],
+                                             requires_grad, dyn)
+                           : wb_rt_view_own(r[i], requires_grad, dyn);
 }
 
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)
