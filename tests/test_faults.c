@@ -151,3 +151,56 @@ Test(faults, overlapping_mutated_inputs)
         wb_spec_free(s);
     }
 }
+
+/* A view's base that the graph hands back as the caller's own input, while
+   a set_ mutation gives that input a new storage: the view was checked
+   against the storage the input had, so the call is refused before anything
+   changes, with an intermediate base and with a user output as the base. */
+Test(faults, view_base_is_an_input_that_set_replaces)
+{
+    WBT_EACH_TIER(tier) {
+        for (int user = 0; user < 2; user++) {
+            wb_spec *s;
+            WBT_OK(wb_spec_new("set_base", &s));
+            WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_STORAGE, 0, NULL));
+            if (user) {
+                WBT_OK(wb_spec_add_output(s, "o", WB_OUT_NON_ALIAS, -1, false,
+                                          0, NULL));
+                WBT_OK(wb_spec_add_output(
+                    s, "v", WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT,
+                    0, false, 0, NULL));
+            } else {
+                WBT_OK(wb_spec_set_intermediate_bases(s, 1));
+                WBT_OK(wb_spec_add_output(s, "v", WB_OUT_ALIAS_OF_INTERMEDIATE,
+                                          0, false, 0, NULL));
+            }
+            /* x's storage holds 8 floats, the new one 2; the view's value
+               lies at 4 to 7 of x's. */
+            wb_tensor *x = wbt_f32(0, 1, 8), *nb = wbt_f32(100, 1, 2), *v;
+            WBT_OK(wb_tensor_as_strided(x, 1, (int64_t[]){4}, NULL, 4, &v));
+            faults_graph g = {{nb, x, v}, 3};
+            if (!user) {
+                g.vals[1] = v;
+                g.vals[2] = x;
+            }
+            wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+            wb_arg a[1] = {{.t = x}};
+            wb_tensor *o[2] = {NULL, NULL};
+            faults_snap before = faults_snap_of(x);
+            WBT_FAILS(wb_call(w, a, 1, o, 1 + user), WB_ERR_INVALID,
+                      "set_ mutation replaces its storage");
+            faults_snap after = faults_snap_of(x);
+            faults_assert_same(&before, &after, wb_tier_name(tier));
+            cr_assert_eq(wb_tensor_storage(x) != wb_tensor_storage(nb), true,
+                         "x keeps its storage");
+            cr_assert(!o[0] && !o[1], "no output written");
+            cr_assert_eq(wb_tensor_refcount(nb), 1);
+            cr_assert_eq(wb_tensor_refcount(v), 1);
+            wbt_release_last(v);
+            wbt_release_last(nb);
+            wbt_release_last(x);
+            wb_wrapper_free(w);
+            wb_spec_free(s);
+        }
+    }
+}

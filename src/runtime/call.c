@@ -247,6 +247,31 @@ wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
     return WB_OK;
 }
 
+wb_status wb_rt_check_bases(const wb_env *e, const wb_arg *a,
+                            wb_tensor *const *r)
+{
+    const wb_spec *s = e->spec;
+    char lo[400], li[400];
+    for (int k = 0; k < s->noutputs; k++) {
+        const wb_spec_out *d = &s->outs[k];
+        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT ||
+            d->kind == WB_OUT_ALIAS_OF_INPUT)
+            continue;
+        for (int j = 0; j < s->nupdated; j++) {
+            int i = s->muts[j].input;
+            if (s->muts[j].kind == WB_MUT_STORAGE && r[d->base] == a[i].t)
+                return wb_rt_callf(e, WB_ERR_INVALID, "%s: its base, value "
+                                   "%d, is %s, whose set_ mutation replaces "
+                                   "its storage; expected a tensor of the "
+                                   "graph's own",
+                                   wb_rt_output_label(e, k, lo, sizeof lo),
+                                   d->base,
+                                   wb_rt_input_label(e, i, li, sizeof li));
+        }
+    }
+    return WB_OK;
+}
+
 /* ---- hooks, guards, grad mode ---- */
 
 /* The first-call hooks running on this thread, innermost first, so that a
@@ -793,6 +818,9 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_check_distinct,
               "int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);"),
+    WB_RT_SYM(wb_rt_check_bases,
+              "int wb_rt_check_bases(const wb_env *e, const wb_arg *a, "
+              "wb_tensor *const *r);"),
     WB_RT_SYM(wb_rt_first_call, "int wb_rt_first_call(const wb_env *e);"),
     WB_RT_SYM(wb_rt_before_call, "int wb_rt_before_call(const wb_env *e);"),
     WB_RT_SYM(wb_rt_guard_enter,

@@ -295,6 +295,11 @@ wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
                              const wb_tensor *v);
 wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
                             const wb_tensor *v, wb_rt_grow *g);
+/* Check phase, for a spec with set_bases: no view's base is a graph value
+   that is an input whose storage a set_ mutation replaces (the view was
+   checked against the storage the value had). */
+wb_status wb_rt_check_bases(const wb_env *e, const wb_arg *a,
+                            wb_tensor *const *r);
 /* Check phase: output `output` will be a view of the storage `holder` will
    have (at least `grown` bytes), with value v's view.  Sets *view to a new
    header, or to NULL when v lies on that storage and the caller holds its

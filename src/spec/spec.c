@@ -661,7 +661,11 @@ static void wb_spec_view_storage(const wb_spec *s, int input, wb_spec_out *d)
 static void wb_spec_derive_outputs(wb_spec *s)
 {
     int m = s->nupdated;
+    bool sets = false;
+    for (int j = 0; j < m; j++)
+        sets |= s->muts[j].kind == WB_MUT_STORAGE;
     s->nviews = 0;
+    s->set_bases = false;
     for (int k = 0; k < s->noutputs; k++) {
         const wb_output *o = &s->outputs[k];
         wb_spec_out *d = &s->outs[k];
@@ -693,6 +697,7 @@ static void wb_spec_derive_outputs(wb_spec *s)
             d->base = m + o->base;
             break;
         }
+        s->set_bases |= sets && d->kind != WB_OUT_ALIAS_OF_INPUT;
         s->nviews++;
     }
 }

@@ -923,6 +923,13 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         }
         wb_emit_run_end(x, b, n > 1);
     }
+    if (s->set_bases) {
+        wb_emit_at(x, 1);
+        wb_emit_comment(x, b, "/* no view's base is an input that set_ "
+                        "gives a new storage */");
+        wb_buf_line(b, "if ((st = wb_rt_check_bases(e, a, r)) != 0)");
+        wb_buf_line(b, "    goto fail;");
+    }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
         n = wb_emit_view_run(s, k);

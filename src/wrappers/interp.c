@@ -131,6 +131,8 @@ leave_guards:
         if (st != WB_OK)
             goto fail;
     }
+    if (s->set_bases && (st = wb_rt_check_bases(e, args, r)) != WB_OK)
+        goto fail;
     for (i = 0, nd = 0; i < s->noutputs; i++) {
         const wb_spec_out *d = &s->outs[i];
         const wb_rt_grow *grown;

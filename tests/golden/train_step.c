@@ -47,6 +47,7 @@ int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
+int wb_rt_check_bases(const wb_env *e, const wb_arg *a, wb_tensor *const *r);
 int wb_rt_first_call(const wb_env *e);
 int wb_rt_before_call(const wb_env *e);
 int wb_rt_guard_enter(const wb_env *e, int guard);
@@ -164,6 +165,9 @@ leave0:
         goto fail;
     /* input 6 'out', OUT, data+metadata mutation, from value 3 */
     if ((st = wb_rt_prep_data_meta(e, 6, a[6].t, r[3])) != 0)
+        goto fail;
+    /* no view's base is an input that set_ gives a new storage */
+    if ((st = wb_rt_check_bases(e, a, r)) != 0)
         goto fail;
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
     if (wb_rt_prep_same(r[12], r[5], &v[0]))
