@@ -373,10 +373,10 @@ typedef union wb_arg {
  * then the intermediate bases.  It returns how many values it produced, or a
  * negative number on failure.  Whatever non-NULL references it leaves in
  * values, on success or failure, belong to the wrapper from then on.  A view
- * output's value that lies on its base's storage, and whose only reference
- * the graph handed over, is returned as that view itself (with the output's
- * flags), which spares the view a header and a storage reference of its
- * own.
+ * output's value that lies on the storage its base will have after the
+ * call's mutations, and whose only reference the graph handed over, is
+ * returned as that view itself (with the output's flags), which spares the
+ * view a header and a storage reference of its own.
  */
 typedef int (*wb_graph_fn)(void *ctx, const wb_arg *args, int nargs,
                            wb_tensor **values, int nvalues);

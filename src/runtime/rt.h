@@ -115,8 +115,6 @@ static inline wb_tensor *wb_rt_tensor_alloc(void)
     t->storage = NULL;
     return t;
 }
-/* Returns an unused header (never initialized) to the thread cache. */
-void wb_rt_tensor_discard(wb_tensor *t);
 /* Bytes from the start of the storage to one past the last element of the
    view (to its start for an empty view); -1 if the arithmetic overflows. */
 int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,

@@ -63,7 +63,8 @@ wb_tensor *wb_rt_tensor_malloc(void)
     return t;
 }
 
-void wb_rt_tensor_discard(wb_tensor *t)
+/* Returns a header whose storage is released to the thread cache. */
+static void wb_rt_tensor_discard(wb_tensor *t)
 {
     wb_rt_cache *c = &wb_rt_tcache;
     if (!t)
