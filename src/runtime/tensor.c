@@ -67,8 +67,6 @@ wb_tensor *wb_rt_tensor_malloc(void)
 static void wb_rt_tensor_discard(wb_tensor *t)
 {
     wb_rt_cache *c = &wb_rt_tcache;
-    if (!t)
-        return;
     if (c->count >= WB_RT_CACHE_MAX || c->closed) {
         free(t);
         return;
