@@ -65,12 +65,33 @@ void wb_rt_grad_set(int on)
 bad:                                                                        \
     return 1
 
-int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
+static inline int wb_rt_args_bad_n(const wb_arg *a, unsigned n,
+                                   uint64_t want)
 {
 #define WB_RT_BAD(i) WB_RT_UNLIKELY(!a[i].t || wb_rt_meta(a[i].t) != want)
     WB_RT_ARGS_RUN(WB_RT_BAD);
 #undef WB_RT_BAD
 }
+
+int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
+{
+    return wb_rt_args_bad_n(a, n, want);
+}
+
+/* The same for a count the emitter knows, which the loop then need not
+   dispatch on: 10 instructions fewer under libtcc for five arguments. */
+#define WB_RT_ARGS_FIXED(N)                                                 \
+    int wb_rt_args_bad##N(const wb_arg *a, uint64_t want)                   \
+    {                                                                       \
+        return wb_rt_args_bad_n(a, N, want);                                \
+    }
+WB_RT_ARGS_FIXED(3)
+WB_RT_ARGS_FIXED(4)
+WB_RT_ARGS_FIXED(5)
+WB_RT_ARGS_FIXED(6)
+WB_RT_ARGS_FIXED(7)
+WB_RT_ARGS_FIXED(8)
+#undef WB_RT_ARGS_FIXED
 
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
                           uint64_t want)
@@ -510,15 +531,26 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
     return WB_OK;
 }
 
+/* Header h for a view of holder's storage, which it holds a reference to
+   from now on; NULL when h is. */
+static inline wb_tensor *wb_rt_view_header(wb_tensor *h,
+                                           const wb_tensor *holder)
+{
+    if (h)
+        wb_rt_set_storage(h, wb_rt_storage_retain(holder->storage));
+    return h;
+}
+
 /* The header for a view of value v, whose base will hold holder's storage,
    when v lies on that very storage: such a value fits (every tensor lies
    inside its storage, and storages only grow).  When the graph handed over
    v's only reference, no one else can reach v, and v itself is the view:
-   *view is NULL and the commit returns v as it is, which spares the header,
-   and the storage reference a view takes at commit and drops with itself
-   (two locked operations); the acquire load orders the other holders'
-   earlier releases before the commit's writes.  Nonzero when v needs the
-   full check: another storage, or no memory for the header. */
+   *view is NULL, which spares the header and the storage reference it
+   holds (two locked operations); the acquire load orders the other
+   holders' earlier releases before the commit's writes.  Otherwise the
+   header comes from the thread's cache.  Nonzero when v needs the full
+   check: another storage, or an empty cache.  It calls nothing, so that
+   gcc saves no register for it. */
 static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
                                   wb_tensor **view)
 {
@@ -528,7 +560,7 @@ static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
         *view = NULL;
         return 0;
     }
-    return !(*view = wb_rt_tensor_alloc());
+    return !(*view = wb_rt_view_header(wb_rt_tensor_pop(), holder));
 }
 
 int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
@@ -561,23 +593,36 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                            "past the storage's %zu bytes",
                            wb_rt_output_label(e, output, lb, sizeof lb),
                            (long long)end, nbytes);
-    if (!(*view = wb_rt_tensor_alloc()))
+    if (!(*view = wb_rt_view_header(wb_rt_tensor_alloc(), holder)))
         return wb_rt_callf(e, WB_ERR_NOMEM, "%s: out of memory for the view",
                            wb_rt_output_label(e, output, lb, sizeof lb));
+    return WB_OK;
+}
+
+/* wb_rt_prep_views from view i on; out of line, as its calls make gcc
+   save registers on entry. */
+static WB_RT_NOINLINE wb_status wb_rt_prep_views_from(const wb_env *e,
+                                                      int output,
+                                                      const wb_arg *a,
+                                                      wb_tensor *const *r,
+                                                      wb_tensor **views,
+                                                      int n, int i)
+{
+    wb_status st;
+    for (; i < n; i++)
+        if ((st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i],
+                                  &views[i])) != WB_OK)
+            return st;
     return WB_OK;
 }
 
 wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                            wb_tensor *const *r, wb_tensor **views, int n)
 {
-    for (int i = 0; i < n; i++) {
-        wb_status st;
-        /* As the emitter writes it for one view (wb_emit_prep_view). */
-        if (wb_rt_view_same(a[i].t, r[i], &views[i]) &&
-            (st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i],
-                                  &views[i])) != WB_OK)
-            return st;
-    }
+    /* The quick paths first, with nothing to save. */
+    for (int i = 0; i < n; i++)
+        if (wb_rt_view_same(a[i].t, r[i], &views[i]))
+            return wb_rt_prep_views_from(e, output, a, r, views, n, i);
     return WB_OK;
 }
 
@@ -712,13 +757,11 @@ static inline uint32_t wb_rt_view_flags(int requires_grad)
     return requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
 }
 
-/* A new view of base's storage in the prepared header, with v's view;
-   consumes v. */
-static inline wb_tensor *wb_rt_view_make(wb_tensor *view,
-                                         const wb_tensor *base, wb_tensor *v,
+/* The prepared header, which holds its storage, made a view with v's view
+   and the flags; consumes v. */
+static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
                                          int requires_grad, uint64_t dyn)
 {
-    wb_rt_set_storage(view, wb_rt_storage_retain(base->storage));
     view->dtype = v->dtype;
     wb_rt_take_view(view, v);
     view->flags = wb_rt_view_flags(requires_grad);
@@ -739,30 +782,47 @@ static inline wb_tensor *wb_rt_view_own(wb_tensor *v, int requires_grad,
 /* wb_rt_view_make out of line, so that wb_rt_commit_view's path without a
    header saves no registers (gcc would save them on entry for both). */
 static WB_RT_NOINLINE wb_tensor *wb_rt_view_make_call(wb_tensor *view,
-                                                      const wb_tensor *base,
                                                       wb_tensor *v,
                                                       int requires_grad,
                                                       uint64_t dyn)
 {
-    return wb_rt_view_make(view, base, v, requires_grad, dyn);
+    return wb_rt_view_make(view, v, requires_grad, dyn);
 }
 
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad, uint64_t dyn)
+wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
+                             uint64_t dyn)
 {
     if (view)
-        return wb_rt_view_make_call(view, base, v, requires_grad, dyn);
+        return wb_rt_view_make_call(view, v, requires_grad, dyn);
     return wb_rt_view_own(v, requires_grad, dyn);
 }
 
-void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        const wb_arg *a, wb_tensor *const *r, int n,
-                        int requires_grad, uint64_t dyn)
+/* wb_rt_commit_views from view i on: out of line, as what it inlines makes
+   gcc save registers on entry. */
+static WB_RT_NOINLINE void wb_rt_commit_views_from(wb_tensor **outs,
+                                                   wb_tensor *const *views,
+                                                   wb_tensor *const *r, int n,
+                                                   int requires_grad,
+                                                   uint64_t dyn, int i)
 {
-    for (int i = 0; i < n; i++)
-        outs[i] = views[i] ? wb_rt_view_make(views[i], a[i].t, r[i],
-                                             requires_grad, dyn)
+    for (; i < n; i++)
+        outs[i] = views[i] ? wb_rt_view_make(views[i], r[i], requires_grad,
+                                             dyn)
                            : wb_rt_view_own(r[i], requires_grad, dyn);
+}
+
+void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
+                        wb_tensor *const *r, int n, int requires_grad,
+                        uint64_t dyn)
+{
+    /* Handed-over values first, with nothing to save. */
+    for (int i = 0; i < n; i++) {
+        if (views[i]) {
+            wb_rt_commit_views_from(outs, views, r, n, requires_grad, dyn, i);
+            return;
+        }
+        outs[i] = wb_rt_view_own(r[i], requires_grad, dyn);
+    }
 }
 
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)
@@ -832,6 +892,11 @@ const wb_rt_symbol wb_rt_symbols[] = {
     WB_RT_SYM(wb_rt_args_bad,
               "int wb_rt_args_bad(const wb_arg *a, unsigned n, "
               "unsigned long long want);"),
+#define WB_RT_SYM_ARGS(N)                                                   \
+    WB_RT_SYM(wb_rt_args_bad##N, "int wb_rt_args_bad" #N "(const wb_arg *a, " \
+                                 "unsigned long long want);")
+    WB_RT_SYM_ARGS(3), WB_RT_SYM_ARGS(4), WB_RT_SYM_ARGS(5),
+    WB_RT_SYM_ARGS(6), WB_RT_SYM_ARGS(7), WB_RT_SYM_ARGS(8),
     WB_RT_SYM(wb_rt_args_bad_masked,
               "int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, "
               "unsigned long long mask, unsigned long long want);"),
@@ -896,13 +961,12 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, "
               "wb_rt_grow *g);"),
     WB_RT_SYM(wb_rt_commit_view,
-              "wb_tensor *wb_rt_commit_view(wb_tensor *view, "
-              "const wb_tensor *base, wb_tensor *v, int requires_grad, "
-              "unsigned long long dyn);"),
+              "wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, "
+              "int requires_grad, unsigned long long dyn);"),
     WB_RT_SYM(wb_rt_commit_views,
               "void wb_rt_commit_views(wb_tensor **outs, "
-              "wb_tensor *const *views, const wb_arg *a, wb_tensor *const *r, "
-              "int n, int requires_grad, unsigned long long dyn);"),
+              "wb_tensor *const *views, wb_tensor *const *r, int n, "
+              "int requires_grad, unsigned long long dyn);"),
     WB_RT_SYM(wb_rt_out_flags,
               "wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, "
               "unsigned long long dyn);"),

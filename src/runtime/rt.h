@@ -101,19 +101,26 @@ extern _Thread_local wb_rt_cache wb_rt_tcache;
 /* wb_rt_tensor_alloc when the cache is empty: a header from the heap. */
 wb_tensor *wb_rt_tensor_malloc(void);
 
-/* A tensor header from the thread cache (or the heap), refcount 1, not yet
-   holding a storage. */
-static inline wb_tensor *wb_rt_tensor_alloc(void)
+/* A tensor header from the thread cache, refcount 1, not yet holding a
+   storage; NULL when the cache is empty. */
+static inline wb_tensor *wb_rt_tensor_pop(void)
 {
     wb_rt_cache *c = &wb_rt_tcache;
     wb_tensor *t = c->head;
     if (!t)
-        return wb_rt_tensor_malloc();
+        return NULL;
     c->head = (wb_tensor *)t->storage;
     c->count--;
     atomic_init(&t->refcount, 1);
     t->storage = NULL;
     return t;
+}
+
+/* The same from the cache or the heap; NULL when out of memory. */
+static inline wb_tensor *wb_rt_tensor_alloc(void)
+{
+    wb_tensor *t = wb_rt_tensor_pop();
+    return t ? t : wb_rt_tensor_malloc();
 }
 /* Bytes from the start of the storage to one past the last element of the
    view (to its start for an empty view); -1 if the arithmetic overflows. */
@@ -270,6 +277,12 @@ void wb_rt_grad_set(int on);
    tensors from a on is present (with its word, or its word & mask, equal
    to want). */
 int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want);
+int wb_rt_args_bad3(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad4(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad5(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad6(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad7(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad8(const wb_arg *a, uint64_t want);
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
                           uint64_t want);
 int wb_rt_args_missing(const wb_arg *a, unsigned n);
@@ -300,10 +313,12 @@ wb_status wb_rt_check_bases(const wb_env *e, const wb_arg *a,
                             wb_tensor *const *r);
 /* Check phase: output `output` will be a view of the storage `holder` will
    have (at least `grown` bytes), with value v's view.  Sets *view to a new
-   header, or to NULL when v lies on that storage and the caller holds its
-   only reference: v is then the view itself.  wb_rt_prep_same does the
-   same for a v on that storage alone, and is nonzero for any other v (or
-   when no header could be had), which then needs wb_rt_prep_view. */
+   header, which holds a reference to that storage from now on, or to NULL
+   when v lies on that storage and the caller holds its only reference: v
+   is then the view itself.  wb_rt_prep_same does the same for a v on that
+   storage alone, with a header from the thread's cache, and is nonzero
+   for any other v (or when the cache is empty), which then needs
+   wb_rt_prep_view. */
 int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
                     wb_tensor **view);
 wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
@@ -348,20 +363,20 @@ void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
-/* Makes the prepared view of base's storage with v's view and flags, then
+/* Makes the prepared header a view with v's view and the flags, then
    releases v; returns the view.  Without one (view NULL), v itself is the
    view, and is returned with the flags. */
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad, uint64_t dyn);
+wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
+                             uint64_t dyn);
 /* The runs of the check phase committed: the data mutations of a[i].t from
-   r[i], and outs[i] made from views[i] of a[i].t's storage. */
+   r[i], and outs[i] made from views[i] and r[i]. */
 void wb_rt_commit_data_1d_run(const wb_arg *a, wb_tensor *const *r, int n);
 void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
 void wb_rt_commit_data_3d_run(const wb_arg *a, wb_tensor *const *r, int n);
 void wb_rt_commit_data_4d_run(const wb_arg *a, wb_tensor *const *r, int n);
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        const wb_arg *a, wb_tensor *const *r, int n,
-                        int requires_grad, uint64_t dyn);
+                        wb_tensor *const *r, int n, int requires_grad,
+                        uint64_t dyn);
 /* Sets requires-grad (0 or 1; -1 leaves it) and or-s dyn into t's mask. */
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn);
 /* The is-input output: input t itself, one more reference. */
@@ -382,7 +397,7 @@ typedef struct wb_rt_symbol {
     const char *proto;  /* the C declaration generated code sees */
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
-#define WB_RT_MAX_SYMBOLS 64
+#define WB_RT_MAX_SYMBOLS 80
 
 /* Generated code says what only libtcc compiles between "#ifdef __TINYC__"
    and "#else", and what only other compilers compile from there to

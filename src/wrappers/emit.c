@@ -464,12 +464,14 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
                     s->ninputs);
     if (wb_emit_checks_inline(x))
         wb_buf_line(b, "const wb_tensor *t; /* the argument being checked */");
-    /* When a guard, a detach or the before-call hook can skip the call,
-       n is read only on paths that set it, but gcc -O2 -Wall cannot tell
-       and warns in ahead-of-time builds. */
-    bool skips = wb_emit_call_wrapped(s);
-    wb_buf_line(b, "int n%s, st = 0%s;", skips ? " = 0" : "",
-                skips ? ", grad" : "");
+    /* st is set on every path to fail.  When a guard, a detach or the
+       before-call hook can skip the call, n and st are read only on
+       paths that set them, but gcc -O2 -Wall cannot tell and warns in
+       ahead-of-time builds. */
+    if (wb_emit_call_wrapped(s))
+        wb_buf_line(b, "int n = 0, st = 0, grad;");
+    else
+        wb_buf_line(b, "int n, st;");
     wb_buf_printf(b, "\n");
     /* Failure paths release every non-NULL slot.  Up to 16 stores beat
        the memset libtcc would call for an initializer; longer arrays take
@@ -580,6 +582,9 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
             wb_emit_from(from, "a", i);
             if (!mask)
                 wb_emit_term(x, b, &k, "wb_rt_args_missing(%s, %d)", from, n);
+            else if (mask == ~0ull && n <= 8)
+                wb_emit_term(x, b, &k, "wb_rt_args_bad%d(%s, 0x%llxull)",
+                             n, from, want);
             else if (mask == ~0ull)
                 wb_emit_term(x, b, &k, "wb_rt_args_bad(%s, %d, 0x%llxull)",
                              from, n, want);
@@ -824,15 +829,9 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
                     k, d->base, dyn);
         wb_buf_line(b, "wb_tensor_release(r[%d]);", d->value);
         break;
-    case WB_OUT_ALIAS_OF_INPUT:
-        wb_buf_line(b, "outs[%d] = wb_rt_commit_view(v[%d], a[%d].t, r[%d], "
-                    "%d, 0x%llxull);", k, vi, d->base, d->value,
-                    d->requires_grad, dyn);
-        break;
     default:
-        wb_buf_line(b, "outs[%d] = wb_rt_commit_view(v[%d], r[%d], r[%d], "
-                    "%d, 0x%llxull);", k, vi, d->base, d->value,
-                    d->requires_grad, dyn);
+        wb_buf_line(b, "outs[%d] = wb_rt_commit_view(v[%d], r[%d], %d, "
+                    "0x%llxull);", k, vi, d->value, d->requires_grad, dyn);
         break;
     }
 }
@@ -958,7 +957,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
 static void wb_emit_commits(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
-    char f1[24], f2[24], f3[24], f4[24];
+    char f1[24], f2[24], f3[24];
     /* libtcc's text has no comment here for the line to point at, when
        a mutation or an output sets its own. */
     if (!x->libtcc || !(s->nupdated || s->noutputs))
@@ -988,11 +987,10 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         for (int i = 0; i < n; i++)
             wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1)
-            wb_emit_run_call(x, b, false, "wb_rt_commit_views(%s, %s, %s, %s, "
+            wb_emit_run_call(x, b, false, "wb_rt_commit_views(%s, %s, %s, "
                              "%d, %d, 0x%llxull);", wb_emit_from(f1, "outs", k),
                              wb_emit_from(f2, "v", vi),
-                             wb_emit_from(f3, "a", d->base),
-                             wb_emit_from(f4, "r", d->value), n,
+                             wb_emit_from(f3, "r", d->value), n,
                              d->requires_grad, (unsigned long long)d->dyn);
         for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
             if (i > 0)

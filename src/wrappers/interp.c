@@ -159,12 +159,8 @@ leave_guards:
             outs[i] = wb_rt_out_input(args[d->base].t, d->dyn);
             wb_tensor_release(r[d->value]);
             break;
-        case WB_OUT_ALIAS_OF_INPUT:
-            outs[i] = wb_rt_commit_view(views[nd++], args[d->base].t,
-                                        r[d->value], d->requires_grad, d->dyn);
-            break;
         default:
-            outs[i] = wb_rt_commit_view(views[nd++], r[d->base], r[d->value],
+            outs[i] = wb_rt_commit_view(views[nd++], r[d->value],
                                         d->requires_grad, d->dyn);
             break;
         }

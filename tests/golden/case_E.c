@@ -65,8 +65,8 @@ void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
 int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                      wb_tensor *const *r, wb_tensor **views, int n);
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        const wb_arg *a, wb_tensor *const *r, int n,
-                        int requires_grad, unsigned long long dyn);
+                        wb_tensor *const *r, int n, int requires_grad,
+                        unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
@@ -81,8 +81,7 @@ int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad,
+wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
 #endif
 
@@ -92,7 +91,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor *r[9]; /* the graph's values */
     wb_tensor *v[5]; /* views for aliased outputs */
     const wb_tensor *t; /* the argument being checked */
-    int n, st = 0;
+    int n, st;
 
     r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
@@ -189,13 +188,13 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     /* output 3 'view3', alias-of-input of 6 */
     /* output 4 'view4', alias-of-input of 7 */
 #ifdef __TINYC__
-    wb_rt_commit_views(outs, v, a + 3, r + 3, 5, 0, 0x0ull);
+    wb_rt_commit_views(outs, v, r + 3, 5, 0, 0x0ull);
 #else
-    outs[0] = wb_rt_commit_view(v[0], a[3].t, r[3], 0, 0x0ull);
-    outs[1] = wb_rt_commit_view(v[1], a[4].t, r[4], 0, 0x0ull);
-    outs[2] = wb_rt_commit_view(v[2], a[5].t, r[5], 0, 0x0ull);
-    outs[3] = wb_rt_commit_view(v[3], a[6].t, r[6], 0, 0x0ull);
-    outs[4] = wb_rt_commit_view(v[4], a[7].t, r[7], 0, 0x0ull);
+    outs[0] = wb_rt_commit_view(v[0], r[3], 0, 0x0ull);
+    outs[1] = wb_rt_commit_view(v[1], r[4], 0, 0x0ull);
+    outs[2] = wb_rt_commit_view(v[2], r[5], 0, 0x0ull);
+    outs[3] = wb_rt_commit_view(v[3], r[6], 0, 0x0ull);
+    outs[4] = wb_rt_commit_view(v[4], r[7], 0, 0x0ull);
 #endif
     /* output 5 'out', non-alias */
     outs[5] = wb_rt_out_flags(r[8], 0, 0x0ull);

@@ -28,8 +28,8 @@ void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
 int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                      wb_tensor *const *r, wb_tensor **views, int n);
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        const wb_arg *a, wb_tensor *const *r, int n,
-                        int requires_grad, unsigned long long dyn);
+                        wb_tensor *const *r, int n, int requires_grad,
+                        unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
@@ -41,7 +41,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 {
     wb_tensor *r[9]; /* the graph's values */
     wb_tensor *v[5]; /* views for aliased outputs */
-    int n, st = 0;
+    int n, st;
 
     r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
@@ -70,7 +70,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 #line 2
     wb_rt_commit_data_2d_run(a, r, 3);
 #line 22
-    wb_rt_commit_views(outs, v, a + 3, r + 3, 5, 0, 0x0ull);
+    wb_rt_commit_views(outs, v, r + 3, 5, 0, 0x0ull);
 #line 27
     outs[5] = wb_rt_out_flags(r[8], 0, 0x0ull);
 #line 1

@@ -76,8 +76,7 @@ void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad,
+wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
@@ -198,15 +197,15 @@ leave0:
     /* output 0 'loss', non-alias, requires grad */
     outs[0] = wb_rt_out_flags(r[4], 1, 0x0ull);
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
-    outs[1] = wb_rt_commit_view(v[0], r[12], r[5], 1, 0x3ull);
+    outs[1] = wb_rt_commit_view(v[0], r[5], 1, 0x3ull);
     /* output 2 'h2', alias-of-intermediate-save-as-output of 0 */
-    outs[2] = wb_rt_commit_view(v[1], r[12], r[6], 0, 0x0ull);
+    outs[2] = wb_rt_commit_view(v[1], r[6], 0, 0x0ull);
     /* output 3 'loss_view', alias-of-intermediate-base-is-user-output of 0 */
-    outs[3] = wb_rt_commit_view(v[2], r[4], r[7], 0, 0x0ull);
+    outs[3] = wb_rt_commit_view(v[2], r[7], 0, 0x0ull);
     /* output 4 'buf_view', alias-of-input of 3 */
-    outs[4] = wb_rt_commit_view(v[3], a[3].t, r[8], 0, 0x0ull);
+    outs[4] = wb_rt_commit_view(v[3], r[8], 0, 0x0ull);
     /* output 5 'kv_view', alias-of-input of 4 */
-    outs[5] = wb_rt_commit_view(v[4], a[4].t, r[9], 0, 0x0ull);
+    outs[5] = wb_rt_commit_view(v[4], r[9], 0, 0x0ull);
     /* output 6 'out', is-input of 6, dynamic dims 0x1 */
     outs[6] = wb_rt_out_input(a[6].t, 0x1ull);
     wb_tensor_release(r[10]);

@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "b5a00dbb5c8069819e8880cb28234dcb472146e49580d99d249a6eb061819ee9",
+     "f55d2a07eead148c5d80bd58f05971e062ff44b86e635211c1a9301733383a44",
      wb_aot_decode_step_0},
 };
 

@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint b5a00dbb5c8069819e8880cb28234dcb472146e49580d99d249a6eb061819ee9.
+ * Fingerprint f55d2a07eead148c5d80bd58f05971e062ff44b86e635211c1a9301733383a44.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -61,8 +61,7 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad,
+wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
@@ -77,7 +76,7 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
 {
     wb_tensor *r[4]; /* the graph's values */
     wb_tensor *v[1]; /* views for aliased outputs */
-    int n, st = 0;
+    int n, st;
 
     r[0] = r[1] = r[2] = r[3] = 0;
     v[0] = 0;
@@ -109,7 +108,7 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
     /* output 0 '', non-alias */
     outs[0] = wb_rt_out_flags(r[1], 0, 0x0ull);
     /* output 1 '', alias-of-input of 1 */
-    outs[1] = wb_rt_commit_view(v[0], a[1].t, r[2], 0, 0x0ull);
+    outs[1] = wb_rt_commit_view(v[0], r[2], 0, 0x0ull);
     /* output 2 '', is-input of 0 */
     outs[2] = wb_rt_out_input(a[0].t, 0x0ull);
     wb_tensor_release(r[3]);

@@ -47,8 +47,7 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, const wb_tensor *base,
-                             wb_tensor *v, int requires_grad,
+wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
@@ -63,7 +62,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 {
     wb_tensor *r[4]; /* the graph's values */
     wb_tensor *v[1]; /* views for aliased outputs */
-    int n, st = 0;
+    int n, st;
 
     r[0] = r[1] = r[2] = r[3] = 0;
     v[0] = 0;
@@ -104,7 +103,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     outs[0] = wb_rt_out_flags(r[1], 0, 0x0ull);
 #line 8
     /* output 1 '', alias-of-input of 1 */
-    outs[1] = wb_rt_commit_view(v[0], a[1].t, r[2], 0, 0x0ull);
+    outs[1] = wb_rt_commit_view(v[0], r[2], 0, 0x0ull);
 #line 9
     /* output 2 '', is-input of 0 */
     outs[2] = wb_rt_out_input(a[0].t, 0x0ull);
