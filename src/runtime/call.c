@@ -109,13 +109,26 @@ int wb_rt_args_missing(const wb_arg *a, unsigned n)
 #undef WB_RT_BAD
 }
 
-int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
-                     wb_tensor **r, int nvalues, int on)
+static inline int wb_rt_call_graph(const wb_env *e, const wb_arg *a,
+                                   int nargs, wb_tensor **r, int nvalues,
+                                   bool on)
 {
     int prev = wb_rt_grad_swap(on);
     int n = e->graph(e->graph_ctx, a, nargs, r, nvalues);
     wb_rt_grad_set(prev);
     return n;
+}
+
+int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
+                      wb_tensor **r, int nvalues)
+{
+    return wb_rt_call_graph(e, a, nargs, r, nvalues, false);
+}
+
+int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
+                    wb_tensor **r, int nvalues)
+{
+    return wb_rt_call_graph(e, a, nargs, r, nvalues, true);
 }
 
 /* ---- messages ---- */
@@ -599,17 +612,17 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
     return WB_OK;
 }
 
-/* wb_rt_prep_views from view i on; out of line, as its calls make gcc
-   save registers on entry. */
-static WB_RT_NOINLINE wb_status wb_rt_prep_views_from(const wb_env *e,
+/* wb_rt_prep_views with the full check; out of line, as its calls make
+   gcc save registers on entry. */
+static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(const wb_env *e,
                                                       int output,
                                                       const wb_arg *a,
                                                       wb_tensor *const *r,
                                                       wb_tensor **views,
-                                                      int n, int i)
+                                                      int n)
 {
     wb_status st;
-    for (; i < n; i++)
+    for (int i = 0; i < n; i++)
         if ((st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i],
                                   &views[i])) != WB_OK)
             return st;
@@ -619,10 +632,12 @@ static WB_RT_NOINLINE wb_status wb_rt_prep_views_from(const wb_env *e,
 wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                            wb_tensor *const *r, wb_tensor **views, int n)
 {
-    /* The quick paths first, with nothing to save. */
+    /* The quick paths first, with nothing to save, then the rest in a
+       tail call. */
     for (int i = 0; i < n; i++)
         if (wb_rt_view_same(a[i].t, r[i], &views[i]))
-            return wb_rt_prep_views_from(e, output, a, r, views, n, i);
+            return wb_rt_prep_views_full(e, output + i, a + i, r + i,
+                                         views + i, n - i);
     return WB_OK;
 }
 
@@ -797,15 +812,22 @@ wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
     return wb_rt_view_own(v, requires_grad, dyn);
 }
 
-/* wb_rt_commit_views from view i on: out of line, as what it inlines makes
+wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v)
+{
+    if (view)
+        return wb_rt_view_make_call(view, v, 0, 0);
+    return wb_rt_view_own(v, 0, 0);
+}
+
+/* wb_rt_commit_views with headers: out of line, as what it inlines makes
    gcc save registers on entry. */
-static WB_RT_NOINLINE void wb_rt_commit_views_from(wb_tensor **outs,
+static WB_RT_NOINLINE void wb_rt_commit_views_made(wb_tensor **outs,
                                                    wb_tensor *const *views,
                                                    wb_tensor *const *r, int n,
                                                    int requires_grad,
-                                                   uint64_t dyn, int i)
+                                                   uint64_t dyn)
 {
-    for (; i < n; i++)
+    for (int i = 0; i < n; i++)
         outs[i] = views[i] ? wb_rt_view_make(views[i], r[i], requires_grad,
                                              dyn)
                            : wb_rt_view_own(r[i], requires_grad, dyn);
@@ -815,10 +837,12 @@ void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         wb_tensor *const *r, int n, int requires_grad,
                         uint64_t dyn)
 {
-    /* Handed-over values first, with nothing to save. */
+    /* Handed-over values first, with nothing to save, then the rest in a
+       tail call. */
     for (int i = 0; i < n; i++) {
         if (views[i]) {
-            wb_rt_commit_views_from(outs, views, r, n, requires_grad, dyn, i);
+            wb_rt_commit_views_made(outs + i, views + i, r + i, n - i,
+                                    requires_grad, dyn);
             return;
         }
         outs[i] = wb_rt_view_own(r[i], requires_grad, dyn);
@@ -832,6 +856,12 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)
     else if (requires_grad == 0)
         t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
     t->dyn_dims |= dyn;
+    return t;
+}
+
+wb_tensor *wb_rt_out_plain(wb_tensor *t)
+{
+    t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
     return t;
 }
 
@@ -902,9 +932,12 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "unsigned long long mask, unsigned long long want);"),
     WB_RT_SYM(wb_rt_args_missing,
               "int wb_rt_args_missing(const wb_arg *a, unsigned n);"),
-    WB_RT_SYM(wb_rt_call_graph,
-              "int wb_rt_call_graph(const wb_env *e, const wb_arg *a, "
-              "int nargs, wb_tensor **r, int nvalues, int on);"),
+    WB_RT_SYM(wb_rt_call_nograd,
+              "int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, "
+              "int nargs, wb_tensor **r, int nvalues);"),
+    WB_RT_SYM(wb_rt_call_grad,
+              "int wb_rt_call_grad(const wb_env *e, const wb_arg *a, "
+              "int nargs, wb_tensor **r, int nvalues);"),
     WB_RT_SYM(wb_rt_detach,
               "int wb_rt_detach(const wb_env *e, int input, "
               "const wb_tensor *t, wb_arg *slot);"),
@@ -967,9 +1000,13 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "void wb_rt_commit_views(wb_tensor **outs, "
               "wb_tensor *const *views, wb_tensor *const *r, int n, "
               "int requires_grad, unsigned long long dyn);"),
+    WB_RT_SYM(wb_rt_commit_view_plain,
+              "wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, "
+              "wb_tensor *v);"),
     WB_RT_SYM(wb_rt_out_flags,
               "wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, "
               "unsigned long long dyn);"),
+    WB_RT_SYM(wb_rt_out_plain, "wb_tensor *wb_rt_out_plain(wb_tensor *t);"),
     WB_RT_SYM(wb_rt_out_input,
               "wb_tensor *wb_rt_out_input(wb_tensor *t, "
               "unsigned long long dyn);"),

@@ -286,9 +286,12 @@ int wb_rt_args_bad8(const wb_arg *a, uint64_t want);
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
                           uint64_t want);
 int wb_rt_args_missing(const wb_arg *a, unsigned n);
-/* The graph called with grad mode on or off around it, restored after. */
-int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
-                     wb_tensor **r, int nvalues, int on);
+/* The graph called on a with grad mode off (on) around it, restored
+   after, its values in r. */
+int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
+                      wb_tensor **r, int nvalues);
+int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
+                    wb_tensor **r, int nvalues);
 wb_status wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
                        wb_arg *slot);
 
@@ -368,6 +371,9 @@ void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
    view, and is returned with the flags. */
 wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              uint64_t dyn);
+/* The same for an output that neither requires grad nor has dynamic
+   dims, the common case, in a cheaper call. */
+wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
 /* The runs of the check phase committed: the data mutations of a[i].t from
    r[i], and outs[i] made from views[i] and r[i]. */
 void wb_rt_commit_data_1d_run(const wb_arg *a, wb_tensor *const *r, int n);
@@ -379,6 +385,8 @@ void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         uint64_t dyn);
 /* Sets requires-grad (0 or 1; -1 leaves it) and or-s dyn into t's mask. */
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn);
+/* wb_rt_out_flags(t, 0, 0). */
+wb_tensor *wb_rt_out_plain(wb_tensor *t);
 /* The is-input output: input t itself, one more reference. */
 wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn);
 

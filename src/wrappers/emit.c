@@ -665,8 +665,8 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     wb_emit_comment(x, b, "/* the call: %d guards, grad mode %s */",
                     s->nguards, s->training ? "on" : "off");
     if (!wb_emit_call_wrapped(s)) {
-        wb_buf_line(b, "n = wb_rt_call_graph(e, a, %d, r, %d, %d);",
-                    s->ninputs, s->nvalues, s->training ? 1 : 0);
+        wb_buf_line(b, "n = wb_rt_call_%s(e, a, %d, r, %d);",
+                    s->training ? "grad" : "nograd", s->ninputs, s->nvalues);
         wb_buf_printf(b, "\n");
         return;
     }
@@ -819,10 +819,14 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
 {
     const wb_spec_out *d = &x->s->outs[k];
     unsigned long long dyn = (unsigned long long)d->dyn;
+    bool plain = !d->requires_grad && !dyn;
     switch (d->kind) {
     case WB_OUT_NON_ALIAS:
-        wb_buf_line(b, "outs[%d] = wb_rt_out_flags(r[%d], %d, 0x%llxull);",
-                    k, d->value, d->requires_grad, dyn);
+        if (plain)
+            wb_buf_line(b, "outs[%d] = wb_rt_out_plain(r[%d]);", k, d->value);
+        else
+            wb_buf_line(b, "outs[%d] = wb_rt_out_flags(r[%d], %d, 0x%llxull);",
+                        k, d->value, d->requires_grad, dyn);
         break;
     case WB_OUT_IS_INPUT:
         wb_buf_line(b, "outs[%d] = wb_rt_out_input(a[%d].t, 0x%llxull);",
@@ -830,8 +834,12 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
         wb_buf_line(b, "wb_tensor_release(r[%d]);", d->value);
         break;
     default:
-        wb_buf_line(b, "outs[%d] = wb_rt_commit_view(v[%d], r[%d], %d, "
-                    "0x%llxull);", k, vi, d->value, d->requires_grad, dyn);
+        if (plain)
+            wb_buf_line(b, "outs[%d] = wb_rt_commit_view_plain(v[%d], r[%d]);",
+                        k, vi, d->value);
+        else
+            wb_buf_line(b, "outs[%d] = wb_rt_commit_view(v[%d], r[%d], %d, "
+                        "0x%llxull);", k, vi, d->value, d->requires_grad, dyn);
         break;
     }
 }

@@ -57,8 +57,8 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n,
                           unsigned long long mask, unsigned long long want);
-int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
-                     wb_tensor **r, int nvalues, int on);
+int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
+                      wb_tensor **r, int nvalues);
 int wb_rt_prep_data_2d_run(const wb_env *e, int input, const wb_arg *a,
                            wb_tensor *const *r, int n);
 void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
@@ -67,8 +67,7 @@ int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         wb_tensor *const *r, int n, int requires_grad,
                         unsigned long long dyn);
-wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
-                           unsigned long long dyn);
+wb_tensor *wb_rt_out_plain(wb_tensor *t);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
@@ -81,8 +80,7 @@ int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
 int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
-                             unsigned long long dyn);
+wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
 #endif
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
@@ -126,7 +124,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */
-    n = wb_rt_call_graph(e, a, 20, r, 9, 0);
+    n = wb_rt_call_nograd(e, a, 20, r, 9);
 
     /* check: every value, mutation and view; may fail */
     if (n != 9 || !r[0] || !r[1] || !r[2] || !r[3] || !r[4] || !r[5] ||
@@ -190,14 +188,14 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 #ifdef __TINYC__
     wb_rt_commit_views(outs, v, r + 3, 5, 0, 0x0ull);
 #else
-    outs[0] = wb_rt_commit_view(v[0], r[3], 0, 0x0ull);
-    outs[1] = wb_rt_commit_view(v[1], r[4], 0, 0x0ull);
-    outs[2] = wb_rt_commit_view(v[2], r[5], 0, 0x0ull);
-    outs[3] = wb_rt_commit_view(v[3], r[6], 0, 0x0ull);
-    outs[4] = wb_rt_commit_view(v[4], r[7], 0, 0x0ull);
+    outs[0] = wb_rt_commit_view_plain(v[0], r[3]);
+    outs[1] = wb_rt_commit_view_plain(v[1], r[4]);
+    outs[2] = wb_rt_commit_view_plain(v[2], r[5]);
+    outs[3] = wb_rt_commit_view_plain(v[3], r[6]);
+    outs[4] = wb_rt_commit_view_plain(v[4], r[7]);
 #endif
     /* output 5 'out', non-alias */
-    outs[5] = wb_rt_out_flags(r[8], 0, 0x0ull);
+    outs[5] = wb_rt_out_plain(r[8]);
     /* device copies, all at once on the call's stream */
     return wb_rt_flush(e, outs, 6);
 

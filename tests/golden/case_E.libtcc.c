@@ -20,8 +20,8 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n,
                           unsigned long long mask, unsigned long long want);
-int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
-                     wb_tensor **r, int nvalues, int on);
+int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
+                      wb_tensor **r, int nvalues);
 int wb_rt_prep_data_2d_run(const wb_env *e, int input, const wb_arg *a,
                            wb_tensor *const *r, int n);
 void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
@@ -30,8 +30,7 @@ int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         wb_tensor *const *r, int n, int requires_grad,
                         unsigned long long dyn);
-wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
-                           unsigned long long dyn);
+wb_tensor *wb_rt_out_plain(wb_tensor *t);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
@@ -52,7 +51,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         return wb_rt_err_inputs(e, a);
 
 #line 1
-    n = wb_rt_call_graph(e, a, 20, r, 9, 0);
+    n = wb_rt_call_nograd(e, a, 20, r, 9);
 
 #line 1
     if (n != 9 || !r[0] || !r[1] || !r[2] || !r[3] || !r[4] || !r[5] ||
@@ -72,7 +71,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 #line 22
     wb_rt_commit_views(outs, v, r + 3, 5, 0, 0x0ull);
 #line 27
-    outs[5] = wb_rt_out_flags(r[8], 0, 0x0ull);
+    outs[5] = wb_rt_out_plain(r[8]);
 #line 1
     return wb_rt_flush(e, outs, 6);
 

@@ -78,8 +78,10 @@ void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
+wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
+wb_tensor *wb_rt_out_plain(wb_tensor *t);
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
@@ -199,18 +201,18 @@ leave0:
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
     outs[1] = wb_rt_commit_view(v[0], r[5], 1, 0x3ull);
     /* output 2 'h2', alias-of-intermediate-save-as-output of 0 */
-    outs[2] = wb_rt_commit_view(v[1], r[6], 0, 0x0ull);
+    outs[2] = wb_rt_commit_view_plain(v[1], r[6]);
     /* output 3 'loss_view', alias-of-intermediate-base-is-user-output of 0 */
-    outs[3] = wb_rt_commit_view(v[2], r[7], 0, 0x0ull);
+    outs[3] = wb_rt_commit_view_plain(v[2], r[7]);
     /* output 4 'buf_view', alias-of-input of 3 */
-    outs[4] = wb_rt_commit_view(v[3], r[8], 0, 0x0ull);
+    outs[4] = wb_rt_commit_view_plain(v[3], r[8]);
     /* output 5 'kv_view', alias-of-input of 4 */
-    outs[5] = wb_rt_commit_view(v[4], r[9], 0, 0x0ull);
+    outs[5] = wb_rt_commit_view_plain(v[4], r[9]);
     /* output 6 'out', is-input of 6, dynamic dims 0x1 */
     outs[6] = wb_rt_out_input(a[6].t, 0x1ull);
     wb_tensor_release(r[10]);
     /* output 7 'unsafe', unsafe-view-alias */
-    outs[7] = wb_rt_out_flags(r[11], 0, 0x0ull);
+    outs[7] = wb_rt_out_plain(r[11]);
     /* the intermediate bases are not returned */
     wb_rt_release_all(r + 12, 1);
     wb_rt_grad_set(1); /* grad mode at the end */

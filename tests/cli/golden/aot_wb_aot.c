@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "f55d2a07eead148c5d80bd58f05971e062ff44b86e635211c1a9301733383a44",
+     "24c82f6c04f9c814aedae09d7d972364f9cb714a456bcaeda31792a072ae6fde",
      wb_aot_decode_step_0},
 };
 

@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint f55d2a07eead148c5d80bd58f05971e062ff44b86e635211c1a9301733383a44.
+ * Fingerprint 24c82f6c04f9c814aedae09d7d972364f9cb714a456bcaeda31792a072ae6fde.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -51,8 +51,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_r
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
-int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
-                     wb_tensor **r, int nvalues, int on);
+int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
+                      wb_tensor **r, int nvalues);
 int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
                     const wb_tensor *v);
 int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
@@ -61,10 +61,8 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
-                             unsigned long long dyn);
-wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
-                           unsigned long long dyn);
+wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
+wb_tensor *wb_rt_out_plain(wb_tensor *t);
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
@@ -88,7 +86,7 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
         return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */
-    n = wb_rt_call_graph(e, a, 5, r, 4, 0);
+    n = wb_rt_call_nograd(e, a, 5, r, 4);
 
     /* check: every value, mutation and view; may fail */
     if (n != 4 || !r[0] || !r[1] || !r[2] || !r[3]) {
@@ -106,9 +104,9 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
     /* commit: mutations, then outputs; cannot fail */
     wb_rt_commit_data(a[0].t, r[0]);
     /* output 0 '', non-alias */
-    outs[0] = wb_rt_out_flags(r[1], 0, 0x0ull);
+    outs[0] = wb_rt_out_plain(r[1]);
     /* output 1 '', alias-of-input of 1 */
-    outs[1] = wb_rt_commit_view(v[0], r[2], 0, 0x0ull);
+    outs[1] = wb_rt_commit_view_plain(v[0], r[2]);
     /* output 2 '', is-input of 0 */
     outs[2] = wb_rt_out_input(a[0].t, 0x0ull);
     wb_tensor_release(r[3]);

@@ -37,8 +37,8 @@ typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_r
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
-int wb_rt_call_graph(const wb_env *e, const wb_arg *a, int nargs,
-                     wb_tensor **r, int nvalues, int on);
+int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
+                      wb_tensor **r, int nvalues);
 int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
                     const wb_tensor *v);
 int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
@@ -47,10 +47,8 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                     const wb_rt_grow *grown, const wb_tensor *v,
                     wb_tensor **view);
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
-wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
-                             unsigned long long dyn);
-wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
-                           unsigned long long dyn);
+wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
+wb_tensor *wb_rt_out_plain(wb_tensor *t);
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
@@ -76,7 +74,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
 #line 1
     /* the call: 0 guards, grad mode off */
-    n = wb_rt_call_graph(e, a, 5, r, 4, 0);
+    n = wb_rt_call_nograd(e, a, 5, r, 4);
 
 #line 1
     /* check: every value, mutation and view; may fail */
@@ -100,10 +98,10 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_rt_commit_data(a[0].t, r[0]);
 #line 7
     /* output 0 '', non-alias */
-    outs[0] = wb_rt_out_flags(r[1], 0, 0x0ull);
+    outs[0] = wb_rt_out_plain(r[1]);
 #line 8
     /* output 1 '', alias-of-input of 1 */
-    outs[1] = wb_rt_commit_view(v[0], r[2], 0, 0x0ull);
+    outs[1] = wb_rt_commit_view_plain(v[0], r[2]);
 #line 9
     /* output 2 '', is-input of 0 */
     outs[2] = wb_rt_out_input(a[0].t, 0x0ull);
