@@ -204,3 +204,69 @@ Test(faults, view_base_is_an_input_that_set_replaces)
         }
     }
 }
+
+/* Two set_ mutations in a chain: one input's set_ is handed the other
+   input's own tensor, and an output is a view of the first.  When the other
+   input's set_ commits first, the first input ends on the storage that set_
+   brings, not the one its view was checked against: the call is refused
+   before anything changes.  When it commits second, the first input keeps
+   the storage it was handed and the view aliases it. */
+Test(faults, view_holder_is_an_input_that_set_replaces_first)
+{
+    WBT_EACH_TIER(tier) {
+        for (int first = 0; first < 2; first++) {
+            /* the viewed input, whose set_ is handed the other's tensor */
+            int vi = first ? 0 : 1, oi = 1 - vi;
+            wb_spec *s;
+            WBT_OK(wb_spec_new("set_chain", &s));
+            WBT_OK(wb_spec_add_tensor(s, "x0", WB_MUT_STORAGE, 0, NULL));
+            WBT_OK(wb_spec_add_tensor(s, "x1", WB_MUT_STORAGE, 0, NULL));
+            WBT_OK(wb_spec_add_output(s, "v", WB_OUT_ALIAS_OF_INPUT, vi,
+                                      false, 0, NULL));
+            wb_tensor *x[2] = {wbt_f32(0, 1, 8), wbt_f32(10, 1, 8)};
+            wb_tensor *nb = wbt_f32(100, 1, 2), *v;
+            wb_storage *old = wb_tensor_storage(x[oi]);
+            /* The view lies at 4 to 7 of the other input's storage. */
+            WBT_OK(wb_tensor_as_strided(x[oi], 1, (int64_t[]){4}, NULL, 4,
+                                        &v));
+            faults_graph g = {{NULL, NULL, v}, 3};
+            g.vals[vi] = x[oi];
+            g.vals[oi] = nb;
+            wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+            wb_arg a[2] = {{.t = x[0]}, {.t = x[1]}};
+            wb_tensor *o[1] = {NULL};
+            faults_snap before[2] = {faults_snap_of(x[0]),
+                                     faults_snap_of(x[1])};
+            if (!first) {
+                WBT_FAILS(wb_call(w, a, 2, o, 1), WB_ERR_INVALID,
+                          "set_ mutation replaces its storage first");
+                for (int i = 0; i < 2; i++) {
+                    faults_snap after = faults_snap_of(x[i]);
+                    faults_assert_same(&before[i], &after,
+                                       wb_tier_name(tier));
+                }
+                cr_assert_eq(wb_tensor_storage(x[oi]), old);
+                cr_assert(!o[0], "no output written");
+            } else {
+                WBT_OK(wb_call(w, a, 2, o, 1));
+                cr_assert_eq(wb_tensor_storage(x[vi]), old,
+                             "%s: the viewed input took the other's storage",
+                             wb_tier_name(tier));
+                cr_assert_eq(wb_tensor_storage(x[oi]), wb_tensor_storage(nb));
+                cr_assert_eq(wb_tensor_storage(o[0]), old,
+                             "%s: the view aliases its input",
+                             wb_tier_name(tier));
+                cr_assert_eq(wb_tensor_offset(o[0]), 4);
+                wbt_release_last(o[0]);
+            }
+            cr_assert_eq(wb_tensor_refcount(nb), 1);
+            cr_assert_eq(wb_tensor_refcount(v), 1);
+            wb_wrapper_free(w);
+            wbt_release_last(v);
+            wbt_release_last(nb);
+            wbt_release_last(x[0]);
+            wbt_release_last(x[1]);
+            wb_spec_free(s);
+        }
+    }
+}

@@ -288,18 +288,27 @@ wb_status wb_rt_check_bases(const wb_env *e, const wb_arg *a,
     char lo[400], li[400];
     for (int k = 0; k < s->noutputs; k++) {
         const wb_spec_out *d = &s->outs[k];
-        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT ||
-            d->kind == WB_OUT_ALIAS_OF_INPUT)
+        /* The tensor whose storage the view was checked against, and the
+           set_ mutations that commit before the view's storage is read. */
+        int from, until;
+        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT)
             continue;
-        for (int j = 0; j < s->nupdated; j++) {
+        if (d->kind != WB_OUT_ALIAS_OF_INPUT)
+            from = d->base, until = s->nupdated;
+        else if (d->holder >= 0)
+            from = d->holder, until = d->holder;
+        else
+            continue;
+        for (int j = 0; j < until; j++) {
             int i = s->muts[j].input;
-            if (s->muts[j].kind == WB_MUT_STORAGE && r[d->base] == a[i].t)
-                return wb_rt_callf(e, WB_ERR_INVALID, "%s: its base, value "
+            if (s->muts[j].kind == WB_MUT_STORAGE && r[from] == a[i].t)
+                return wb_rt_callf(e, WB_ERR_INVALID, "%s: its %s, value "
                                    "%d, is %s, whose set_ mutation replaces "
-                                   "its storage; expected a tensor of the "
-                                   "graph's own",
+                                   "its storage first; expected a tensor "
+                                   "of the graph's own",
                                    wb_rt_output_label(e, k, lo, sizeof lo),
-                                   d->base,
+                                   d->holder >= 0 ? "storage's holder" : "base",
+                                   from,
                                    wb_rt_input_label(e, i, li, sizeof li));
         }
     }

@@ -309,9 +309,9 @@ wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
                              const wb_tensor *v);
 wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
                             const wb_tensor *v, wb_rt_grow *g);
-/* Check phase, for a spec with set_bases: no view's base is a graph value
-   that is an input whose storage a set_ mutation replaces (the view was
-   checked against the storage the value had). */
+/* Check phase, for a spec with set_bases: no view's base (a graph value)
+   or holder is an input whose storage a set_ mutation replaces before the
+   commit reads it (the view was checked against the storage it had). */
 wb_status wb_rt_check_bases(const wb_env *e, const wb_arg *a,
                             wb_tensor *const *r);
 /* Check phase: output `output` will be a view of the storage `holder` will

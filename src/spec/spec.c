@@ -660,10 +660,10 @@ static void wb_spec_view_storage(const wb_spec *s, int input, wb_spec_out *d)
 
 static void wb_spec_derive_outputs(wb_spec *s)
 {
-    int m = s->nupdated;
-    bool sets = false;
-    for (int j = 0; j < m; j++)
-        sets |= s->muts[j].kind == WB_MUT_STORAGE;
+    int m = s->nupdated, first_set = -1;
+    for (int j = m - 1; j >= 0; j--)
+        if (s->muts[j].kind == WB_MUT_STORAGE)
+            first_set = j;
     s->nviews = 0;
     s->set_bases = false;
     for (int k = 0; k < s->noutputs; k++) {
@@ -697,7 +697,10 @@ static void wb_spec_derive_outputs(wb_spec *s)
             d->base = m + o->base;
             break;
         }
-        s->set_bases |= sets && d->kind != WB_OUT_ALIAS_OF_INPUT;
+        /* A base that is a graph value, or a holder whose set_ commits
+           after another input's, may be an input that set_ moves first. */
+        s->set_bases |= first_set >= 0 && (d->kind != WB_OUT_ALIAS_OF_INPUT ||
+                                           d->holder > first_set);
         s->nviews++;
     }
 }

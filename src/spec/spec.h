@@ -93,10 +93,11 @@ struct wb_spec {
     int nreshaped;
     wb_spec_out *outs;          /* one per output */
     int nviews;                 /* outputs made as views of a base */
-    bool set_bases;             /* a view's base is a graph value, and a set_
-                                   mutation replaces an input's storage: the
-                                   call checks that no such base is that
-                                   input (wb_rt_check_bases) */
+    bool set_bases;             /* a set_ mutation replaces an input's
+                                   storage before a view's base (a graph
+                                   value) or holder is read at the commit:
+                                   the call checks that no such base or
+                                   holder is that input (wb_rt_check_bases) */
     wb_direction *dirs;         /* one per input */
     char *signature;
 };
