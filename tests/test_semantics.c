@@ -774,58 +774,68 @@ Test(semantics, alias_of_input_handed_over_is_the_view_itself)
 }
 
 /* The same in a run of views (three of consecutive inputs, one call of the
-   runtime's loop under libtcc). */
+   runtime's loop under libtcc), with and without flags (the run helper for
+   plain outputs takes none). */
+static void sem_alias_run(wb_tier tier, bool plain)
+{
+    wb_spec *s = sem_spec("alias_run");
+    wb_tensor *x[3], *g[3];
+    for (int i = 0; i < 3; i++) {
+        char name[4] = {'x', (char)('0' + i), 0};
+        WBT_OK(wb_spec_add_tensor(s, name, WB_MUT_NONE, 0, NULL));
+        name[0] = 'v';
+        WBT_OK(wb_spec_add_output(s, name, WB_OUT_ALIAS_OF_INPUT, i,
+                                  !plain, plain ? 0 : 0x1, NULL));
+        x[i] = wbt_f32((float)(10 * i), 1, 4);
+    }
+    /* Handed over on x0's storage; kept on x1's; handed over on x1's
+       storage for x2. */
+    g[0] = sem_view(x[0], 1, (int64_t[]){2}, (int64_t[]){2}, 0);
+    g[1] = sem_view(x[1], 1, (int64_t[]){2}, (int64_t[]){1}, 2);
+    g[2] = sem_view(x[1], 1, (int64_t[]){3}, (int64_t[]){1}, 1);
+    wb_tensor_set_requires_grad(g[0], true);
+    sem_ctx c = {.vals = {g[0], g[1], g[2]}, .nvals = 3,
+                 .hand_over = 0x5};
+    wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+    if (tier == WB_TIER_TCC)
+        cr_assert(strstr(wb_wrapper_source(w),
+                         plain ? "wb_rt_commit_views_plain("
+                               : "wb_rt_commit_views("),
+                  "the views are a run under libtcc");
+    wb_arg a[3] = {{.t = x[0]}, {.t = x[1]}, {.t = x[2]}};
+    wb_tensor *o[3] = {NULL, NULL, NULL};
+
+    WBT_OK(wb_call(w, a, 3, o, 3));
+    cr_assert_eq(o[0], g[0]);
+    cr_assert(o[1] != g[1]);
+    cr_assert(o[2] != g[2], "its value lies on another input's storage");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(wb_tensor_storage(o[i]), wb_tensor_storage(x[i]));
+        cr_assert_eq(wb_tensor_requires_grad(o[i]), !plain);
+        cr_assert_eq(wb_tensor_dynamic_dims(o[i]), plain ? 0 : 0x1);
+        cr_assert_eq(wb_tensor_refcount(o[i]), 1);
+    }
+    cr_assert_eq(wbt_at(o[0], 1), 2.0f);
+    cr_assert_eq(wbt_at(o[2], 2), 23.0f);
+    cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[1])), 3,
+                 "x1, g1 and o1: g2 freed");
+
+    for (int i = 0; i < 3; i++)
+        wbt_release_last(o[i]);
+    wbt_release_last(g[1]);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[i])), 1);
+        wbt_release_last(x[i]);
+    }
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
 Test(semantics, alias_of_input_run_hands_over_the_same)
 {
     WBT_EACH_TIER(tier) {
-        wb_spec *s = sem_spec("alias_run");
-        wb_tensor *x[3], *g[3];
-        for (int i = 0; i < 3; i++) {
-            char name[4] = {'x', (char)('0' + i), 0};
-            WBT_OK(wb_spec_add_tensor(s, name, WB_MUT_NONE, 0, NULL));
-            name[0] = 'v';
-            WBT_OK(wb_spec_add_output(s, name, WB_OUT_ALIAS_OF_INPUT, i,
-                                      true, 0x1, NULL));
-            x[i] = wbt_f32((float)(10 * i), 1, 4);
-        }
-        /* Handed over on x0's storage; kept on x1's; handed over on x1's
-           storage for x2. */
-        g[0] = sem_view(x[0], 1, (int64_t[]){2}, (int64_t[]){2}, 0);
-        g[1] = sem_view(x[1], 1, (int64_t[]){2}, (int64_t[]){1}, 2);
-        g[2] = sem_view(x[1], 1, (int64_t[]){3}, (int64_t[]){1}, 1);
-        sem_ctx c = {.vals = {g[0], g[1], g[2]}, .nvals = 3,
-                     .hand_over = 0x5};
-        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
-        if (tier == WB_TIER_TCC)
-            cr_assert(strstr(wb_wrapper_source(w), "wb_rt_commit_views("),
-                      "the views are a run under libtcc");
-        wb_arg a[3] = {{.t = x[0]}, {.t = x[1]}, {.t = x[2]}};
-        wb_tensor *o[3] = {NULL, NULL, NULL};
-
-        WBT_OK(wb_call(w, a, 3, o, 3));
-        cr_assert_eq(o[0], g[0]);
-        cr_assert(o[1] != g[1]);
-        cr_assert(o[2] != g[2], "its value lies on another input's storage");
-        for (int i = 0; i < 3; i++) {
-            cr_assert_eq(wb_tensor_storage(o[i]), wb_tensor_storage(x[i]));
-            cr_assert(wb_tensor_requires_grad(o[i]));
-            cr_assert_eq(wb_tensor_dynamic_dims(o[i]), 0x1);
-            cr_assert_eq(wb_tensor_refcount(o[i]), 1);
-        }
-        cr_assert_eq(wbt_at(o[0], 1), 2.0f);
-        cr_assert_eq(wbt_at(o[2], 2), 23.0f);
-        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[1])), 3,
-                     "x1, g1 and o1: g2 freed");
-
-        for (int i = 0; i < 3; i++)
-            wbt_release_last(o[i]);
-        wbt_release_last(g[1]);
-        for (int i = 0; i < 3; i++) {
-            cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[i])), 1);
-            wbt_release_last(x[i]);
-        }
-        wb_wrapper_free(w);
-        wb_spec_free(s);
+        sem_alias_run(tier, false);
+        sem_alias_run(tier, true);
     }
 }
 

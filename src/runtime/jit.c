@@ -13,6 +13,7 @@
  */
 #include <libtcc.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,79 @@ static struct {
 } wb_jit_spare[WB_JIT_SPARES];
 static int wb_jit_nspare;
 
+/* Code near the helpers.  libtcc calls a symbol given to it with
+   tcc_add_symbol through a jump slot of its own (a call, then an indirect
+   jump), as the symbol may lie anywhere in the address space; a symbol
+   declared hidden it calls directly, which needs the code within 2 GiB of
+   it.  So, while there is room, code goes into a zone of this library's
+   own bss, which lies in one image with the helpers, and the unit then
+   declares hidden every helper it calls that the whole zone reaches: one
+   instruction fewer per helper call (3 of the 104 a call of the
+   benchmark's case A costs).  The zone is address space only until a page
+   is used.  A unit whose code turns out larger than the zone's room is
+   compiled again without the declarations, for pages anywhere.  The
+   pages are tracked under wb_jit_spare_lock. */
+#define WB_JIT_ZONE_PAGE 4096
+#define WB_JIT_ZONE_PAGES 4096  /* 16 MiB */
+static _Alignas(WB_JIT_ZONE_PAGE) unsigned char
+    wb_jit_zone[WB_JIT_ZONE_PAGES * WB_JIT_ZONE_PAGE];
+static unsigned char wb_jit_zone_used[WB_JIT_ZONE_PAGES];
+static int wb_jit_zone_free = WB_JIT_ZONE_PAGES;
+
+static bool wb_jit_in_zone(const void *p)
+{
+    const unsigned char *c = p;
+    return c >= wb_jit_zone && c < wb_jit_zone + sizeof wb_jit_zone;
+}
+
+/* Whether code anywhere in the zone can call addr directly. */
+static bool wb_jit_zone_reaches(const void *addr)
+{
+    const intptr_t reach = INT32_MAX - 2 * WB_JIT_ZONE_PAGE;
+    intptr_t a = (intptr_t)addr, lo = (intptr_t)wb_jit_zone,
+             hi = lo + (intptr_t)sizeof wb_jit_zone;
+    return a - lo < reach && lo - a < reach && a - hi < reach &&
+           hi - a < reach;
+}
+
+/* Whether the zone can take code: pages of its size, and a page free. */
+static bool wb_jit_zone_open(void)
+{
+    bool open;
+    if (sysconf(_SC_PAGESIZE) != WB_JIT_ZONE_PAGE)
+        return false;
+    pthread_mutex_lock(&wb_jit_spare_lock);
+    open = wb_jit_zone_free > 0;
+    pthread_mutex_unlock(&wb_jit_spare_lock);
+    return open;
+}
+
+/* Zeroed read-write pages of the zone for size bytes of code, the first
+   run that fits; false when none does. */
+static bool wb_jit_zone_pages(wb_jit_code *c, size_t size)
+{
+    size_t k = size ? (size + WB_JIT_ZONE_PAGE - 1) / WB_JIT_ZONE_PAGE : 1;
+    size_t at = 0, run = 0;
+    pthread_mutex_lock(&wb_jit_spare_lock);
+    for (size_t i = 0; i < WB_JIT_ZONE_PAGES && run < k; i++) {
+        if (wb_jit_zone_used[i])
+            run = 0;
+        else if (run++ == 0)
+            at = i;
+    }
+    if (run == k) {
+        memset(wb_jit_zone_used + at, 1, k);
+        wb_jit_zone_free -= (int)k;
+    }
+    pthread_mutex_unlock(&wb_jit_spare_lock);
+    if (run < k)
+        return false;
+    c->mem = wb_jit_zone + at * WB_JIT_ZONE_PAGE;
+    c->size = k * WB_JIT_ZONE_PAGE;
+    memset(c->mem, 0, c->size);
+    return true;
+}
+
 /* Read-write pages for size bytes of code, kept or freshly mapped; sets
    c->mem and c->size. */
 static bool wb_jit_pages(wb_jit_code *c, size_t size)
@@ -107,6 +181,17 @@ static void wb_jit_unpages(void *mem, size_t size)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     bool kept = false;
+    if (wb_jit_in_zone(mem)) {
+        size_t at = (size_t)((unsigned char *)mem - wb_jit_zone) / page;
+        /* Pages that cannot turn writable again stay taken. */
+        if (mprotect(mem, size, PROT_READ | PROT_WRITE) != 0)
+            return;
+        pthread_mutex_lock(&wb_jit_spare_lock);
+        memset(wb_jit_zone_used + at, 0, size / page);
+        wb_jit_zone_free += (int)(size / page);
+        pthread_mutex_unlock(&wb_jit_spare_lock);
+        return;
+    }
     if (size <= WB_JIT_SPARE_PAGES * page &&
         mprotect(mem, size, PROT_READ | PROT_WRITE) == 0) {
         pthread_mutex_lock(&wb_jit_spare_lock);
@@ -122,14 +207,23 @@ static void wb_jit_unpages(void *mem, size_t size)
 }
 
 /* Relocates s into read-write pages of our own, which the caller seals
-   read+execute. */
-static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
+   read+execute: pages of the zone when the code calls helpers directly
+   (near), and *no_room set when they have no room for it. */
+static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d,
+                              bool near, bool *no_room)
 {
 #ifdef TCC_RELOCATE_AUTO
     int size = tcc_relocate(s, NULL);
     if (size < 0)
         return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not link the "
                           "generated code: %s", d->text);
+    if (near) {
+        if (!(*no_room = !wb_jit_zone_pages(c, (size_t)size)) &&
+            tcc_relocate(s, c->mem) < 0)
+            return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not relocate "
+                              "the generated code: %s", d->text);
+        return WB_OK;
+    }
     if (!wb_jit_pages(c, (size_t)size))
         return wb_rt_fail(WB_ERR_NOMEM, "cannot map %d bytes for code",
                           size);
@@ -137,6 +231,8 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d)
         return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not relocate the "
                           "generated code: %s", d->text);
 #else
+    (void)near;
+    (void)no_room;
     if (tcc_relocate(s) < 0)
         return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not link the "
                           "generated code: %s", d->text);
@@ -253,11 +349,97 @@ static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
     return unit;
 }
 
-wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
-                               wb_jit_code **code, void **entries)
+/* Appends to *unit a hidden declaration of each helper it calls that the
+   zone reaches (see wb_jit_zone); false, with *unit as it was, when out of
+   memory. */
+static bool wb_jit_declare_hidden(char **unit, const unsigned char *used)
+{
+    static const char decl[] =
+        "__typeof__(%s) %s __attribute__((visibility(\"hidden\")));\n";
+    size_t len = strlen(*unit), add = 0;
+    for (int i = 0; wb_rt_symbols[i].name; i++)
+        if (used[i])
+            add += sizeof decl + 2 * wb_rt_symbols[i].len;
+    char *u = realloc(*unit, len + add + 1), *p = u + len;
+    if (!u)
+        return false;
+    for (int i = 0; wb_rt_symbols[i].name; i++) {
+        const wb_rt_symbol *y = &wb_rt_symbols[i];
+        const void *addr;
+        memcpy(&addr, &y->addr, sizeof addr);
+        if (used[i] && wb_jit_zone_reaches(addr))
+            p += sprintf(p, decl, y->name, y->name);
+    }
+    *unit = u;
+    return true;
+}
+
+/* Compiles unit in a state of its own and places its code, under
+   wb_jit_lock: in the zone when near, where *no_room says whether it had
+   room; the n functions fn (fn_0 to fn_n-1 for a batch) in entries. */
+static wb_status wb_jit_build(const char *unit, int n, const char *fn,
+                              const unsigned char *used, bool near,
+                              wb_jit_code *c, void **entries, bool *no_room)
 {
     wb_jit_diag diag = {{0}, 0};
     wb_status st = WB_OK;
+    *no_room = false;
+#ifdef TCC_RELOCATE_AUTO
+    wb_jit_heap_open();  /* closed once the state is deleted, below */
+#endif
+    TCCState *s = tcc_new();
+    if (!s) {
+        wb_jit_heap_close();
+        return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
+    }
+    tcc_set_error_func(s, &diag, wb_jit_on_message);
+    /* Generated code compiles without a warning: -Werror turns one (a
+       helper called undeclared, say) into a failed build, not wrong code. */
+    tcc_set_options(s, "-nostdlib -Werror");
+    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+    /* Each symbol costs libtcc about a microsecond, so only the helpers
+       the sources call are registered, and memcpy and memset, which libtcc
+       itself may call for copies and zeroed locals. */
+    for (int i = 0; wb_rt_symbols[i].name; i++) {
+        const wb_rt_symbol *y = &wb_rt_symbols[i];
+        if (!used[i] && strcmp(y->name, "memcpy") && strcmp(y->name, "memset"))
+            continue;
+        /* POSIX lets function and object pointers convert both ways. */
+        const void *addr;
+        memcpy(&addr, &y->addr, sizeof addr);
+        tcc_add_symbol(s, y->name, addr);
+    }
+    if (tcc_compile_string(s, unit) < 0)
+        st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
+                        "code: %s", diag.text);
+    if (st == WB_OK)
+        st = wb_jit_place(s, c, &diag, near, no_room);
+    for (int i = 0; i < n && st == WB_OK && !*no_room; i++) {
+        char name[300];
+        if (n == 1)
+            snprintf(name, sizeof name, "%s", fn);
+        else
+            snprintf(name, sizeof name, "%s_%d", fn, i);
+        if (!(entries[i] = tcc_get_symbol(s, name)))
+            st = wb_rt_fail(WB_ERR_COMPILE, "the generated code has no "
+                            "function '%s'", name);
+    }
+#ifdef TCC_RELOCATE_AUTO
+    tcc_delete(s);
+    wb_jit_heap_close();
+#else
+    if (st == WB_OK)
+        c->state = s;
+    else
+        tcc_delete(s);
+#endif
+    return st;
+}
+
+wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
+                               wb_jit_code **code, void **entries)
+{
+    wb_status st;
     if (n < 1 || !srcs || !fn || !code || !entries)
         return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
     for (int i = 0; i < n; i++)
@@ -282,65 +464,22 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
         free(unit);
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
     }
+    size_t plain = strlen(unit);
+    bool near = false, no_room;
+#ifdef TCC_RELOCATE_AUTO
+    near = wb_jit_zone_open() && wb_jit_declare_hidden(&unit, used);
+#endif
 
     pthread_mutex_lock(&wb_jit_lock);
     wb_rt_inside_dependency++;
-#ifdef TCC_RELOCATE_AUTO
-    wb_jit_heap_open();  /* closed once the state is deleted, below */
-#endif
-    TCCState *s = tcc_new();
-    if (!s) {
-        wb_jit_heap_close();
-        wb_rt_inside_dependency--;
-        pthread_mutex_unlock(&wb_jit_lock);
-        free(c);
-        free(unit);
-        return wb_rt_fail(WB_ERR_NOMEM, "libtcc could not start");
+    st = wb_jit_build(unit, n, fn, used, near, c, entries, &no_room);
+    if (st == WB_OK && no_room) {
+        unit[plain] = '\0';
+        st = wb_jit_build(unit, n, fn, used, false, c, entries, &no_room);
     }
-    tcc_set_error_func(s, &diag, wb_jit_on_message);
-    /* Generated code compiles without a warning: -Werror turns one (a
-       helper called undeclared, say) into a failed build, not wrong code. */
-    tcc_set_options(s, "-nostdlib -Werror");
-    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
-    /* Each symbol costs libtcc about a microsecond, so only the helpers
-       the sources call are registered, and memcpy and memset, which libtcc
-       itself may call for copies and zeroed locals. */
-    for (int i = 0; wb_rt_symbols[i].name; i++) {
-        const wb_rt_symbol *y = &wb_rt_symbols[i];
-        if (!used[i] && strcmp(y->name, "memcpy") && strcmp(y->name, "memset"))
-            continue;
-        /* POSIX lets function and object pointers convert both ways. */
-        const void *addr;
-        memcpy(&addr, &y->addr, sizeof addr);
-        tcc_add_symbol(s, y->name, addr);
-    }
-    if (tcc_compile_string(s, unit) < 0)
-        st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
-                        "code: %s", diag.text);
-    free(unit);
-    if (st == WB_OK)
-        st = wb_jit_place(s, c, &diag);
-    for (int i = 0; i < n && st == WB_OK; i++) {
-        char name[300];
-        if (n == 1)
-            snprintf(name, sizeof name, "%s", fn);
-        else
-            snprintf(name, sizeof name, "%s_%d", fn, i);
-        if (!(entries[i] = tcc_get_symbol(s, name)))
-            st = wb_rt_fail(WB_ERR_COMPILE, "the generated code has no "
-                            "function '%s'", name);
-    }
-#ifdef TCC_RELOCATE_AUTO
-    tcc_delete(s);
-    wb_jit_heap_close();
-#else
-    if (st == WB_OK)
-        c->state = s;
-    else
-        tcc_delete(s);
-#endif
     wb_rt_inside_dependency--;
     pthread_mutex_unlock(&wb_jit_lock);
+    free(unit);
 
     if (st == WB_OK && c->mem &&
         mprotect(c->mem, c->size, PROT_READ | PROT_EXEC) != 0)

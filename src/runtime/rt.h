@@ -283,6 +283,14 @@ int wb_rt_args_bad5(const wb_arg *a, uint64_t want);
 int wb_rt_args_bad6(const wb_arg *a, uint64_t want);
 int wb_rt_args_bad7(const wb_arg *a, uint64_t want);
 int wb_rt_args_bad8(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad9(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad10(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad11(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad12(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad13(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad14(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad15(const wb_arg *a, uint64_t want);
+int wb_rt_args_bad16(const wb_arg *a, uint64_t want);
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
                           uint64_t want);
 int wb_rt_args_missing(const wb_arg *a, unsigned n);
@@ -383,10 +391,15 @@ void wb_rt_commit_data_4d_run(const wb_arg *a, wb_tensor *const *r, int n);
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         wb_tensor *const *r, int n, int requires_grad,
                         uint64_t dyn);
+/* The same for outputs that neither require grad nor have dynamic dims. */
+void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
+                              wb_tensor *const *r, int n);
 /* Sets requires-grad (0 or 1; -1 leaves it) and or-s dyn into t's mask. */
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn);
 /* wb_rt_out_flags(t, 0, 0). */
 wb_tensor *wb_rt_out_plain(wb_tensor *t);
+/* The same as a call's last step: stores it in *out and returns WB_OK. */
+int wb_rt_out_plain_end(wb_tensor **out, wb_tensor *t);
 /* The is-input output: input t itself, one more reference. */
 wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn);
 

@@ -582,7 +582,7 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
             wb_emit_from(from, "a", i);
             if (!mask)
                 wb_emit_term(x, b, &k, "wb_rt_args_missing(%s, %d)", from, n);
-            else if (mask == ~0ull && n <= 8)
+            else if (mask == ~0ull && n <= 16)
                 wb_emit_term(x, b, &k, "wb_rt_args_bad%d(%s, 0x%llxull)",
                              n, from, want);
             else if (mask == ~0ull)
@@ -661,15 +661,11 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
                         wb_emit_in_desc(x, i));
         wb_buf_line(b, "wb_rt_bump(a[%d].t);", i);
     }
+    if (!wb_emit_call_wrapped(s))
+        return;  /* made in the check's condition (wb_emit_checks) */
     wb_emit_at(x, 1);
     wb_emit_comment(x, b, "/* the call: %d guards, grad mode %s */",
                     s->nguards, s->training ? "on" : "off");
-    if (!wb_emit_call_wrapped(s)) {
-        wb_buf_line(b, "n = wb_rt_call_%s(e, a, %d, r, %d);",
-                    s->training ? "grad" : "nograd", s->ninputs, s->nvalues);
-        wb_buf_printf(b, "\n");
-        return;
-    }
     for (int g = 0; g < s->nguards; g++) {
         wb_buf_line(b, "if ((st = wb_rt_guard_enter(e, %d)) != 0)", g);
         wb_buf_line(b, "    goto leave%d;", g);
@@ -814,15 +810,30 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
                     m->input, j);
 }
 
+/* Whether the call ends with its last output, one that aliases nothing,
+   neither requires grad nor has dynamic dims, and has nothing after it:
+   then one call stores it and returns the call's 0, which spares libtcc's
+   code a store, a reload and the move of the 0 (3 of its instructions). */
+static bool wb_emit_ends_plain(const wb_spec *s)
+{
+    const wb_spec_out *d = s->noutputs ? &s->outs[s->noutputs - 1] : NULL;
+    return d && d->kind == WB_OUT_NON_ALIAS && !d->requires_grad && !d->dyn &&
+           !s->nbases && s->grad_at_end < 0 && !s->device_copies;
+}
+
 /* Output k, from v[vi] when it is a view. */
 static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
 {
     const wb_spec_out *d = &x->s->outs[k];
     unsigned long long dyn = (unsigned long long)d->dyn;
     bool plain = !d->requires_grad && !dyn;
+    char at[24];
     switch (d->kind) {
     case WB_OUT_NON_ALIAS:
-        if (plain)
+        if (k == x->s->noutputs - 1 && wb_emit_ends_plain(x->s))
+            wb_buf_line(b, "return wb_rt_out_plain_end(%s, r[%d]);",
+                        wb_emit_from(at, "outs", k), d->value);
+        else if (plain)
             wb_buf_line(b, "outs[%d] = wb_rt_out_plain(r[%d]);", k, d->value);
         else
             wb_buf_line(b, "outs[%d] = wb_rt_out_flags(r[%d], %d, 0x%llxull);",
@@ -901,12 +912,24 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
     char f1[24], f2[24], f3[24];
+    int k = 0;
+    bool call = !wb_emit_call_wrapped(s);
     wb_emit_at(x, 1);
+    if (call)
+        wb_emit_comment(x, b, "/* the call: 0 guards, grad mode %s */",
+                        s->training ? "on" : "off");
     wb_emit_comment(x, b, "/* check: every value, mutation and view; may "
                     "fail */");
     wb_emit_if(x, b);
-    int k = 0;
-    wb_emit_term(x, b, &k, "n != %d", s->nvalues);
+    /* A call with nothing around it is made in the condition: libtcc
+       compares the count it returned as it stores it, where a statement of
+       its own would store and reload it. */
+    if (call)
+        wb_emit_term(x, b, &k, "(n = wb_rt_call_%s(e, a, %d, r, %d)) != %d",
+                     s->training ? "grad" : "nograd", s->ninputs, s->nvalues,
+                     s->nvalues);
+    else
+        wb_emit_term(x, b, &k, "n != %d", s->nvalues);
     for (int i = 0; i < s->nvalues; i++)
         wb_emit_term(x, b, &k, "!r[%d]", i);
     wb_buf_printf(b, ") {\n");
@@ -996,7 +1019,12 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
             wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
-        if (n > 1)
+        if (n > 1 && !d->requires_grad && !d->dyn)
+            wb_emit_run_call(x, b, false, "wb_rt_commit_views_plain(%s, %s, "
+                             "%s, %d);", wb_emit_from(f1, "outs", k),
+                             wb_emit_from(f2, "v", vi),
+                             wb_emit_from(f3, "r", d->value), n);
+        else if (n > 1)
             wb_emit_run_call(x, b, false, "wb_rt_commit_views(%s, %s, %s, "
                              "%d, %d, 0x%llxull);", wb_emit_from(f1, "outs", k),
                              wb_emit_from(f2, "v", vi),
@@ -1027,7 +1055,7 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_emit_comment(x, b, "/* device copies, all at once on the call's "
                         "stream */");
         wb_buf_line(b, "return wb_rt_flush(e, outs, %d);", s->noutputs);
-    } else {
+    } else if (!wb_emit_ends_plain(s)) {
         wb_buf_line(b, "return 0;");
     }
     wb_buf_printf(b, "\n");

@@ -64,9 +64,8 @@ int wb_rt_prep_data_2d_run(const wb_env *e, int input, const wb_arg *a,
 void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
 int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                      wb_tensor *const *r, wb_tensor **views, int n);
-void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        wb_tensor *const *r, int n, int requires_grad,
-                        unsigned long long dyn);
+void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
+                              wb_tensor *const *r, int n);
 wb_tensor *wb_rt_out_plain(wb_tensor *t);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
@@ -124,11 +123,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */
-    n = wb_rt_call_nograd(e, a, 20, r, 9);
-
     /* check: every value, mutation and view; may fail */
-    if (n != 9 || !r[0] || !r[1] || !r[2] || !r[3] || !r[4] || !r[5] ||
-        !r[6] || !r[7] || !r[8]) {
+    if ((n = wb_rt_call_nograd(e, a, 20, r, 9)) != 9 || !r[0] || !r[1] ||
+        !r[2] || !r[3] || !r[4] || !r[5] || !r[6] || !r[7] || !r[8]) {
         st = wb_rt_err_values(e, n, r);
         goto fail;
     }
@@ -186,7 +183,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     /* output 3 'view3', alias-of-input of 6 */
     /* output 4 'view4', alias-of-input of 7 */
 #ifdef __TINYC__
-    wb_rt_commit_views(outs, v, r + 3, 5, 0, 0x0ull);
+    wb_rt_commit_views_plain(outs, v, r + 3, 5);
 #else
     outs[0] = wb_rt_commit_view_plain(v[0], r[3]);
     outs[1] = wb_rt_commit_view_plain(v[1], r[4]);

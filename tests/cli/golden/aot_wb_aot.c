@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "24c82f6c04f9c814aedae09d7d972364f9cb714a456bcaeda31792a072ae6fde",
+     "27955cb49bac4073c3dcead7043b16a4a886d589a80222417e35fde308024cfa",
      wb_aot_decode_step_0},
 };
 

@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint 24c82f6c04f9c814aedae09d7d972364f9cb714a456bcaeda31792a072ae6fde.
+ * Fingerprint 27955cb49bac4073c3dcead7043b16a4a886d589a80222417e35fde308024cfa.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -86,10 +86,9 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
         return wb_rt_err_inputs(e, a);
 
     /* the call: 0 guards, grad mode off */
-    n = wb_rt_call_nograd(e, a, 5, r, 4);
-
     /* check: every value, mutation and view; may fail */
-    if (n != 4 || !r[0] || !r[1] || !r[2] || !r[3]) {
+    if ((n = wb_rt_call_nograd(e, a, 5, r, 4)) != 4 || !r[0] || !r[1] ||
+        !r[2] || !r[3]) {
         st = wb_rt_err_values(e, n, r);
         goto fail;
     }

@@ -74,11 +74,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
 #line 1
     /* the call: 0 guards, grad mode off */
-    n = wb_rt_call_nograd(e, a, 5, r, 4);
-
-#line 1
     /* check: every value, mutation and view; may fail */
-    if (n != 4 || !r[0] || !r[1] || !r[2] || !r[3]) {
+    if ((n = wb_rt_call_nograd(e, a, 5, r, 4)) != 4 || !r[0] || !r[1] ||
+        !r[2] || !r[3]) {
         st = wb_rt_err_values(e, n, r);
         goto fail;
     }
