@@ -2,9 +2,11 @@
  * The libtcc driver: compiler messages point back into the spec, the code
  * never sits in memory that is writable and executable at once, and the
  * generated source is what the tcc tier runs, read by libtcc without the
- * branches other compilers read.  libtcc's heap is an arena that each
- * compile leaves empty and the next one reuses, its preamble is the
- * target's defines alone, and it knows no assembler keywords.
+ * branches other compilers read.  While a zone near the helpers has
+ * room, the code lies there and calls them directly.  libtcc's heap is an
+ * arena that each compile leaves empty and the next one reuses, its
+ * preamble is the target's defines alone, and it knows no assembler
+ * keywords.
  */
 #include <ctype.h>
 #include <stdatomic.h>
@@ -480,6 +482,113 @@ Test(jit, generated_code_defines_no_writable_data)
     jit_assert_no_static_data(wb_wrapper_source(w), "statics");
     wb_wrapper_free(w);
     wb_spec_free(s);
+}
+
+/* ---- code near the helpers ---- */
+
+/* Whether the n bytes of code from f on hold a direct call (e8 and a 32-bit
+   displacement) of target. */
+static bool jit_calls_directly(const void *f, size_t n, const void *target)
+{
+    const unsigned char *c = f;
+    for (size_t i = 0; i + 5 <= n; i++) {
+        int32_t rel;
+        memcpy(&rel, c + i + 1, sizeof rel);
+        if (c[i] == 0xe8 && (const void *)(c + i + 5 + rel) == target)
+            return true;
+    }
+    return false;
+}
+
+/* A function of about 6 KiB of code, which calls wb_rt_grad_swap 400
+   times and returns the count of them that found grad mode on. */
+static char *jit_big_source(void)
+{
+    size_t cap = 64 * 1024, len = 0;
+    char *src = malloc(cap);
+    cr_assert_not_null(src);
+    len += (size_t)snprintf(src + len, cap - len,
+                            "int wb_rt_grad_swap(int on);\n"
+                            "int big(int x)\n{\n    int n = 0;\n");
+    for (int i = 0; i < 400; i++)
+        len += (size_t)snprintf(src + len, cap - len,
+                                "    n += wb_rt_grad_swap(x);\n");
+    snprintf(src + len, cap - len, "    return n;\n}\n");
+    return src;
+}
+
+static void *jit_entry(const char *src, const char *fn, wb_jit_code **code)
+{
+    void *entry;
+    WBT_OK(wb_jit_compile(src, fn, code, &entry));
+    return entry;
+}
+
+static const char jit_swap_src[] =
+    "int wb_rt_grad_swap(int on);\n"
+    "int swap(int on) { return wb_rt_grad_swap(on); }\n";
+
+/* Code lands in the zone in the library's own image, and calls a helper
+   with one direct call instead of through a jump slot. */
+Test(jit, code_near_the_helpers_calls_them_directly)
+{
+    wb_jit_code *code;
+    void *entry = jit_entry(jit_swap_src, "swap", &code), *helper;
+    jit_int_fn f;
+    memcpy(&f, &entry, sizeof f);
+    wb_rt_fnptr h = (wb_rt_fnptr)wb_rt_grad_swap;
+    memcpy(&helper, &h, sizeof helper);
+    cr_assert(wb_jit_in_zone(entry));
+    cr_assert(jit_calls_directly(entry, 64, helper),
+              "the call goes through a jump slot");
+    int was = f(0);
+    cr_assert_eq(f(was), 0, "grad mode was off inside");
+    cr_assert_eq(wb_grad_enabled(), was != 0);
+    wb_jit_free(code);
+}
+
+/* Once the zone is full, code goes anywhere, through jump slots; a unit
+   larger than the room left is compiled again for pages anywhere; a page
+   freed in the zone is used again. */
+Test(jit, code_goes_anywhere_the_zone_has_no_room_for)
+{
+    static wb_jit_code *codes[WB_JIT_ZONE_PAGES];
+    wb_jit_code *code;
+    void *entry, *helper;
+    wb_rt_fnptr h = (wb_rt_fnptr)wb_rt_grad_swap;
+    memcpy(&helper, &h, sizeof helper);
+    int n = 0, was = wb_grad_enabled();
+    while (wb_jit_zone_free_pages() > 0) {
+        cr_assert_lt(n, WB_JIT_ZONE_PAGES, "the zone never fills");
+        jit_entry("int one(void) { return 1; }", "one", &codes[n++]);
+    }
+    entry = jit_entry(jit_swap_src, "swap", &code);
+    jit_int_fn f;
+    memcpy(&f, &entry, sizeof f);
+    cr_assert_not(wb_jit_in_zone(entry));
+    cr_assert_not(jit_calls_directly(entry, 64, helper));
+    cr_assert_eq(f(f(1)), 1);
+    wb_jit_free(code);
+
+    /* One page free, and a unit that needs two. */
+    wb_jit_free(codes[--n]);
+    cr_assert_eq(wb_jit_zone_free_pages(), 1);
+    char *big = jit_big_source();
+    entry = jit_entry(big, "big", &code);
+    memcpy(&f, &entry, sizeof f);
+    cr_assert_not(wb_jit_in_zone(entry));
+    cr_assert_eq(f(was), 400 * was);
+    cr_assert_eq(wb_jit_zone_free_pages(), 1, "the zone kept its page");
+    wb_jit_free(code);
+    free(big);
+
+    entry = jit_entry(jit_swap_src, "swap", &code);
+    cr_assert(wb_jit_in_zone(entry), "the page freed is not used again");
+    cr_assert(jit_calls_directly(entry, 64, helper));
+    wb_jit_free(code);
+    while (n > 0)
+        wb_jit_free(codes[--n]);
+    cr_assert_eq(wb_jit_zone_free_pages(), WB_JIT_ZONE_PAGES);
 }
 
 /* ---- libtcc's heap ---- */

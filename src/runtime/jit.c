@@ -8,8 +8,10 @@
  * its own allocator runs out of memory, which cannot be caught from outside
  * libtcc.  The code is relocated into pages of our own that turn
  * read+execute before anyone can call them, and the compiler state is
- * deleted at once.  Freed code pages turn read-write again and a few are
- * kept, under a lock of their own, for later compiles.
+ * deleted at once: pages of a zone near the helpers, so that the code
+ * calls them directly, while it has room, else pages anywhere.  Freed
+ * code pages turn read-write again; the zone's go back to it, and a few
+ * others are kept, under a lock of their own, for later compiles.
  */
 #include <libtcc.h>
 #include <pthread.h>
@@ -87,17 +89,23 @@ static int wb_jit_nspare;
    is used.  A unit whose code turns out larger than the zone's room is
    compiled again without the declarations, for pages anywhere.  The
    pages are tracked under wb_jit_spare_lock. */
-#define WB_JIT_ZONE_PAGE 4096
-#define WB_JIT_ZONE_PAGES 4096  /* 16 MiB */
 static _Alignas(WB_JIT_ZONE_PAGE) unsigned char
     wb_jit_zone[WB_JIT_ZONE_PAGES * WB_JIT_ZONE_PAGE];
 static unsigned char wb_jit_zone_used[WB_JIT_ZONE_PAGES];
 static int wb_jit_zone_free = WB_JIT_ZONE_PAGES;
 
-static bool wb_jit_in_zone(const void *p)
+bool wb_jit_in_zone(const void *p)
 {
     const unsigned char *c = p;
     return c >= wb_jit_zone && c < wb_jit_zone + sizeof wb_jit_zone;
+}
+
+int wb_jit_zone_free_pages(void)
+{
+    pthread_mutex_lock(&wb_jit_spare_lock);
+    int n = wb_jit_zone_free;
+    pthread_mutex_unlock(&wb_jit_spare_lock);
+    return n;
 }
 
 /* Whether code anywhere in the zone can call addr directly. */

@@ -511,6 +511,13 @@ char *wb_jit_as_read(char *dst, const char *src);
 extern _Thread_local int wb_rt_inside_dependency;
 /* What libtcc calls instead of mprotect (see jit.c): nothing. */
 int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
+/* The zone near the helpers that code goes to while it has room (see
+   jit.c), its pages, and for tests whether p lies in it and how many of
+   its pages are free. */
+#define WB_JIT_ZONE_PAGE 4096
+#define WB_JIT_ZONE_PAGES 4096  /* 16 MiB of address space */
+bool wb_jit_in_zone(const void *p);
+int wb_jit_zone_free_pages(void);
 
 /* ---- libtcc's heap (jitheap.c) ---- */
 
