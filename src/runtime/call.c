@@ -939,15 +939,19 @@ void wb_rt_grow_free(wb_rt_grow *g)
 
 /* ---- the symbol table for generated code ---- */
 
-#define WB_RT_SYM(fn, proto) {#fn, sizeof #fn - 1, (wb_rt_fnptr)(fn), proto}
+#define WB_RT_SYM(fn, proto)                                                \
+    {#fn, sizeof #fn - 1, (wb_rt_fnptr)(fn), proto, false}
+/* A helper that generated code calls only once a call has failed. */
+#define WB_RT_COLD(fn, proto)                                               \
+    {#fn, sizeof #fn - 1, (wb_rt_fnptr)(fn), proto, true}
 
 const wb_rt_symbol wb_rt_symbols[] = {
-    WB_RT_SYM(wb_rt_err_arity,
+    WB_RT_COLD(wb_rt_err_arity,
               "int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);"),
-    WB_RT_SYM(wb_rt_err_values,
+    WB_RT_COLD(wb_rt_err_values,
               "int wb_rt_err_values(const wb_env *e, int n, "
               "wb_tensor *const *r);"),
-    WB_RT_SYM(wb_rt_err_inputs,
+    WB_RT_COLD(wb_rt_err_inputs,
               "int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);"),
     WB_RT_SYM(wb_rt_check_distinct,
               "int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);"),
@@ -988,7 +992,7 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "int wb_rt_detach(const wb_env *e, int input, "
               "const wb_tensor *t, wb_arg *slot);"),
     WB_RT_SYM(wb_rt_bump, "void wb_rt_bump(wb_tensor *t);"),
-    WB_RT_SYM(wb_rt_unbump, "void wb_rt_unbump(wb_tensor *t);"),
+    WB_RT_COLD(wb_rt_unbump, "void wb_rt_unbump(wb_tensor *t);"),
     WB_RT_SYM(wb_rt_prep_data,
               "int wb_rt_prep_data(const wb_env *e, int input, "
               "const wb_tensor *t, const wb_tensor *v);"),
@@ -1063,16 +1067,16 @@ const wb_rt_symbol wb_rt_symbols[] = {
               "unsigned long long dyn);"),
     WB_RT_SYM(wb_rt_flush, "int wb_rt_flush(const wb_env *e, "
                            "wb_tensor **outs, int nouts);"),
-    WB_RT_SYM(wb_rt_release_all,
+    WB_RT_COLD(wb_rt_release_all,
               "void wb_rt_release_all(wb_tensor **v, int n);"),
-    WB_RT_SYM(wb_rt_grow_free, "void wb_rt_grow_free(wb_rt_grow *g);"),
-    WB_RT_SYM(wb_rt_drop_copies, "void wb_rt_drop_copies(const wb_env *e);"),
+    WB_RT_COLD(wb_rt_grow_free, "void wb_rt_grow_free(wb_rt_grow *g);"),
+    WB_RT_COLD(wb_rt_drop_copies, "void wb_rt_drop_copies(const wb_env *e);"),
     WB_RT_SYM(wb_tensor_release, "void wb_tensor_release(wb_tensor *t);"),
     /* libtcc zero-fills local arrays with memset; copies use memcpy. */
     WB_RT_SYM(memcpy,
               "void *memcpy(void *d, const void *s, unsigned long n);"),
     WB_RT_SYM(memset, "void *memset(void *d, int c, unsigned long n);"),
-    {NULL, 0, NULL, NULL},
+    {NULL, 0, NULL, NULL, false},
 };
 
 _Static_assert(sizeof wb_rt_symbols / sizeof *wb_rt_symbols <=

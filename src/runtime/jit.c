@@ -358,8 +358,10 @@ static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
 }
 
 /* Appends to *unit a hidden declaration of each helper it calls that the
-   zone reaches (see wb_jit_zone); false, with *unit as it was, when out of
-   memory. */
+   zone reaches (see wb_jit_zone), but those called only once a call has
+   failed: libtcc reads each declaration for about 4k instructions, which
+   a compile need not pay for a call that saves one.  False, with *unit as
+   it was, when out of memory. */
 static bool wb_jit_declare_hidden(char **unit, const unsigned char *used)
 {
     static const char decl[] =
@@ -375,7 +377,7 @@ static bool wb_jit_declare_hidden(char **unit, const unsigned char *used)
         const wb_rt_symbol *y = &wb_rt_symbols[i];
         const void *addr;
         memcpy(&addr, &y->addr, sizeof addr);
-        if (used[i] && wb_jit_zone_reaches(addr))
+        if (used[i] && !y->cold && wb_jit_zone_reaches(addr))
             p += sprintf(p, decl, y->name, y->name);
     }
     *unit = u;

@@ -416,6 +416,7 @@ typedef struct wb_rt_symbol {
     size_t len;         /* strlen(name) */
     wb_rt_fnptr addr;
     const char *proto;  /* the C declaration generated code sees */
+    bool cold;          /* called only once a call has failed */
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
 #define WB_RT_MAX_SYMBOLS 80
