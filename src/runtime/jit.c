@@ -84,9 +84,9 @@ static int wb_jit_nspare;
    it.  So, while there is room, code goes into a zone of this library's
    own bss, which lies in one image with the helpers, and the unit then
    declares hidden every helper it calls that the whole zone reaches: one
-   instruction fewer per helper call (3 of the 104 a call of the
-   benchmark's case A costs).  The zone is address space only until a page
-   is used.  A unit whose code turns out larger than the zone's room is
+   instruction fewer per helper call (3 a call of the benchmark's case A,
+   which takes 98 above the floor).  The zone is address space only until
+   a page is used.  A unit whose code turns out larger than the zone's room is
    compiled again without the declarations, for pages anywhere.  The
    pages are tracked under wb_jit_spare_lock. */
 static _Alignas(WB_JIT_ZONE_PAGE) unsigned char
