@@ -855,26 +855,13 @@ static WB_RT_NOINLINE void wb_rt_commit_views_made(wb_tensor **outs,
                            : wb_rt_view_own(r[i], requires_grad, dyn);
 }
 
-void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
-                              wb_tensor *const *r, int n)
+/* Handed-over values first, with nothing to save, then the rest in a tail
+   call; inline, so that the plain run's flags fold away. */
+static inline void wb_rt_commit_views_n(wb_tensor **outs,
+                                        wb_tensor *const *views,
+                                        wb_tensor *const *r, int n,
+                                        int requires_grad, uint64_t dyn)
 {
-    for (long i = 0; i < n; i++) {
-        if (views[i]) {
-            WB_RT_OPAQUE(i);
-            wb_rt_commit_views_made(outs + i, views + i, r + i, n - (int)i,
-                                    0, 0);
-            return;
-        }
-        outs[i] = wb_rt_view_own(r[i], 0, 0);
-    }
-}
-
-void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        wb_tensor *const *r, int n, int requires_grad,
-                        uint64_t dyn)
-{
-    /* Handed-over values first, with nothing to save, then the rest in a
-       tail call. */
     for (long i = 0; i < n; i++) {
         if (views[i]) {
             WB_RT_OPAQUE(i);
@@ -884,6 +871,19 @@ void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
         }
         outs[i] = wb_rt_view_own(r[i], requires_grad, dyn);
     }
+}
+
+void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
+                        wb_tensor *const *r, int n, int requires_grad,
+                        uint64_t dyn)
+{
+    wb_rt_commit_views_n(outs, views, r, n, requires_grad, dyn);
+}
+
+void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
+                              wb_tensor *const *r, int n)
+{
+    wb_rt_commit_views_n(outs, views, r, n, 0, 0);
 }
 
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)

@@ -357,22 +357,24 @@ static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
     return unit;
 }
 
-/* Appends to *unit a hidden declaration of each helper it calls that the
-   zone reaches (see wb_jit_zone), but those called only once a call has
-   failed: libtcc reads each declaration for about 4k instructions, which
-   a compile need not pay for a call that saves one.  False, with *unit as
-   it was, when out of memory. */
-static bool wb_jit_declare_hidden(char **unit, const unsigned char *used)
+/* Appends to *unit, of len bytes, a hidden declaration of each helper it
+   calls that the zone reaches (see wb_jit_zone), but those called only
+   once a call has failed: libtcc reads each declaration for 4k to 5k
+   instructions, which a compile need not pay for a call that saves one.
+   False, with *unit as it was, when out of memory. */
+static bool wb_jit_declare_hidden(char **unit, size_t len,
+                                  const unsigned char *used)
 {
     static const char decl[] =
         "__typeof__(%s) %s __attribute__((visibility(\"hidden\")));\n";
-    size_t len = strlen(*unit), add = 0;
+    size_t add = 0;
     for (int i = 0; wb_rt_symbols[i].name; i++)
         if (used[i])
             add += sizeof decl + 2 * wb_rt_symbols[i].len;
-    char *u = realloc(*unit, len + add + 1), *p = u + len;
+    char *u = realloc(*unit, len + add + 1), *p;
     if (!u)
         return false;
+    *(p = u + len) = '\0';
     for (int i = 0; wb_rt_symbols[i].name; i++) {
         const wb_rt_symbol *y = &wb_rt_symbols[i];
         const void *addr;
@@ -477,7 +479,7 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     size_t plain = strlen(unit);
     bool near = false, no_room;
 #ifdef TCC_RELOCATE_AUTO
-    near = wb_jit_zone_open() && wb_jit_declare_hidden(&unit, used);
+    near = wb_jit_zone_open() && wb_jit_declare_hidden(&unit, plain, used);
 #endif
 
     pthread_mutex_lock(&wb_jit_lock);
