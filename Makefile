@@ -342,6 +342,7 @@ test-valgrind: $(EXAMPLE) $(FUZZ_REPLAY) $(CLI) $(CONC)
 # graph does.
 bench: $(BENCH)
 	$(BENCH)
+	$(BENCH) --unfixed
 	$(BENCH) --fresh
 
 # `wrapbake check --json` on 2,500 entries: the real schemas of

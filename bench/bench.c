@@ -10,10 +10,12 @@
  * specs.  --spec FILE benchmarks the user's own specs the same way, on every
  * tier but aot, whose code only a build can bring.  The graph stand-in does
  * constant work: it hands out references to values prepared ahead of time,
- * shaped as the spec says, and keeps its own (with --fresh it hands over the
- * only reference to a new tensor on each value's storage instead, as a
- * compiled graph does).  "direct" calls the graph alone and releases its
- * values, the least any caller must do: the floor no wrapper can beat.
+ * shaped as the spec says, and keeps its own, their storage fixed as a
+ * graph that keeps its buffers would (with --unfixed not fixed; with
+ * --fresh it hands over the only reference to a new tensor on each value's
+ * storage instead, as a compiled graph does).  "direct" calls the graph
+ * alone and releases its values, the least any caller must do: the floor
+ * no wrapper can beat.
  *
  * With --tier, wrapbake-bench makes exactly --calls calls and prints no
  * timing, for instruction counts that do not depend on a noisy clock:
@@ -221,8 +223,8 @@ typedef struct bench_world {
     wb_graph_fn graph;  /* bench_graph_kept, or with --fresh _fresh */
 } bench_world;
 
-/* --fresh: the graph hands over new tensors rather than keeping its own. */
-static bool bench_fresh;
+/* How the graph hands out its values: --unfixed, --fresh. */
+static bench_values bench_mode = BENCH_FIXED;
 
 /* The stand-in: a reference to each prepared value, the graph keeping its
    own. */
@@ -282,7 +284,8 @@ static void bench_world_make(bench_world *w, const wb_spec *s)
     memset(w, 0, sizeof *w);
     w->spec = s;
     w->nvalues = s->nvalues;
-    w->graph = bench_fresh ? bench_graph_fresh : bench_graph_kept;
+    w->graph = bench_mode == BENCH_FRESH ? bench_graph_fresh
+                                         : bench_graph_kept;
     if (s->nvalues > BENCH_MAX_VALUES)
         bench_die(s->name, "more graph values than the benchmark prepares");
     for (int i = 0; i < s->ninputs; i++) {
@@ -315,6 +318,9 @@ static void bench_world_make(bench_world *w, const wb_spec *s)
             else
                 w->values[d->value] = bench_view(w->values[d->base]);
         }
+    for (int i = 0; i < w->nvalues; i++)
+        if (bench_mode == BENCH_FIXED)
+            wb_tensor_fix_storage(w->values[i]);
 }
 
 static void bench_world_free(bench_world *w)
@@ -694,6 +700,8 @@ static void bench_usage(FILE *f)
         "      --fresh        the graph stand-in hands over the only reference\n"
         "                     to a new tensor per value, as a compiled graph\n"
         "                     does, instead of keeping one to each value\n"
+        "      --unfixed      it keeps its values without fixing their\n"
+        "                     storage (wb_tensor_fix_storage)\n"
         "      --device D     the tensors on D: cpu (default), cuda or cuda:N;\n"
         "                     on a device the table also gives the CUDA\n"
         "                     submissions (launches, batched copies) per call\n"
@@ -727,6 +735,7 @@ int main(int argc, char **argv)
         {"builds", required_argument, NULL, 'b'},
         {"batch", no_argument, NULL, 'B'},
         {"fresh", no_argument, NULL, 'F'},
+        {"unfixed", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -751,7 +760,15 @@ int main(int argc, char **argv)
         case 'd': device = optarg; break;
         case 'b': builds = strtol(optarg, NULL, 10); break;
         case 'B': batch = true; break;
-        case 'F': bench_fresh = true; break;
+        case 'F':
+        case 'U':
+            if (bench_mode != BENCH_FIXED) {
+                fprintf(stderr, "wrapbake-bench: --fresh and --unfixed "
+                        "exclude each other\n");
+                return 2;
+            }
+            bench_mode = opt == 'F' ? BENCH_FRESH : BENCH_KEPT;
+            break;
         case 'h': bench_usage(stdout); return 0;
         default: bench_usage(stderr); return 2;
         }
@@ -836,7 +853,7 @@ int main(int argc, char **argv)
                           .ncases = ncases};
         bench_machine(r.machine, sizeof r.machine);
         snprintf(r.device, sizeof r.device, "%s", device);
-        r.fresh = bench_fresh;
+        r.values = bench_mode;
         time_t now = time(NULL);
         strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));
         for (int i = 0; i < ncases; i++)

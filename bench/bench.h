@@ -41,11 +41,18 @@ typedef struct bench_case_result {
     bench_tier_result tiers[BENCH_NTIERS];
 } bench_case_result;
 
+/* How the graph stand-in hands out its values. */
+typedef enum bench_values {
+    BENCH_FIXED,  /* it keeps them, each fixed (wb_tensor_fix_storage) */
+    BENCH_KEPT,   /* --unfixed: it keeps them, not fixed */
+    BENCH_FRESH   /* --fresh: a new tensor per value, handed over */
+} bench_values;
+
 typedef struct bench_report {
     char machine[160];
     char date[32];
     char device[32];          /* where the tensors live: cpu, cuda:N */
-    bool fresh;               /* --fresh: the graph hands over new values */
+    bench_values values;      /* how the graph hands out its values */
     long calls, reps;
     double libtcc_us;         /* libtcc alone: the floor under tcc us */
     const bench_case_result *cases;

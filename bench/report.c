@@ -23,17 +23,18 @@ static void bench_cell(FILE *f, const bench_tier_result *t)
     fprintf(f, " %20s", s);
 }
 
-/* How the graph stand-in hands out its values (--fresh). */
-static const char *bench_values(const bench_report *r)
+/* How the graph stand-in hands out its values. */
+static const char *bench_values_name(const bench_report *r)
 {
-    return r->fresh ? "fresh" : "kept";
+    static const char *const names[] = {"fixed", "kept", "fresh"};
+    return names[r->values];
 }
 
 void bench_print_table(FILE *f, const bench_report *r)
 {
     fprintf(f, "wrapbake-bench: ns per call, median (min-max) of %ld runs of "
             "%ld calls\n%s, %s, tensors on %s, graph values %s\n\n", r->reps,
-            r->calls, r->machine, r->date, r->device, bench_values(r));
+            r->calls, r->machine, r->date, r->device, bench_values_name(r));
     fprintf(f, "%-4s %-26s", "case", "desc");
     for (int t = 0; t < BENCH_NTIERS; t++)
         fprintf(f, " %20s", bench_tier_names[t]);
@@ -157,7 +158,7 @@ void bench_print_json(FILE *f, const bench_report *r)
     wb_cli_json_string(f, r->date);
     fprintf(f, ", \"device\": ");
     wb_cli_json_string(f, r->device);
-    fprintf(f, ", \"graph_values\": \"%s\"", bench_values(r));
+    fprintf(f, ", \"graph_values\": \"%s\"", bench_values_name(r));
     fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"libtcc_floor_us\": %.1f, "
             "\"cases\": [", r->calls, r->reps, r->libtcc_us);
     for (int c = 0; c < r->ncases; c++) {

@@ -155,6 +155,15 @@ wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes);
 /* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);
    bumps the version of the storage t ends up with. */
 wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src);
+/* Promises that t's storage is never replaced: from now on set_ on t, by
+   wb_tensor_set_ or a wrapper's set_ mutation, fails with WB_ERR_INVALID.
+   A view a wrapper makes of the storage of a fixed graph value then holds
+   that value instead of a reference to the storage, which spares two
+   locked operations a view.  For a graph that keeps its values in buffers
+   of its own; call it before t is shared with other threads.  It cannot
+   be undone. */
+void wb_tensor_fix_storage(wb_tensor *t);
+bool wb_tensor_storage_fixed(const wb_tensor *t);
 
 wb_tensor *wb_tensor_retain(wb_tensor *t);
 void wb_tensor_release(wb_tensor *t);

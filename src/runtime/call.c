@@ -531,6 +531,11 @@ wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
 wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
                              const wb_tensor *v)
 {
+    char lb[400];
+    if (t->fixed)
+        return wb_rt_callf(e, WB_ERR_INVALID, "%s: its storage is fixed "
+                           "(wb_tensor_fix_storage), and set_ would replace "
+                           "it", wb_rt_input_label(e, input, lb, sizeof lb));
     return wb_rt_prep_like(e, input, t, v);
 }
 
@@ -583,9 +588,11 @@ static inline wb_tensor *wb_rt_view_header(wb_tensor *h,
    *view is NULL, which spares the header and the storage reference it
    holds (two locked operations); the acquire load orders the other
    holders' earlier releases before the commit's writes.  Otherwise the
-   header comes from the thread's cache.  Nonzero when v needs the full
-   check: another storage, or an empty cache.  It calls nothing, so that
-   gcc saves no register for it. */
+   header comes from the thread's cache.  For a fixed v it is left without
+   a storage until the commit, where it keeps v instead (wb_rt_view_make),
+   which spares the same two; a failed call then frees it with nothing to
+   release.  Nonzero when v needs the full check: another storage, or an
+   empty cache.  It calls nothing, so that gcc saves no register for it. */
 static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
                                   wb_tensor **view)
 {
@@ -595,7 +602,9 @@ static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
         *view = NULL;
         return 0;
     }
-    return !(*view = wb_rt_view_header(wb_rt_tensor_pop(), holder));
+    wb_tensor *h = wb_rt_tensor_pop();
+    *view = v->fixed ? h : wb_rt_view_header(h, holder);
+    return !h;
 }
 
 int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
@@ -794,8 +803,9 @@ static inline uint32_t wb_rt_view_flags(int requires_grad)
     return requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
 }
 
-/* The prepared header, which holds its storage, made a view with v's view
-   and the flags; consumes v. */
+/* The prepared header made a view with v's view and the flags; consumes
+   v.  A header that holds its storage drops v; one without keeps v, a
+   fixed value on that storage (wb_rt_view_same). */
 static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
                                          int requires_grad, uint64_t dyn)
 {
@@ -803,7 +813,12 @@ static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
     wb_rt_take_view(view, v);
     view->flags = wb_rt_view_flags(requires_grad);
     view->dyn_dims = dyn;
-    wb_rt_release(v);
+    if (view->storage) {
+        wb_rt_release(v);
+    } else {
+        wb_rt_set_storage(view, v->storage);
+        view->keeper = v;
+    }
     return view;
 }
 

@@ -36,10 +36,16 @@ struct wb_tensor {
     int16_t ndim;
     uint16_t device;      /* the storage's device, as wb_rt_device_word */
     uint32_t flags;
+    bool fixed;           /* wb_tensor_fix_storage: storage never replaced */
     uint64_t dyn_dims;
     int64_t offset;
     int64_t sizes[WB_MAX_DIMS];
     int64_t strides[WB_MAX_DIMS];
+    /* A view a wrapper made of a fixed tensor's storage holds that tensor
+       (the reference the graph handed over) rather than a reference to the
+       storage, which the tensor keeps alive; NULL for every other tensor,
+       and for every header in the thread cache. */
+    wb_tensor *keeper;
 };
 
 /* Generated code reads these leading members of a tensor directly (see
@@ -102,7 +108,8 @@ extern _Thread_local wb_rt_cache wb_rt_tcache;
 wb_tensor *wb_rt_tensor_malloc(void);
 
 /* A tensor header from the thread cache, refcount 1, not yet holding a
-   storage; NULL when the cache is empty. */
+   storage, not fixed and keeping no tensor; NULL when the cache is
+   empty. */
 static inline wb_tensor *wb_rt_tensor_pop(void)
 {
     wb_rt_cache *c = &wb_rt_tcache;
@@ -145,8 +152,8 @@ bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
 /* "cpu", "cuda:N", else "device TYPE:ID". */
 const char *wb_rt_device_str(DLDevice d, char *buf, size_t n);
-/* Releases the storage reference of a tensor whose last reference went and
-   returns its header to the thread cache. */
+/* Releases what a tensor whose last reference went holds (its storage, or
+   the tensor it keeps) and returns its header to the thread cache. */
 void wb_rt_tensor_free(wb_tensor *t);
 
 /* The small operations every call makes, inline so that the per-call

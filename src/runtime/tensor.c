@@ -59,6 +59,8 @@ wb_tensor *wb_rt_tensor_malloc(void)
     if (t) {
         atomic_init(&t->refcount, 1);
         t->storage = NULL;
+        t->fixed = false;
+        t->keeper = NULL;
     }
     return t;
 }
@@ -664,17 +666,44 @@ wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes)
     return WB_OK;
 }
 
+/* Drops what t holds of its storage: the reference, or the tensor it
+   keeps (which holds the storage for it). */
+static void wb_rt_drop_storage(wb_tensor *t)
+{
+    wb_tensor *k = t->keeper;
+    if (k) {
+        t->keeper = NULL;
+        wb_rt_release(k);
+    } else {
+        wb_storage_release(t->storage);
+    }
+}
+
 wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
 {
     if (!t || !src)
         return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_set_: NULL tensor");
-    wb_storage *old = t->storage;
-    wb_rt_set_storage(t, wb_storage_retain(src->storage));
+    if (t->fixed)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_set_: the tensor's "
+                          "storage is fixed (wb_tensor_fix_storage)");
+    wb_storage *s = wb_storage_retain(src->storage);
     t->dtype = src->dtype;
     wb_rt_take_view(t, src);
-    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
-    wb_storage_release(old);
+    wb_rt_drop_storage(t);
+    wb_rt_set_storage(t, s);
+    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
     return WB_OK;
+}
+
+void wb_tensor_fix_storage(wb_tensor *t)
+{
+    if (t)
+        t->fixed = true;
+}
+
+bool wb_tensor_storage_fixed(const wb_tensor *t)
+{
+    return t && t->fixed;
 }
 
 wb_tensor *wb_tensor_retain(wb_tensor *t)
@@ -686,7 +715,8 @@ wb_tensor *wb_tensor_retain(wb_tensor *t)
 
 void wb_rt_tensor_free(wb_tensor *t)
 {
-    wb_storage_release(t->storage);
+    wb_rt_drop_storage(t);
+    t->fixed = false;
     wb_rt_tensor_discard(t);
 }
 

@@ -2,8 +2,8 @@
 # Tests of wrapbake-bench's outputs (not of its timings): the table, JSON,
 # CSV and SVG are well-formed, every case and every tier is there (a tier
 # that cannot run here says why), the counting modes (calls, builds) print
-# nothing on every tier (also with --fresh, whose graph hands over new
-# values), and --spec benchmarks specs from a file, its aot column saying why
+# nothing on every tier (also with --unfixed, whose graph keeps values not
+# fixed, and --fresh, whose graph hands over new values), and --spec benchmarks specs from a file, its aot column saying why
 # it has none.  --device cuda runs on the CUDA runtime the library finds
 # (without a GPU it must refuse, saying why) and, when FAKECUDA names the
 # emulated runtime (tests/tools/fakecuda.c), on an emulated device, where
@@ -54,7 +54,7 @@ if command -v python3 >/dev/null 2>&1; then
     check "json is well-formed, with every case and tier" "python3 - '$tmp/out.json' <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r['machine'] and r['date'] and r['graph_values'] == 'kept'
+assert r['machine'] and r['date'] and r['graph_values'] == 'fixed'
 assert r['libtcc_floor_us'] > 0
 assert [c['case'] for c in r['cases']] == list('ABCDE')
 for c in r['cases']:
@@ -98,11 +98,17 @@ if command -v python3 >/dev/null 2>&1; then
     check "csv rows have 11 fields" "python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert all(len(r) == 11 for r in rows), rows' '$tmp/out.csv'"
 fi
 
-# --fresh: the graph hands over new values, every column still there.
-# shellcheck disable=SC2086
-"$bench" $fast --fresh --case D >"$tmp/fresh.out" 2>&1
-check "--fresh table runs and says so" "[ \$? -eq 0 ] && grep -q 'graph values fresh' '$tmp/fresh.out'"
-check "--fresh times case D on all five tiers" "grep -E '^D ' '$tmp/fresh.out' | awk '{ if (gsub(/[0-9.]+ [(][0-9.]+-[0-9.]+[)]/, \"\") != 5) bad = 1 } END { exit bad || NR != 1 }'"
+# --unfixed and --fresh: the graph keeps values not fixed, or hands over
+# new ones, every column still there.
+for mode in unfixed:kept fresh:fresh; do
+    opt=${mode%%:*} name=${mode#*:}
+    # shellcheck disable=SC2086
+    "$bench" $fast --$opt --case D >"$tmp/$opt.out" 2>&1
+    check "--$opt table runs and says so" "[ \$? -eq 0 ] && grep -q 'graph values $name' '$tmp/$opt.out'"
+    check "--$opt times case D on all five tiers" "grep -E '^D ' '$tmp/$opt.out' | awk '{ if (gsub(/[0-9.]+ [(][0-9.]+-[0-9.]+[)]/, \"\") != 5) bad = 1 } END { exit bad || NR != 1 }'"
+done
+"$bench" --fresh --unfixed --case D >"$tmp/both.out" 2>&1
+check "--fresh with --unfixed is refused, saying why" "[ \$? -eq 2 ] && grep -q 'exclude each other' '$tmp/both.out'"
 if command -v python3 >/dev/null 2>&1; then
     # shellcheck disable=SC2086
     "$bench" $fast --fresh --json >"$tmp/fresh.json"
@@ -123,8 +129,10 @@ fi
 for t in direct interp tcc cc aot; do
     "$bench" --case E --tier "$t" --calls 100 >"$tmp/count.out" 2>&1
     check "counting mode on $t runs and prints nothing" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
-    "$bench" --case E --tier "$t" --calls 100 --fresh >"$tmp/count.out" 2>&1
-    check "counting mode on $t with --fresh runs and prints nothing" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
+    for opt in --unfixed --fresh; do
+        "$bench" --case E --tier "$t" --calls 100 $opt >"$tmp/count.out" 2>&1
+        check "counting mode on $t with $opt runs and prints nothing" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
+    done
 done
 CC=/nonexistent/cc "$bench" --case E --tier cc --calls 1 >"$tmp/count.out" 2>&1
 check "counting mode on cc without a compiler says why" "[ \$? -eq 1 ] && grep -q 'cannot run the system compiler' '$tmp/count.out'"
@@ -143,7 +151,7 @@ for bad in "--tier interp --builds 2" "--tier tcc --builds 2 --calls 2" "--tier 
 done
 "$bench" --help >"$tmp/help.out"
 check "--help names the aot tier" "grep -q 'direct, interp, tcc, cc, aot' '$tmp/help.out'"
-check "--help names --fresh" "grep -q -- '--fresh ' '$tmp/help.out'"
+check "--help names --fresh and --unfixed" "grep -q -- '--fresh ' '$tmp/help.out' && grep -q -- '--unfixed ' '$tmp/help.out'"
 
 printf '%s\n' 'decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))' \
     'fwd(Tensor w [detach], Tensor x) -> (Tensor loss [requires_grad], Tensor(c) h, Tensor(c) h2) with training' >"$tmp/specs.txt"
