@@ -1586,3 +1586,126 @@ Test(semantics, scalars_pass_through_unchanged)
         wb_spec_free(s);
     }
 }
+
+/* ---- fixed storage ---- */
+
+/* A view of a fixed graph value keeps the value instead of a reference to
+   its storage, whether its header came from the thread's cache (the second
+   call) or the heap (the first), in a run of views (three outputs) and
+   alone (one); an unfixed value beside it still gets a storage reference.
+   The view outlives the graph's own reference, drops the value when set_
+   gives it another storage, and is an ordinary view to detach. */
+static void sem_fixed_views(wb_tier tier, int nviews)
+{
+    wb_spec *s = sem_spec("fixed_views");
+    wb_tensor *x[3], *g[3];
+    wb_storage *st[3];
+    for (int i = 0; i < nviews; i++) {
+        char name[4] = {'x', (char)('0' + i), 0};
+        WBT_OK(wb_spec_add_tensor(s, name, WB_MUT_NONE, 0, NULL));
+        name[0] = 'v';
+        WBT_OK(wb_spec_add_output(s, name, WB_OUT_ALIAS_OF_INPUT, i, false,
+                                  0, NULL));
+        x[i] = wbt_f32((float)(10 * i), 1, 4);
+        st[i] = wb_tensor_storage(x[i]);
+        g[i] = sem_view(x[i], 1, (int64_t[]){2}, (int64_t[]){1}, 1 + i % 2);
+        if (i != 2)
+            wb_tensor_fix_storage(g[i]);
+    }
+    cr_assert(wb_tensor_storage_fixed(g[0]));
+    cr_assert_not(wb_tensor_storage_fixed(x[0]));
+    sem_ctx c = {.vals = {g[0], g[1], g[2]}, .nvals = nviews};
+    wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+    wb_arg a[3] = {{.t = x[0]}, {.t = x[1]}, {.t = x[2]}};
+    wb_tensor *o[3] = {NULL, NULL, NULL};
+
+    for (int call = 0; call < 2; call++) {
+        WBT_OK(wb_call(w, a, nviews, o, nviews));
+        for (int i = 0; i < nviews; i++) {
+            bool fixed = i != 2;
+            cr_assert(o[i] != g[i]);
+            cr_assert_not(wb_tensor_storage_fixed(o[i]));
+            cr_assert_eq(wb_tensor_storage(o[i]), st[i]);
+            wbt_assert_view(o[i], 1, (int64_t[]){2}, (int64_t[]){1},
+                            1 + i % 2);
+            cr_assert_eq(wbt_at(o[i], 1), (float)(10 * i + 2 + i % 2));
+            cr_assert_eq(wb_tensor_refcount(o[i]), 1);
+            cr_assert_eq(wb_tensor_refcount(g[i]), fixed ? 2 : 1,
+                         "%s, call %d: the view keeps fixed value %d",
+                         wb_tier_name(tier), call, i);
+            cr_assert_eq(wb_storage_refcount(st[i]), fixed ? 2 : 3,
+                         "%s, call %d: storage references of view %d",
+                         wb_tier_name(tier), call, i);
+        }
+        if (call == 0)
+            for (int i = 0; i < nviews; i++)
+                wb_tensor_release(o[i]);
+    }
+
+    /* Detached, a kept view makes a tensor holding the storage. */
+    wb_tensor *d = NULL;
+    WBT_OK(wb_tensor_detach(o[0], &d));
+    cr_assert_eq(wb_storage_refcount(st[0]), 3);
+    wbt_release_last(d);
+    /* The graph drops its value; the view still holds it, and through it
+       the storage, until the view goes. */
+    wb_tensor_release(g[0]);
+    cr_assert_eq(wb_storage_refcount(st[0]), 2);
+    ((float *)wb_storage_data(st[0]))[2] = 42.0f;
+    cr_assert_eq(wbt_at(o[0], 1), 42.0f);
+    wbt_release_last(o[0]);
+    cr_assert_eq(wb_storage_refcount(st[0]), 1, "the value went with it");
+    if (nviews == 3) {
+        /* set_ onto another storage drops the value it kept. */
+        WBT_OK(wb_tensor_set_(o[1], x[2]));
+        cr_assert_eq(wb_tensor_refcount(g[1]), 1);
+        cr_assert_eq(wb_storage_refcount(st[1]), 2, "x1 and g1");
+        cr_assert_eq(wb_tensor_storage(o[1]), st[2]);
+        cr_assert_eq(wb_storage_refcount(st[2]), 4, "x2, g2, o1 and o2");
+        wbt_release_last(o[1]);
+        wbt_release_last(o[2]);
+        wbt_release_last(g[1]);
+        wbt_release_last(g[2]);
+    }
+    for (int i = 0; i < nviews; i++) {
+        cr_assert_eq(wb_storage_refcount(st[i]), 1);
+        wbt_release_last(x[i]);
+    }
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
+Test(semantics, view_of_a_fixed_value_keeps_the_value)
+{
+    WBT_EACH_TIER(tier) {
+        sem_fixed_views(tier, 1);
+        sem_fixed_views(tier, 3);
+    }
+}
+
+/* set_ on a fixed tensor is refused and changes nothing; a fixed updated
+   value may still be set_'s source. */
+Test(semantics, fixed_storage_refuses_set_)
+{
+    wb_tensor *t = wbt_f32(0, 1, 4), *src = wbt_f32(10, 1, 8);
+    wb_storage *st = wb_tensor_storage(t);
+    wb_tensor_fix_storage(t);
+    wb_tensor_fix_storage(t);
+    uint64_t version = wb_tensor_version(t);
+    WBT_FAILS(wb_tensor_set_(t, src), WB_ERR_INVALID, "storage is fixed");
+    cr_assert_eq(wb_tensor_storage(t), st);
+    cr_assert_eq(wb_tensor_version(t), version);
+    wbt_assert_view(t, 1, (int64_t[]){4}, (int64_t[]){1}, 0);
+    cr_assert_eq(wb_storage_refcount(wb_tensor_storage(src)), 1);
+    cr_assert(wb_tensor_storage_fixed(t));
+    cr_assert_not(wb_tensor_storage_fixed(NULL));
+    wb_tensor_fix_storage(NULL);
+
+    wb_tensor *u = wbt_f32(0, 1, 2);
+    WBT_OK(wb_tensor_set_(u, t));
+    cr_assert_eq(wb_tensor_storage(u), st);
+    cr_assert_not(wb_tensor_storage_fixed(u), "set_ takes no fixedness");
+    wbt_release_last(u);
+    wbt_release_last(src);
+    wbt_release_last(t);
+}

@@ -571,12 +571,16 @@ wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
     return WB_OK;
 }
 
-/* Header h for a view of holder's storage, which it holds a reference to
-   from now on; NULL when h is. */
+/* Header h for a view of holder's storage; NULL when h is.  It holds a
+   reference to that storage from now on, unless keep: the view's value is
+   a fixed tensor on that very storage, and h stays without one until the
+   commit, where it keeps the value instead (wb_rt_view_make), which spares
+   the reference's two locked operations; a failed call frees it with
+   nothing to release. */
 static inline wb_tensor *wb_rt_view_header(wb_tensor *h,
-                                           const wb_tensor *holder)
+                                           const wb_tensor *holder, bool keep)
 {
-    if (h)
+    if (h && !keep)
         wb_rt_set_storage(h, wb_rt_storage_retain(holder->storage));
     return h;
 }
@@ -588,11 +592,9 @@ static inline wb_tensor *wb_rt_view_header(wb_tensor *h,
    *view is NULL, which spares the header and the storage reference it
    holds (two locked operations); the acquire load orders the other
    holders' earlier releases before the commit's writes.  Otherwise the
-   header comes from the thread's cache.  For a fixed v it is left without
-   a storage until the commit, where it keeps v instead (wb_rt_view_make),
-   which spares the same two; a failed call then frees it with nothing to
-   release.  Nonzero when v needs the full check: another storage, or an
-   empty cache.  It calls nothing, so that gcc saves no register for it. */
+   header comes from the thread's cache.  Nonzero when v needs the full
+   check: another storage, or an empty cache.  It calls nothing, so that
+   gcc saves no register for it. */
 static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
                                   wb_tensor **view)
 {
@@ -602,9 +604,7 @@ static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
         *view = NULL;
         return 0;
     }
-    wb_tensor *h = wb_rt_tensor_pop();
-    *view = v->fixed ? h : wb_rt_view_header(h, holder);
-    return !h;
+    return !(*view = wb_rt_view_header(wb_rt_tensor_pop(), holder, v->fixed));
 }
 
 int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
@@ -637,7 +637,8 @@ wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                            "past the storage's %zu bytes",
                            wb_rt_output_label(e, output, lb, sizeof lb),
                            (long long)end, nbytes);
-    if (!(*view = wb_rt_view_header(wb_rt_tensor_alloc(), holder)))
+    if (!(*view = wb_rt_view_header(wb_rt_tensor_alloc(), holder,
+                                    v->fixed && v->storage == s)))
         return wb_rt_callf(e, WB_ERR_NOMEM, "%s: out of memory for the view",
                            wb_rt_output_label(e, output, lb, sizeof lb));
     return WB_OK;
