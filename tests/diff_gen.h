@@ -114,6 +114,9 @@ typedef struct diff_world {
     int hook_fail;        /* which hook fails: 0 none, 1 before, 2 guard */
     char log[512];
     size_t loglen;
+    /* The views of output k the graph keeps, fixed, until its next call
+       or the run's end, so that wrappers see shared and fixed values. */
+    wb_tensor *kept[DIFF_MAX_OUT];
 } diff_world;
 
 /* Appends to buf (of cap bytes, *len used) what fits; a piece that does
@@ -295,6 +298,12 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
                                           diff_below(&r, 3), NULL);
         wb_tensor_set_requires_grad(o, diff_below(&r, 2));
         wb_tensor_set_dynamic_dims(o, (uint64_t)diff_below(&r, 4));
+        /* Decided by the call's seed, leaving r's sequence as it was. */
+        if (base && (w->call_seed >> (16 + k)) & 1) {
+            wb_tensor_fix_storage(o);
+            wb_tensor_release(w->kept[k]);
+            w->kept[k] = wb_tensor_retain(o);
+        }
         values[v++] = o;
     }
     for (int b = 0; b < d->nbases && v < nvalues; b++) {
@@ -579,6 +588,10 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
                          wb_tensor_refcount(in[i]), wb_tier_name(tier));
             wb_tensor_release(in[i]);
         }
+    for (int k = 0; k < DIFF_MAX_OUT; k++) {
+        wb_tensor_release(w->kept[k]);
+        w->kept[k] = NULL;
+    }
     wb_wrapper_free(wr);
 }
 

@@ -270,3 +270,83 @@ Test(faults, view_holder_is_an_input_that_set_replaces_first)
         }
     }
 }
+
+/* A set_ mutation of an input whose storage is fixed is refused in the
+   check phase: the data mutation before it is not made, and every value
+   goes back to the graph. */
+Test(faults, set_mutation_of_a_fixed_input_is_refused)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("fixed_set", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x0", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "x1", WB_MUT_STORAGE, 0, NULL));
+        wb_tensor *x[2] = {wbt_f32(0, 1, 4), wbt_f32(10, 1, 4)};
+        wb_tensor *u[2] = {wbt_f32(100, 1, 4), wbt_f32(200, 1, 8)};
+        wb_storage *old = wb_tensor_storage(x[1]);
+        wb_tensor_fix_storage(x[1]);
+        faults_graph g = {{u[0], u[1]}, 2};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg a[2] = {{.t = x[0]}, {.t = x[1]}};
+        faults_snap before[2] = {faults_snap_of(x[0]), faults_snap_of(x[1])};
+        WBT_FAILS(wb_call(w, a, 2, NULL, 0), WB_ERR_INVALID,
+                  "input 1 'x1': its storage is fixed");
+        for (int i = 0; i < 2; i++) {
+            faults_snap after = faults_snap_of(x[i]);
+            faults_assert_same(&before[i], &after, wb_tier_name(tier));
+            wbt_release_last(u[i]);
+        }
+        cr_assert_eq(wb_tensor_storage(x[1]), old);
+        cr_assert_eq(wb_storage_refcount(old), 1);
+        wb_wrapper_free(w);
+        wbt_release_last(x[0]);
+        wbt_release_last(x[1]);
+        wb_spec_free(s);
+    }
+}
+
+/* A call that fails on its second view after preparing the first as a
+   view that will keep a fixed value frees that header without releasing
+   anything it does not hold: the value's one reference goes back with
+   the values, on the first call (a header from the heap) and later ones
+   (from the thread's cache). */
+Test(faults, failed_call_after_a_view_of_a_fixed_value)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("fixed_fail", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x0", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "x1", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "v0", WB_OUT_ALIAS_OF_INPUT, 0, false,
+                                  0, NULL));
+        WBT_OK(wb_spec_add_output(s, "v1", WB_OUT_ALIAS_OF_INPUT, 1, false,
+                                  0, NULL));
+        wb_tensor *x[2] = {wbt_f32(0, 1, 4), wbt_f32(10, 1, 2)};
+        wb_tensor *other = wbt_f32(100, 1, 8), *g0, *g1;
+        WBT_OK(wb_tensor_as_strided(x[0], 1, (int64_t[]){2}, NULL, 2, &g0));
+        /* Past the end of x1's two floats. */
+        WBT_OK(wb_tensor_as_strided(other, 1, (int64_t[]){2}, NULL, 4, &g1));
+        wb_tensor_fix_storage(g0);
+        wb_tensor_fix_storage(g1);
+        faults_graph g = {{g0, g1}, 2};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg a[2] = {{.t = x[0]}, {.t = x[1]}};
+        wb_tensor *o[2] = {NULL, NULL};
+        for (int call = 0; call < 3; call++) {
+            WBT_FAILS(wb_call(w, a, 2, o, 2), WB_ERR_SHAPE,
+                      "does not fit its base's storage");
+            cr_assert(!o[0] && !o[1], "no output written");
+            cr_assert_eq(wb_tensor_refcount(g0), 1);
+            cr_assert_eq(wb_tensor_refcount(g1), 1);
+            cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[0])), 2,
+                         "%s, call %d: x0 and g0", wb_tier_name(tier), call);
+        }
+        wb_wrapper_free(w);
+        wbt_release_last(g0);
+        wbt_release_last(g1);
+        wbt_release_last(other);
+        wbt_release_last(x[0]);
+        wbt_release_last(x[1]);
+        wb_spec_free(s);
+    }
+}
