@@ -108,3 +108,102 @@ Test(threads, one_wrapper_many_callers, .timeout = 120)
         wb_spec_free(s);
     }
 }
+
+/* ---- a fixed value shared by every caller ---- */
+
+/* The graph keeps one fixed view of y, the input every caller shares, and
+   hands out a reference to it on each call (with x's updated value, a
+   copy): each output keeps it.  The
+   callers trade outputs through one slot, so that a view is often
+   released by another thread than the one whose call made it. */
+typedef struct threads_fixed {
+    wb_tensor *g;
+    pthread_mutex_t lock;
+    wb_tensor *slot;
+} threads_fixed;
+
+static int threads_fixed_graph(void *ctx, const wb_arg *a, int na,
+                               wb_tensor **v, int nv)
+{
+    threads_fixed *f = ctx;
+    (void)na; (void)nv;
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+        return -1;
+    wb_tensor_copy_(v[0], a[0].t);
+    v[1] = wb_tensor_retain(f->g);
+    return 2;
+}
+
+typedef struct threads_fixed_job {
+    wb_wrapper *w;
+    threads_fixed *f;
+    wb_tensor *y;
+    int id;
+    int bad;
+} threads_fixed_job;
+
+static void *threads_fixed_caller(void *p)
+{
+    threads_fixed_job *j = p;
+    wb_tensor *x = wbt_f32((float)j->id, 2, 2, 4);
+    wb_arg a[2] = {{.t = x}, {.t = j->y}};
+    for (int c = 0; c < CALLS; c++) {
+        wb_tensor *row = NULL;
+        if (wb_call(j->w, a, 2, &row, 1) != WB_OK) {
+            j->bad++;
+            continue;
+        }
+        if (wb_tensor_version(x) != (uint64_t)c + 1 ||
+            wb_tensor_storage(row) != wb_tensor_storage(j->y) ||
+            wbt_at(row, 0) != 4.0f || wb_tensor_offset(row) != 4)
+            j->bad++;
+        pthread_mutex_lock(&j->f->lock);
+        wb_tensor *other = j->f->slot;
+        j->f->slot = row;
+        pthread_mutex_unlock(&j->f->lock);
+        wb_tensor_release(other);
+    }
+    j->bad += wb_tensor_refcount(x) != 1;
+    wb_tensor_release(x);
+    wb_thread_cache_flush();
+    return NULL;
+}
+
+Test(threads, fixed_value_shared_by_many_callers, .timeout = 120)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("threads_fixed", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "row", WB_OUT_ALIAS_OF_INPUT, 1, false,
+                                  0, NULL));
+        wb_tensor *y = wbt_f32(0, 2, 2, 4);
+        threads_fixed f = {.slot = NULL};
+        pthread_mutex_init(&f.lock, NULL);
+        WBT_OK(wb_tensor_as_strided(y, 1, (int64_t[]){4}, NULL, 4, &f.g));
+        wb_tensor_fix_storage(f.g);
+        wb_wrapper *w = wbt_wrap(s, threads_fixed_graph, &f, tier);
+        pthread_t th[THREADS];
+        threads_fixed_job jobs[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            jobs[i] = (threads_fixed_job){.w = w, .f = &f, .y = y, .id = i};
+            cr_assert_eq(pthread_create(&th[i], NULL, threads_fixed_caller,
+                                        &jobs[i]), 0);
+        }
+        for (int i = 0; i < THREADS; i++) {
+            pthread_join(th[i], NULL);
+            cr_assert_eq(jobs[i].bad, 0, "%s: thread %d saw %d wrong results",
+                         wb_tier_name(tier), i, jobs[i].bad);
+        }
+        cr_assert_eq(wb_tensor_refcount(f.g), 2, "the graph and the slot");
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(y)), 2,
+                     "y and the graph's value: no view took a reference");
+        wb_tensor_release(f.slot);
+        wbt_release_last(f.g);
+        wbt_release_last(y);
+        pthread_mutex_destroy(&f.lock);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}

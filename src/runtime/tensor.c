@@ -666,17 +666,14 @@ wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes)
     return WB_OK;
 }
 
-/* Drops what t holds of its storage: the reference, or the tensor it
-   keeps (which holds the storage for it). */
-static void wb_rt_drop_storage(wb_tensor *t)
+/* Drops what a tensor held of storage s: its reference, or keeper, the
+   tensor it kept (which holds s for it). */
+static void wb_rt_unhold(wb_storage *s, wb_tensor *keeper)
 {
-    wb_tensor *k = t->keeper;
-    if (k) {
-        t->keeper = NULL;
-        wb_rt_release(k);
-    } else {
-        wb_storage_release(t->storage);
-    }
+    if (keeper)
+        wb_rt_release(keeper);
+    else
+        wb_storage_release(s);
 }
 
 wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
@@ -686,12 +683,14 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     if (t->fixed)
         return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_set_: the tensor's "
                           "storage is fixed (wb_tensor_fix_storage)");
-    wb_storage *s = wb_storage_retain(src->storage);
+    wb_storage *old = t->storage;
+    wb_tensor *keeper = t->keeper;
+    wb_rt_set_storage(t, wb_storage_retain(src->storage));
+    t->keeper = NULL;
     t->dtype = src->dtype;
     wb_rt_take_view(t, src);
-    wb_rt_drop_storage(t);
-    wb_rt_set_storage(t, s);
-    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+    wb_rt_unhold(old, keeper);
     return WB_OK;
 }
 
@@ -715,7 +714,8 @@ wb_tensor *wb_tensor_retain(wb_tensor *t)
 
 void wb_rt_tensor_free(wb_tensor *t)
 {
-    wb_rt_drop_storage(t);
+    wb_rt_unhold(t->storage, t->keeper);
+    t->keeper = NULL;
     t->fixed = false;
     wb_rt_tensor_discard(t);
 }
