@@ -39,17 +39,6 @@ void wb_rt_grad_set(int on)
    inline in the cc tier's code and unrolled here.  Eight at a time, then a
    jump into the last eight.  A failure is marked unlikely, or gcc sets the
    return value before each check. */
-#if defined(__GNUC__)
-#define WB_RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define WB_RT_NOINLINE __attribute__((noinline))
-/* Hides how index i was computed, so that a loop that hands the rest of
-   its arrays on from i steps i alone, not a pointer into each array. */
-#define WB_RT_OPAQUE(i) __asm__("" : "+r"(i))
-#else
-#define WB_RT_UNLIKELY(x) (x)
-#define WB_RT_NOINLINE
-#define WB_RT_OPAQUE(i) (void)(i)
-#endif
 #define WB_RT_ARGS_RUN(bad)                                                 \
     for (; n > 8; n -= 8, a += 8)                                           \
         if (bad(0) || bad(1) || bad(2) || bad(3) || bad(4) || bad(5) ||     \
@@ -813,6 +802,7 @@ static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
     view->dtype = v->dtype;
     wb_rt_take_view(view, v);
     view->flags = wb_rt_view_flags(requires_grad);
+    view->fixed = false;
     view->dyn_dims = dyn;
     if (view->storage) {
         wb_rt_release(v);

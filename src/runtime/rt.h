@@ -17,6 +17,21 @@
 
 #include "wrapbake.h"
 
+/* Hints to gcc for the per-call paths. */
+#if defined(__GNUC__)
+#define WB_RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define WB_RT_NOINLINE __attribute__((noinline))
+#define WB_RT_INLINE inline __attribute__((always_inline))
+/* Hides how index i was computed, so that a loop that hands the rest of
+   its arrays on from i steps i alone, not a pointer into each array. */
+#define WB_RT_OPAQUE(i) __asm__("" : "+r"(i))
+#else
+#define WB_RT_UNLIKELY(x) (x)
+#define WB_RT_NOINLINE
+#define WB_RT_INLINE inline
+#define WB_RT_OPAQUE(i) (void)(i)
+#endif
+
 struct wb_storage {
     atomic_long refcount;
     atomic_uint_fast64_t version;
@@ -108,8 +123,8 @@ extern _Thread_local wb_rt_cache wb_rt_tcache;
 wb_tensor *wb_rt_tensor_malloc(void);
 
 /* A tensor header from the thread cache, refcount 1, not yet holding a
-   storage, not fixed and keeping no tensor; NULL when the cache is
-   empty. */
+   storage and keeping no tensor (its other fields are left as they were,
+   fixed included); NULL when the cache is empty. */
 static inline wb_tensor *wb_rt_tensor_pop(void)
 {
     wb_rt_cache *c = &wb_rt_tcache;

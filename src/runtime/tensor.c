@@ -65,8 +65,9 @@ wb_tensor *wb_rt_tensor_malloc(void)
     return t;
 }
 
-/* Returns a header whose storage is released to the thread cache. */
-static void wb_rt_tensor_discard(wb_tensor *t)
+/* Returns a header whose storage is released to the thread cache; inline
+   in both of wb_rt_tensor_free's paths. */
+static WB_RT_INLINE void wb_rt_tensor_discard(wb_tensor *t)
 {
     wb_rt_cache *c = &wb_rt_tcache;
     if (c->count >= WB_RT_CACHE_MAX || c->closed) {
@@ -339,6 +340,7 @@ static void wb_rt_tensor_init(wb_tensor *t, wb_storage *s, DLDataType dtype,
     t->dtype = dtype;
     t->ndim = ndim;
     t->flags = 0;
+    t->fixed = false;
     t->dyn_dims = 0;
     t->offset = offset;
     /* sizes may be NULL for a 0-d view, and memcpy must not be given NULL
@@ -666,16 +668,6 @@ wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes)
     return WB_OK;
 }
 
-/* Drops what a tensor held of storage s: its reference, or keeper, the
-   tensor it kept (which holds s for it). */
-static void wb_rt_unhold(wb_storage *s, wb_tensor *keeper)
-{
-    if (keeper)
-        wb_rt_release(keeper);
-    else
-        wb_storage_release(s);
-}
-
 wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
 {
     if (!t || !src)
@@ -690,7 +682,12 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     t->dtype = src->dtype;
     wb_rt_take_view(t, src);
     atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
-    wb_rt_unhold(old, keeper);
+    /* What t held of its old storage: a reference, or the tensor it kept,
+       which holds the storage for it. */
+    if (keeper)
+        wb_rt_release(keeper);
+    else
+        wb_storage_release(old);
     return WB_OK;
 }
 
@@ -712,11 +709,24 @@ wb_tensor *wb_tensor_retain(wb_tensor *t)
     return t;
 }
 
+/* wb_rt_tensor_free of a view that kept a tensor.  Out of line, or gcc
+   makes that tensor's own free a loop in wb_rt_tensor_free, which then
+   saves registers for every header. */
+static WB_RT_NOINLINE void wb_rt_tensor_free_keeper(wb_tensor *t)
+{
+    wb_tensor *keeper = t->keeper;
+    t->keeper = NULL;
+    wb_rt_tensor_discard(t);
+    wb_rt_release(keeper);
+}
+
 void wb_rt_tensor_free(wb_tensor *t)
 {
-    wb_rt_unhold(t->storage, t->keeper);
-    t->keeper = NULL;
-    t->fixed = false;
+    if (t->keeper) {
+        wb_rt_tensor_free_keeper(t);
+        return;
+    }
+    wb_storage_release(t->storage);
     wb_rt_tensor_discard(t);
 }
 
