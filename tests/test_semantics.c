@@ -1590,9 +1590,10 @@ Test(semantics, scalars_pass_through_unchanged)
 /* ---- fixed storage ---- */
 
 /* A view of a fixed graph value keeps the value instead of a reference to
-   its storage, whether its header came from the thread's cache (the second
-   call) or the heap (the first), in a run of views (three outputs) and
-   alone (one); an unfixed value beside it still gets a storage reference.
+   its storage, whether its header came from the heap (the process's first
+   call, its thread cache empty) or from the cache (every later one), in a
+   run of views (three outputs) and alone (one); an unfixed value beside it
+   still gets a storage reference.
    The view outlives the graph's own reference, drops the value when set_
    gives it another storage, and is an ordinary view to detach. */
 static void sem_fixed_views(wb_tier tier, int nviews)
