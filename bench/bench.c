@@ -318,8 +318,8 @@ static void bench_world_make(bench_world *w, const wb_spec *s)
             else
                 w->values[d->value] = bench_view(w->values[d->base]);
         }
-    for (int i = 0; i < w->nvalues; i++)
-        if (bench_mode == BENCH_FIXED)
+    if (bench_mode == BENCH_FIXED)
+        for (int i = 0; i < w->nvalues; i++)
             wb_tensor_fix_storage(w->values[i]);
 }
 

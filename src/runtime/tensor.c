@@ -59,7 +59,6 @@ wb_tensor *wb_rt_tensor_malloc(void)
     if (t) {
         atomic_init(&t->refcount, 1);
         t->storage = NULL;
-        t->fixed = false;
         t->keeper = NULL;
     }
     return t;
