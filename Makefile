@@ -121,7 +121,7 @@ $(BUILD)/obj/%.o: %.c $(DEPS)
 # every compile, and the assembler's keywords, are cut from tccpp.o
 # (scripts/trim-libtcc.sh).
 # Programs link the library without -ltcc (giving it anyway is harmless).
-TCC_A   := $(shell $(CC) -print-file-name=libtcc.a)
+TCC_A    = $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
 $(TCC_DIR)/.sealed: $(DEPS) Makefile scripts/trim-libtcc.sh
 	rm -rf $(TCC_DIR)
@@ -215,7 +215,7 @@ $(FAKECUDA): tests/tools/fakecuda.c tests/tools/fakecuda.h \
 ifeq ($(WITH_CUDA),1)
 CUDA_EMU_RUN := WRAPBAKE_CUDART=$(CURDIR)/$(FAKECUDA) $(TESTS) --filter 'cuda/*' --verbose=0
 else
-CUDA_EMU_RUN := @echo "cuda tests on an emulated device: skipped, built without CUDA"
+CUDA_EMU_RUN := echo "cuda tests on an emulated device: skipped, built without CUDA"
 endif
 
 # Counts heap allocations per call by replacing malloc; sanitizers replace
@@ -232,7 +232,7 @@ $(ALLOCFAIL): tests/tools/alloc_fail.c $(BUILD)/obj/src/cli/input.o $(LIB)
 ifeq ($(SANITIZE),)
 ALLOC_RUN := $(ALLOCS) && $(ALLOCFAIL)
 else
-ALLOC_RUN := @echo "alloc-count, alloc-fail: skipped under sanitizers, which replace malloc"
+ALLOC_RUN := echo "alloc-count, alloc-fail: skipped under sanitizers, which replace malloc"
 endif
 
 # Fuzz targets (fuzz/): each defines LLVMFuzzerTestOneInput.  Linked with
@@ -265,7 +265,8 @@ fuzz:
 	    OPT='-O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -fsanitize=fuzzer-no-link,address,undefined'
 fuzz-run: $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/crashes
-	@for t in $(FUZZ_TARGETS); do \
+	@$(TEST_SETUP)
+	@$(TEST_ENV) for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(BUILD)/corpus/$$t; \
 	    echo "fuzz-$$t: $(FUZZ_TIME) s"; \
 	    $(BUILD)/bin/fuzz-$$t -max_total_time=$(FUZZ_TIME) -timeout=20 \
@@ -277,26 +278,42 @@ fuzz-run: $(FUZZ_BIN)
 	    if [ $$rc -ne 0 ]; then tail -40 $(BUILD)/fuzz-$$t.log; exit 1; fi; \
 	done
 
+# Every program a test target runs gets a home and a disk cache of its
+# own, so that no test reads or writes the user's (~/.cache/wrapbake
+# above all): TEST_ENV starts each recipe line, TEST_SETUP empties both
+# first, and TEST_HOME_CHECK fails the run if anything wrote into the
+# home.
+TEST_HOME  := $(BUILD)/test-home
+TEST_CACHE := $(BUILD)/test-cache
+TEST_ENV    = export HOME='$(CURDIR)/$(TEST_HOME)' XDG_CACHE_HOME= \
+              WRAPBAKE_CACHE_DIR='$(CURDIR)/$(TEST_CACHE)';
+TEST_SETUP  = rm -rf $(TEST_HOME) $(TEST_CACHE) && mkdir -p -m 700 $(TEST_HOME)
+TEST_HOME_CHECK = if [ -n "$$(ls -A $(TEST_HOME))" ]; then \
+        echo 'make: a test wrote into its home directory:' >&2; \
+        ls -A $(TEST_HOME) >&2; exit 1; fi
+
 # Criterion does not fail a test whose worker LeakSanitizer flags at exit,
 # so any sanitizer report in the log fails the run.  Allocation stacks are
 # cut to the allocator and its caller, so that the suppression of
 # Criterion's own leak (tests/lsan.supp) cannot hide one of ours.
 test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIER_SRC) $(BENCH) \
       $(FUZZ_REPLAY) $(if $(filter 1,$(WITH_CUDA)),$(FAKECUDA))
-	$(EXAMPLE)
-	$(ALLOC_RUN)
-	@rc=0; WB_DIFF_AOT_COUNT=$(DIFF_AOT_COUNT) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
+	@$(TEST_SETUP)
+	$(TEST_ENV) $(EXAMPLE)
+	$(TEST_ENV) $(ALLOC_RUN)
+	@$(TEST_ENV) rc=0; WB_DIFF_AOT_COUNT=$(DIFF_AOT_COUNT) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
 	    $(TESTS) --jobs 2 2>$(BUILD)/tests.log || rc=$$?; \
 	cat $(BUILD)/tests.log; \
 	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
 	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
 	exit $$rc
-	$(CUDA_EMU_RUN)
-	sh tests/cli/run.sh $(CLI) $(TIER_SRC)
-	CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
-	FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(CURDIR)/$(FAKECUDA)) sh tests/bench/run.sh $(BENCH)
-	@for t in $(FUZZ_TARGETS); do \
+	$(TEST_ENV) $(CUDA_EMU_RUN)
+	$(TEST_ENV) sh tests/cli/run.sh $(CLI) $(TIER_SRC)
+	$(TEST_ENV) CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
+	$(TEST_ENV) FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(CURDIR)/$(FAKECUDA)) sh tests/bench/run.sh $(BENCH)
+	@$(TEST_ENV) for t in $(FUZZ_TARGETS); do \
 	    $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
+	@$(TEST_HOME_CHECK)
 
 test-asan:
 	$(MAKE) test BUILD=build/asan SANITIZE=address,undefined
@@ -314,7 +331,8 @@ $(CONC): $(CONC_SRC) $(LIB) $(wildcard tests/*.h tests/tools/*.h)
 test-tsan:
 	$(MAKE) tsan-run BUILD=build/tsan SANITIZE=thread
 tsan-run: $(CONC)
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 WB_STRESS_CALLS=20000 \
+	@$(TEST_SETUP)
+	$(TEST_ENV) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 WB_STRESS_CALLS=20000 \
 	    $(CONC)
 
 # valgrind memcheck, no error and no leak, over programs that
@@ -328,14 +346,16 @@ VG := valgrind -q --error-exitcode=99 --leak-check=full \
       --show-leak-kinds=definite,indirect,possible \
       --errors-for-leak-kinds=definite,indirect,possible
 test-valgrind: $(EXAMPLE) $(FUZZ_REPLAY) $(CLI) $(CONC)
-	$(VG) $(EXAMPLE) >/dev/null
-	WB_STRESS_CALLS=300 $(VG) $(CONC)
-	@for t in $(FUZZ_TARGETS); do \
+	@$(TEST_SETUP)
+	$(TEST_ENV) $(VG) $(EXAMPLE) >/dev/null
+	$(TEST_ENV) WB_STRESS_CALLS=300 $(VG) $(CONC)
+	@$(TEST_ENV) for t in $(FUZZ_TARGETS); do \
 	    echo "valgrind replay-$$t"; \
 	    $(VG) $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
-	$(VG) $(CLI) check --json tests/cli/specs.txt tests/cli/ops.yaml \
+	$(TEST_ENV) $(VG) $(CLI) check --json tests/cli/specs.txt tests/cli/ops.yaml \
 	    >/dev/null; test $$? -ne 99
-	$(VG) $(CLI) emit --name decode_step tests/cli/specs.txt >/dev/null
+	$(TEST_ENV) $(VG) $(CLI) emit --name decode_step tests/cli/specs.txt >/dev/null
+	@$(TEST_HOME_CHECK)
 
 # The benchmark twice: with the graph stand-in keeping a reference to every
 # value it hands out, then (--fresh) handing over new values as a compiled

@@ -520,6 +520,26 @@ wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
  * recorded hash before loading (a damaged one is rebuilt), and the
  * directory is kept under a size bound ($WRAPBAKE_CACHE_MAX bytes, default
  * 256 MiB; oldest used first out).
+ *
+ * What the disk cache trusts (docs/disk-cache.md has the reasons):
+ *   - The directory must belong to the effective user and be writable by
+ *     nobody else.  Otherwise the disk cache is off: nothing in the
+ *     directory is read, written or removed, and wb_wrapper_note() and
+ *     wb_cache_explain() say why.
+ *   - An entry is read only if it is a regular file of the user's,
+ *     writable by nobody else and of bounded size; files are opened
+ *     without following links or blocking.  Anything else at an entry's
+ *     name is ignored: never loaded, replaced or removed.
+ *   - The cache touches only names it makes (64 hex digits and .so or
+ *     .meta, and its own .tmp- files): other files in the directory are
+ *     left alone, by eviction and by wb_cache_clear() alike.
+ *   - An object is read once, hashed, and loaded from a private copy of
+ *     the bytes that were checked, never from the cache's path again; it
+ *     is stored only after it has loaded and its entry point was found.
+ *   - Compiles and loads use a fresh directory under $TMPDIR (default
+ *     /tmp), which must be safe from renames by others: it and every
+ *     directory above it belong to the user or root and are writable by
+ *     nobody else, or sticky.
  */
 typedef struct wb_cache_stats {
     uint64_t shared;         /* wrappers that reused in-process code */
@@ -532,14 +552,17 @@ typedef struct wb_cache_stats {
 } wb_cache_stats;
 
 void wb_cache_stats_get(wb_cache_stats *out);
-/* Removes every entry of the disk cache this process may remove.  In-process
-   code stays until its last wrapper goes. */
+/* Removes every entry of the disk cache: the cache's own files, nothing
+   else.  Refused (WB_ERR_INVALID), removing nothing, when the directory is
+   not one the cache trusts.  In-process code stays until its last wrapper
+   goes. */
 wb_status wb_cache_clear(void);
 /* The disk cache's directory; owned by the library. */
 const char *wb_cache_dir(void);
 /* Why a cc wrapper for spec with options would hit or miss the disk cache:
    the entry it would load, or the nearest entry and which part of the key
-   differs.  *out is malloc'ed and the caller's to free(). */
+   differs, or why the cache is off ("off: ...").  *out is malloc'ed and
+   the caller's to free(). */
 wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
                            char **out);
 

@@ -15,6 +15,7 @@
  * blanks plus fixed flags and paths of our own making.  It runs under a
  * time limit, and its diagnostics land in the error message.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,15 +33,6 @@
 #include "wrapper.h"
 
 extern char **environ;
-
-/* The flags every cc-tier object is built with, split at blanks for the
-   command line; part of the disk cache's key. */
-#define WB_CC_FLAGS "-O2 -fPIC -shared -w"
-
-const char *wb_cc_flags_text(void)
-{
-    return WB_CC_FLAGS;
-}
 
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
 {
@@ -85,16 +77,17 @@ void wb_cc_opts_free(wb_cc_opts *c)
     }
 }
 
-/* Writes text to a new file at path. */
-static wb_status wb_cc_write(const char *path, const char *text)
+/* Writes n bytes of data to a new file at path. */
+static wb_status wb_cc_write(const char *path, const void *data, size_t n)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
     if (fd < 0)
         return wb_rt_fail(WB_ERR_COMPILE, "cannot create %s: %s", path,
                           strerror(errno));
-    size_t len = strlen(text), done = 0;
-    while (done < len) {
-        ssize_t k = write(fd, text + done, len - done);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(fd, (const char *)data + done, n - done);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0) {
@@ -106,6 +99,70 @@ static wb_status wb_cc_write(const char *path, const char *text)
     }
     close(fd);
     return WB_OK;
+}
+
+/* Why other users could rename what is in dir, or NULL: dir and every
+   directory above it must belong to the user or to root, and be writable
+   by nobody else unless sticky (as /tmp is). */
+static const char *wb_cc_unsafe_dir(const char *dir, char *why, size_t n)
+{
+    char p[PATH_MAX];
+    struct stat sb;
+    if (!realpath(dir, p)) {
+        snprintf(why, n, "%s: %s", dir, strerror(errno));
+        return why;
+    }
+    for (;;) {
+        if (stat(p, &sb) != 0) {
+            snprintf(why, n, "%s: %s", p, strerror(errno));
+            return why;
+        }
+        if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+            snprintf(why, n, "%s belongs to uid %u", p, (unsigned)sb.st_uid);
+            return why;
+        }
+        if ((sb.st_mode & (S_IWGRP | S_IWOTH)) && !(sb.st_mode & S_ISVTX)) {
+            snprintf(why, n, "%s is writable by others and not sticky", p);
+            return why;
+        }
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) {
+            if (p[1] == '\0')
+                return NULL;
+            p[1] = '\0';
+        } else {
+            *slash = '\0';
+        }
+    }
+}
+
+wb_status wb_cc_tmpdir(char dir[PATH_MAX])
+{
+    const char *t = getenv("TMPDIR");
+    char why[PATH_MAX + 64];
+    if (!t || !*t)
+        t = "/tmp";
+    if (wb_cc_unsafe_dir(t, why, sizeof why))
+        return wb_rt_fail(WB_ERR_COMPILE, "no private directory for the "
+                          "system compiler: %s", why);
+    int n = snprintf(dir, PATH_MAX, "%s/wrapbake-XXXXXX", t);
+    if (n < 0 || n >= PATH_MAX || !mkdtemp(dir))
+        return wb_rt_fail(WB_ERR_COMPILE, "cannot make a private directory "
+                          "for the system compiler in %s: %s", t,
+                          n >= PATH_MAX ? "name too long" : strerror(errno));
+    return WB_OK;
+}
+
+void wb_cc_tmpdir_free(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dirfd(d), de->d_name, 0);
+    if (d)
+        closedir(d);
+    rmdir(dir);
 }
 
 /* The forced header: one renaming per helper of ours. */
@@ -216,9 +273,10 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
     snprintf(bind, sizeof bind, "%s/bind.h", dir);
     snprintf(obj, sizeof obj, "%s/wrapper.so", dir);
     snprintf(diag, sizeof diag, "%s/diagnostics.txt", dir);
-    st = wb_cc_write(bind, header);
+    st = wb_cc_write(bind, header, strlen(header));
     free(header);
-    if (st != WB_OK || (st = wb_cc_write(src, source)) != WB_OK)
+    if (st != WB_OK ||
+        (st = wb_cc_write(src, source, strlen(source))) != WB_OK)
         return st;
 
     const char *tail[] = {"-include", bind, "-o", obj, src};
@@ -319,5 +377,19 @@ wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
     wb_status st = wb_cc_load_locked(path, fn, code);
     wb_rt_inside_dependency--;
     pthread_mutex_unlock(&wb_cc_bind_lock);
+    return st;
+}
+
+wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
+                           wb_code **code)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    wb_status st = wb_cc_tmpdir(dir);
+    if (st != WB_OK)
+        return st;
+    snprintf(path, sizeof path, "%s/wrapper.so", dir);
+    if ((st = wb_cc_write(path, bytes, n)) == WB_OK)
+        st = wb_cc_load(path, fn, code);
+    wb_cc_tmpdir_free(dir);
     return st;
 }

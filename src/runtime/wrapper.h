@@ -11,6 +11,7 @@
 #ifndef WB_WRAPPER_H
 #define WB_WRAPPER_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -86,10 +87,19 @@ typedef struct wb_cc_opts {
     bool disk_cache;
 } wb_cc_opts;
 
+/* The flags every cc-tier object is built with, split at blanks for the
+   command line; part of the disk cache's key. */
+#define WB_CC_FLAGS "-O2 -fPIC -shared -w"
+
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out);
-/* The flags every cc object is built with, as one string. */
-const char *wb_cc_flags_text(void);
 void wb_cc_opts_free(wb_cc_opts *c);
+
+/* A new directory of the user's alone under $TMPDIR (or /tmp), into dir,
+   for the compiler's files and the objects loaded.  Refused when others
+   could rename what is in $TMPDIR: the files in it are reached by path. */
+wb_status wb_cc_tmpdir(char dir[PATH_MAX]);
+/* Removes such a directory and the files in it. */
+void wb_cc_tmpdir_free(const char *dir);
 
 /* Compiles source with the system compiler into a shared object in dir
    (the caller's private directory) and returns it as *path (malloc'ed),
@@ -100,6 +110,10 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
 /* Loads the shared object at path and binds its runtime helpers; *code
    holds the entry point fn. */
 wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
+/* Loads n bytes of a shared object, checked by the caller, from a copy in
+   a private directory: what is loaded is what was checked. */
+wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
+                           wb_code **code);
 
 /* The cc code for source, from the in-process cache when share is set and
    code of its disk key (source, compiler, flags, ABI) is there, else

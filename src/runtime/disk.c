@@ -1,0 +1,784 @@
+/*
+ * disk.c -- the disk cache of cc-tier objects, and what it trusts.
+ *
+ * Entries live in one directory:
+ *
+ *   <dir>/<key>.meta    the entry: what the key was made of, and the object
+ *   <dir>/<object>.so   the object, named by the SHA-256 of its bytes
+ *
+ * where key is the SHA-256 of the source hash, the compiler's identity, the
+ * flags and WB_ABI_VERSION.  An object is written under a temporary name
+ * and renamed, then its entry the same way, so a reader sees a whole entry
+ * or none, and processes filling one key at once each leave a whole one.
+ *
+ * The objects are shared libraries that wb_wrapper_new loads into the
+ * process, often one running as root or as a service: whoever can write
+ * the directory can run code there.  So the cache keeps the rules ssh and
+ * ccache keep for their own files:
+ *
+ *   - The directory must belong to the effective user and be writable by
+ *     nobody else.  Otherwise the disk cache is off: nothing in the
+ *     directory is read, written or removed, and the wrapper's note and
+ *     wb_cache_explain say why.
+ *   - An entry is read only when it is a regular file of the user's,
+ *     writable by nobody else, of bounded size, opened without following a
+ *     link or blocking on a FIFO.  Anything else at an entry's name is
+ *     ignored: never loaded, replaced or removed.
+ *   - The cache touches only names it makes (64 hex digits and .so or
+ *     .meta, and its own .tmp- files), so a directory shared with other
+ *     files loses none of them.
+ *   - The bytes hashed are the bytes loaded.  An object is read once and
+ *     hashed in memory, and the caller loads that copy from a private
+ *     directory (wb_cc_load_bytes): by the time dlopen opened the cache's
+ *     path again, it could name other bytes.
+ *
+ * The directory is held open and every file is reached relative to it
+ * (openat, renameat, unlinkat), so what is checked is the directory used.
+ * Since nobody else may write it, a name checked with fstatat still names
+ * the same file when it is then renamed over or removed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "disk.h"
+#include "../spec/spec.h"
+#include "../wrappers/wrappers.h"
+
+/* ---- names and trust ---- */
+
+/* Whether s starts with n lowercase hex digits. */
+static bool wb_disk_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Whether name is one the cache makes: 64 hex digits then ext. */
+static bool wb_disk_named(const char *name, const char *ext)
+{
+    return wb_disk_hex(name, WB_FINGERPRINT_LEN) &&
+           strcmp(name + WB_FINGERPRINT_LEN, ext) == 0;
+}
+
+/* Whether name is one of the cache's temporary files: .tmp-PID-SEQ. */
+static bool wb_disk_tmpname(const char *name)
+{
+    size_t a, b;
+    if (strncmp(name, ".tmp-", 5) != 0)
+        return false;
+    name += 5;
+    a = strspn(name, "0123456789");
+    if (a == 0 || name[a] != '-')
+        return false;
+    b = strspn(name + a + 1, "0123456789");
+    return b > 0 && name[a + 1 + b] == '\0';
+}
+
+/* Whether a file's owner and mode let the cache trust it: the effective
+   user's, writable by nobody else. */
+static bool wb_disk_owned(const struct stat *sb)
+{
+    return sb->st_uid == geteuid() && !(sb->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+int wb_disk_open_file(int dirfd, const char *name, off_t max, bool strict,
+                      struct stat *sb)
+{
+    struct stat first;
+    /* Looked at before it is opened: opening a device can have effects of
+       its own.  The open then checks that it got that very file. */
+    if (fstatat(dirfd, name, &first, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(first.st_mode))
+        return -1;
+    int fd = openat(dirfd, name,
+                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode) ||
+        sb->st_ino != first.st_ino || sb->st_dev != first.st_dev ||
+        sb->st_size > max || (strict && !wb_disk_owned(sb))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+char *wb_disk_slurp(int fd, size_t n)
+{
+    char *buf = malloc(n + 1), extra;
+    size_t done = 0;
+    while (buf && done < n) {
+        ssize_t k = read(fd, buf + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        done += (size_t)k;
+    }
+    if (!buf || done != n || read(fd, &extra, 1) != 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Removes name when it is a file the cache may remove: one of its own
+   names, holding a regular file of the user's. */
+static bool wb_disk_unlink(const wb_disk *d, const char *name)
+{
+    struct stat sb;
+    return fstatat(d->fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(sb.st_mode) && wb_disk_owned(&sb) &&
+           unlinkat(d->fd, name, 0) == 0;
+}
+
+/* Whether the cache may put a file at name: nothing is there, or one of
+   its own files. */
+static bool wb_disk_replaceable(const wb_disk *d, const char *name)
+{
+    struct stat sb;
+    if (fstatat(d->fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT;
+    return S_ISREG(sb.st_mode) && wb_disk_owned(&sb);
+}
+
+/* ---- the directory ---- */
+
+/* The cache directory into buf: $WRAPBAKE_CACHE_DIR, else
+   $XDG_CACHE_HOME/wrapbake, else $HOME/.cache/wrapbake. */
+static bool wb_disk_dir(char *buf, size_t n)
+{
+    const char *d = getenv("WRAPBAKE_CACHE_DIR"), *x, *h;
+    int k;
+    if (d && *d)
+        k = snprintf(buf, n, "%s", d);
+    else if ((x = getenv("XDG_CACHE_HOME")) && *x)
+        k = snprintf(buf, n, "%s/wrapbake", x);
+    else if ((h = getenv("HOME")) && *h)
+        k = snprintf(buf, n, "%s/.cache/wrapbake", h);
+    else
+        return false;
+    return k > 0 && (size_t)k < n;
+}
+
+const char *wb_cache_dir(void)
+{
+    static _Thread_local char dir[PATH_MAX];
+    return wb_disk_dir(dir, sizeof dir) ? dir : NULL;
+}
+
+/* Creates dir and its parents, private to the user. */
+static bool wb_disk_mkdirs(char *p)
+{
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            bool ok = mkdir(p, 0700) == 0 || errno == EEXIST;
+            *s = '/';
+            if (!ok)
+                return false;
+        }
+    return mkdir(p, 0700) == 0 || errno == EEXIST;
+}
+
+bool wb_disk_open(wb_disk *d, bool create)
+{
+    struct stat sb;
+    d->fd = -1;
+    d->absent = false;
+    d->why[0] = '\0';
+    if (!wb_disk_dir(d->path, sizeof d->path)) {
+        d->path[0] = '\0';
+        snprintf(d->why, sizeof d->why, "no cache directory: set "
+                 "WRAPBAKE_CACHE_DIR, XDG_CACHE_HOME or HOME");
+        return false;
+    }
+    if (create && !wb_disk_mkdirs(d->path)) {
+        snprintf(d->why, sizeof d->why, "cannot create the cache directory "
+                 "%s: %s", d->path, strerror(errno));
+        return false;
+    }
+    /* A link to the directory is followed: what is checked is the
+       directory the descriptor holds, and every use goes through it. */
+    int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        d->absent = errno == ENOENT;
+        snprintf(d->why, sizeof d->why, "cannot open the cache directory "
+                 "%s: %s", d->path, strerror(errno));
+        return false;
+    }
+    if (fstat(fd, &sb) != 0)
+        snprintf(d->why, sizeof d->why, "cannot read the cache directory "
+                 "%s: %s", d->path, strerror(errno));
+    else if (sb.st_uid != geteuid())
+        snprintf(d->why, sizeof d->why, "the cache directory %s belongs to "
+                 "uid %u, not to this user (uid %u)", d->path,
+                 (unsigned)sb.st_uid, (unsigned)geteuid());
+    else if (sb.st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(d->why, sizeof d->why, "the cache directory %s is writable "
+                 "by %s (mode %03o)", d->path,
+                 sb.st_mode & S_IWOTH ? "others" : "its group",
+                 (unsigned)(sb.st_mode & 0777));
+    if (d->why[0]) {
+        close(fd);
+        return false;
+    }
+    d->fd = fd;
+    return true;
+}
+
+void wb_disk_close(wb_disk *d)
+{
+    if (d->fd >= 0)
+        close(d->fd);
+    d->fd = -1;
+}
+
+/* ---- keys and records ---- */
+
+/* The compiler's identity: the command's words, and the binary it runs
+   (resolved path, size, modification time), which changes whenever the
+   compiler is replaced or upgraded. */
+static void wb_disk_compiler(const wb_cc_opts *cc, wb_disk_key *k)
+{
+    char found[PATH_MAX] = "", text[PATH_MAX + 256];
+    const char *cmd = cc->argv[0];
+    struct stat sb = {0};
+    if (strchr(cmd, '/')) {
+        if (!realpath(cmd, found))
+            snprintf(found, sizeof found, "%s", cmd);
+    } else {
+        const char *path = getenv("PATH");
+        char cand[PATH_MAX];
+        while (path && *path && !found[0]) {
+            int len = (int)strcspn(path, ":");
+            int n = snprintf(cand, sizeof cand, "%.*s/%s", len,
+                             len ? path : ".", cmd);
+            if (n > 0 && (size_t)n < sizeof cand &&
+                access(cand, X_OK) == 0 && !realpath(cand, found))
+                snprintf(found, sizeof found, "%s", cand);
+            path += len + (path[len] == ':');
+        }
+    }
+    stat(found[0] ? found : cmd, &sb);
+    snprintf(k->path, sizeof k->path, "%s", found[0] ? found : cmd);
+    wb_sha256 h;
+    wb_sha256_init(&h);
+    for (int i = 0; i < cc->argc; i++)
+        wb_sha256_update(&h, cc->argv[i], strlen(cc->argv[i]) + 1);
+    int n = snprintf(text, sizeof text, "%s\n%lld\n%lld.%09ld\n", k->path,
+                     (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+                     sb.st_mtim.tv_nsec);
+    wb_sha256_update(&h, text, (size_t)n);
+    wb_sha256_hex(&h, k->compiler);
+}
+
+void wb_disk_key_make(const char *source, const wb_cc_opts *cc,
+                      wb_disk_key *k)
+{
+    char text[512];
+    wb_sha256_str(source, strlen(source), k->source);
+    wb_disk_compiler(cc, k);
+    k->flags = WB_CC_FLAGS;
+    k->abi = WB_ABI_VERSION;
+    int n = snprintf(text, sizeof text, "wrapbake-cc\n%s\n%s\n%s\n%d\n",
+                     k->source, k->compiler, k->flags, k->abi);
+    wb_sha256_str(text, (size_t)n, k->key);
+}
+
+/* The entry's file name of k. */
+static void wb_disk_meta_name(const wb_disk_key *k, char name[80])
+{
+    snprintf(name, 80, "%s.meta", k->key);
+}
+
+/* Reads the record at name: field value lines.  False unless it is one of
+   the cache's own files holding a whole record. */
+static bool wb_disk_read_meta(int dirfd, const char *name, wb_disk_meta *m)
+{
+    struct stat sb;
+    int seen = 0;
+    memset(m, 0, sizeof *m);
+    int fd = wb_disk_open_file(dirfd, name, WB_DISK_META_MAX, true, &sb);
+    if (fd < 0)
+        return false;
+    char *text = wb_disk_slurp(fd, (size_t)sb.st_size), *line, *save;
+    close(fd);
+    if (!text)
+        return false;
+    line = strtok_r(text, "\n", &save);
+    if (!line || strcmp(line, "wrapbake-cache 1") != 0) {
+        free(text);
+        return false;
+    }
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        char *v = strchr(line, ' ');
+        if (!v)
+            continue;
+        *v++ = '\0';
+#define WB_META_STR(field, dst)                                             \
+        if (strcmp(line, field) == 0) {                                     \
+            snprintf(dst, sizeof dst, "%s", v);                             \
+            seen++;                                                         \
+            continue;                                                       \
+        }
+        WB_META_STR("source", m->source)
+        WB_META_STR("compiler", m->compiler)
+        WB_META_STR("object", m->object)
+        WB_META_STR("compiler-path", m->path)
+        WB_META_STR("flags", m->flags)
+        WB_META_STR("spec", m->spec)
+#undef WB_META_STR
+        if (strcmp(line, "abi") == 0)
+            m->abi = atoi(v), seen++;
+        else if (strcmp(line, "bytes") == 0)
+            m->bytes = atoll(v), seen++;
+        else if (strcmp(line, "compile-ms") == 0)
+            m->compile_ms = atof(v), seen++;
+    }
+    free(text);
+    /* The object's name becomes a file name: only our own form of one. */
+    return seen == 9 && strlen(m->object) == WB_FINGERPRINT_LEN &&
+           wb_disk_hex(m->object, WB_FINGERPRINT_LEN) && m->bytes > 0 &&
+           m->bytes <= WB_DISK_OBJECT_MAX;
+}
+
+/* The object m names, read once and checked against its name and size:
+   the bytes, or NULL. */
+static char *wb_disk_read_object(int dirfd, const wb_disk_meta *m)
+{
+    char name[80], got[WB_FINGERPRINT_LEN + 1];
+    struct stat sb;
+    snprintf(name, sizeof name, "%s.so", m->object);
+    int fd = wb_disk_open_file(dirfd, name, WB_DISK_OBJECT_MAX, true, &sb);
+    if (fd < 0)
+        return NULL;
+    char *bytes = sb.st_size == m->bytes
+                      ? wb_disk_slurp(fd, (size_t)m->bytes) : NULL;
+    close(fd);
+    if (bytes) {
+        wb_sha256_str(bytes, (size_t)m->bytes, got);
+        if (strcmp(got, m->object) != 0) {
+            free(bytes);
+            bytes = NULL;
+        }
+    }
+    return bytes;
+}
+
+wb_disk_found wb_disk_find(const wb_disk *d, const wb_disk_key *k,
+                           wb_disk_meta *m, char **bytes)
+{
+    char name[80];
+    struct stat sb;
+    memset(m, 0, sizeof *m);
+    wb_disk_meta_name(k, name);
+    if (fstatat(d->fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return WB_DISK_NONE;
+    if (!S_ISREG(sb.st_mode) || !wb_disk_owned(&sb))
+        return WB_DISK_FOREIGN;
+    if (!wb_disk_read_meta(d->fd, name, m) || strcmp(m->source, k->source) ||
+        strcmp(m->compiler, k->compiler) || m->abi != k->abi) {
+        m->object[0] = '\0';
+        return WB_DISK_BAD_RECORD;
+    }
+    char *obj = wb_disk_read_object(d->fd, m);
+    if (!obj)
+        return WB_DISK_BAD_OBJECT;
+    if (bytes)
+        *bytes = obj;
+    else
+        free(obj);
+    return WB_DISK_HIT;
+}
+
+void wb_disk_forget(const wb_disk *d, const wb_disk_key *k,
+                    const wb_disk_meta *m)
+{
+    char name[80];
+    if (m->object[0]) {
+        snprintf(name, sizeof name, "%s.so", m->object);
+        wb_disk_unlink(d, name);
+    }
+    wb_disk_meta_name(k, name);
+    wb_disk_unlink(d, name);
+}
+
+void wb_disk_touch(const wb_disk *d, const wb_disk_key *k)
+{
+    char name[80];
+    wb_disk_meta_name(k, name);
+    utimensat(d->fd, name, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
+/* ---- writing ---- */
+
+/* Writes n bytes of data to name atomically: under a fresh temporary name
+   first, then renamed over it, unless something the cache did not make is
+   there. */
+static bool wb_disk_put(const wb_disk *d, const char *name, const void *data,
+                        size_t n)
+{
+    static atomic_uint seq;
+    char tmp[64];
+    size_t done = 0;
+    if (!wb_disk_replaceable(d, name))
+        return false;
+    snprintf(tmp, sizeof tmp, ".tmp-%ld-%u", (long)getpid(),
+             atomic_fetch_add(&seq, 1));
+    int fd = openat(d->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                                    O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    while (done < n) {
+        ssize_t k = write(fd, (const char *)data + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        done += (size_t)k;
+    }
+    bool ok = close(fd) == 0 && done == n &&
+              renameat(d->fd, tmp, d->fd, name) == 0;
+    if (!ok)
+        unlinkat(d->fd, tmp, 0);
+    return ok;
+}
+
+static uint64_t wb_disk_limit(void)
+{
+    const char *m = getenv("WRAPBAKE_CACHE_MAX");
+    char *end;
+    unsigned long long v = m ? strtoull(m, &end, 10) : 0;
+    return m && *m && !*end ? v : 256ull << 20;
+}
+
+typedef struct wb_disk_file {
+    char name[NAME_MAX + 1];
+    char object[WB_FINGERPRINT_LEN + 1];  /* an entry's object */
+    long long bytes;
+    struct timespec used;
+    bool gone;
+} wb_disk_file;
+
+static int wb_disk_older(const void *a, const void *b)
+{
+    const wb_disk_file *x = a, *y = b;
+    if (x->used.tv_sec != y->used.tv_sec)
+        return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    return (x->used.tv_nsec > y->used.tv_nsec) - (x->used.tv_nsec <
+                                                  y->used.tv_nsec);
+}
+
+/* Whether a remaining entry uses the object named name ("<hash>.so"). */
+static bool wb_disk_used(const wb_disk_file *e, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!e[i].gone && strncmp(e[i].object, name, WB_FINGERPRINT_LEN) == 0)
+            return true;
+    return false;
+}
+
+/* An object no entry names, or a temporary file, is removed once it is
+   this old: younger, it may be one another process is writing, or has
+   written and not yet recorded. */
+#define WB_DISK_ORPHAN_S 60
+
+/* Appends an empty record to *v (n used of *cap); NULL when out of
+   memory. */
+static wb_disk_file *wb_disk_push(wb_disk_file **v, int *n, int *cap)
+{
+    if (*n == *cap) {
+        int grown = *cap ? 2 * *cap : 16;
+        wb_disk_file *g = realloc(*v, (size_t)grown * sizeof *g);
+        if (!g)
+            return NULL;
+        *v = g, *cap = grown;
+    }
+    wb_disk_file *f = &(*v)[(*n)++];
+    memset(f, 0, sizeof *f);
+    return f;
+}
+
+/* Removes f, counting its bytes off *total. */
+static void wb_disk_drop(const wb_disk *d, wb_disk_file *f, long long *total)
+{
+    if (!f->gone && wb_disk_unlink(d, f->name)) {
+        f->gone = true;
+        *total -= f->bytes;
+    }
+}
+
+/* A listing of the directory's entries of the cache's own; NULL when it
+   cannot be read.  The descriptor is duplicated because closedir closes
+   the one it was given, and rewound because duplicates share a position. */
+static DIR *wb_disk_list(const wb_disk *d)
+{
+    int fd = dup(d->fd);
+    DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+    if (!dir) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    rewinddir(dir);
+    return dir;
+}
+
+/* Keeps the directory under the size bound, counting only the cache's own
+   files.  Only when it is over are the entries read: objects no entry
+   names and stale temporary files go first (what a crash or a replaced
+   entry left), then the least recently used entries, an object with the
+   last entry that uses it (equal code from different sources is stored
+   once).  keep, the entry just written, stays.  Returns how many entries
+   went. */
+static int wb_disk_evict(const wb_disk *d, const char *keep)
+{
+    DIR *dir = wb_disk_list(d);
+    wb_disk_file *e = NULL, *obj = NULL;
+    int n = 0, cap = 0, nobj = 0, capobj = 0, gone = 0;
+    long long total = 0;
+    struct dirent *de;
+    if (!dir)
+        return 0;
+    while ((de = readdir(dir))) {
+        struct stat sb;
+        bool meta = wb_disk_named(de->d_name, ".meta");
+        if ((!meta && !wb_disk_named(de->d_name, ".so") &&
+             !wb_disk_tmpname(de->d_name)) ||
+            fstatat(d->fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(sb.st_mode) || !wb_disk_owned(&sb))
+            continue;
+        total += sb.st_size;
+        wb_disk_file *f = meta ? wb_disk_push(&e, &n, &cap)
+                               : wb_disk_push(&obj, &nobj, &capobj);
+        if (!f)
+            break;
+        snprintf(f->name, sizeof f->name, "%s", de->d_name);
+        f->bytes = sb.st_size;
+        f->used = sb.st_mtim;
+    }
+    closedir(dir);
+    uint64_t limit = wb_disk_limit();
+    if ((uint64_t)total > limit) {
+        for (int i = 0; i < n; i++) {
+            wb_disk_meta m;
+            if (wb_disk_read_meta(d->fd, e[i].name, &m))
+                memcpy(e[i].object, m.object, sizeof e[i].object);
+        }
+        time_t now = time(NULL);
+        for (int j = 0; j < nobj; j++)
+            if (now - obj[j].used.tv_sec > WB_DISK_ORPHAN_S &&
+                (obj[j].name[0] == '.' || !wb_disk_used(e, n, obj[j].name)))
+                wb_disk_drop(d, &obj[j], &total);
+        qsort(e, (size_t)n, sizeof *e, wb_disk_older);
+    }
+    for (int i = 0; i < n && (uint64_t)total > limit; i++) {
+        if (strncmp(e[i].name, keep, WB_FINGERPRINT_LEN) == 0)
+            continue;
+        wb_disk_drop(d, &e[i], &total);
+        if (!e[i].gone)
+            continue;
+        gone++;
+        if (e[i].object[0] && !wb_disk_used(e, n, e[i].object))
+            for (int j = 0; j < nobj; j++)
+                if (!strncmp(obj[j].name, e[i].object, WB_FINGERPRINT_LEN))
+                    wb_disk_drop(d, &obj[j], &total);
+    }
+    free(e);
+    free(obj);
+    return gone;
+}
+
+int wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
+                  size_t n, double ms, const char *spec)
+{
+    char name[80], hex[WB_FINGERPRINT_LEN + 1], text[PATH_MAX + 1024];
+    wb_sha256_str(obj, n, hex);
+    snprintf(name, sizeof name, "%s.so", hex);
+    if (!wb_disk_put(d, name, obj, n))
+        return 0;
+    int len = snprintf(text, sizeof text,
+                       "wrapbake-cache 1\nsource %s\ncompiler %s\n"
+                       "compiler-path %s\nflags %s\nabi %d\nobject %s\n"
+                       "bytes %zu\ncompile-ms %.3f\nspec %s\n",
+                       k->source, k->compiler, k->path, k->flags, k->abi,
+                       hex, n, ms, spec);
+    wb_disk_meta_name(k, name);
+    if (len < 0 || (size_t)len >= sizeof text ||
+        !wb_disk_put(d, name, text, (size_t)len))
+        return 0;
+    return wb_disk_evict(d, k->key);
+}
+
+wb_status wb_cache_clear(void)
+{
+    wb_disk d;
+    struct dirent *de;
+    if (!wb_disk_open(&d, false)) {
+        wb_disk_close(&d);
+        return d.absent ? WB_OK
+                        : wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: %s; "
+                                     "nothing was removed", d.why);
+    }
+    DIR *dir = wb_disk_list(&d);
+    if (!dir) {
+        wb_disk_close(&d);
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: cannot read the "
+                          "cache directory %s: %s", d.path, strerror(errno));
+    }
+    while ((de = readdir(dir)))
+        if (wb_disk_named(de->d_name, ".meta") ||
+            wb_disk_named(de->d_name, ".so") || wb_disk_tmpname(de->d_name))
+            wb_disk_unlink(&d, de->d_name);
+    closedir(dir);
+    wb_disk_close(&d);
+    return WB_OK;
+}
+
+/* ---- explanations ---- */
+
+/* Appends to a growable message (a piece longer than its buffer is cut). */
+static void wb_say(char **s, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    char piece[2 * PATH_MAX + 512];
+    va_start(ap, fmt);
+    int n = vsnprintf(piece, sizeof piece, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0, piece[0] = '\0';
+    if ((size_t)n >= sizeof piece)
+        n = (int)sizeof piece - 1;
+    char *g = *s ? realloc(*s, *len + (size_t)n + 1) : NULL;
+    if (!g) {
+        free(*s);
+        *s = NULL;
+        return;
+    }
+    memcpy(g + *len, piece, (size_t)n + 1);
+    *s = g;
+    *len += (size_t)n;
+}
+
+/* Why there is no entry for k: the nearest entry, same source first, then
+   same spec name, and which part of the key differs. */
+static void wb_disk_explain_miss(const wb_disk *d, const wb_disk_key *k,
+                                 const char *name, char **s, size_t *len)
+{
+    wb_disk_meta m, near;
+    int nearness = 0;
+    DIR *dir = d->fd >= 0 ? wb_disk_list(d) : NULL;
+    struct dirent *de;
+    while (dir && (de = readdir(dir))) {
+        if (!wb_disk_named(de->d_name, ".meta") ||
+            !wb_disk_read_meta(d->fd, de->d_name, &m))
+            continue;
+        int score = !strcmp(m.source, k->source) ? 2
+                    : !strcmp(m.spec, name)      ? 1
+                                                 : 0;
+        if (score > nearness)
+            nearness = score, near = m;
+    }
+    if (dir)
+        closedir(dir);
+    wb_say(s, len, "miss: no entry %.16s in %s", k->key, d->path);
+    if (nearness == 0)
+        wb_say(s, len, "; no entry for this spec's C or name");
+    if (nearness == 1)
+        wb_say(s, len, "; an entry for spec '%s' has other generated C (the "
+               "spec or the emitter changed)", name);
+    if (nearness == 2) {
+        wb_say(s, len, "; an entry for the same generated C differs in:");
+        if (strcmp(near.compiler, k->compiler))
+            wb_say(s, len, " the compiler (%s then, %s now)", near.path,
+                   k->path);
+        if (strcmp(near.flags, k->flags))
+            wb_say(s, len, " the flags (%s then, %s now)", near.flags,
+                   k->flags);
+        if (near.abi != k->abi)
+            wb_say(s, len, " the ABI version (%d then, %d now)", near.abi,
+                   k->abi);
+    }
+}
+
+wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
+                           char **out)
+{
+    char *source = NULL, name[300];
+    wb_spec *copy = NULL;
+    wb_cc_opts cc;
+    wb_disk_key k;
+    wb_disk_meta m;
+    wb_disk d;
+    wb_status st;
+    if (!spec || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: NULL spec or "
+                          "out");
+    if ((st = wb_spec_clone(spec, &copy)) != WB_OK ||
+        (st = wb_spec_validate(copy)) != WB_OK ||
+        (st = wb_emit(copy, WB_EMIT_FN, WB_EMIT_LINES, &source)) != WB_OK ||
+        (st = wb_cc_opts_init(options, &cc)) != WB_OK) {
+        wb_spec_free(copy);
+        free(source);
+        return st;
+    }
+    wb_disk_key_make(source, &cc, &k);
+    wb_cc_opts_free(&cc);
+    free(source);
+    wb_spec_free(copy);
+    wb_spec_print_name(spec->name, name, sizeof name);
+
+    size_t len = 0;
+    char *s = calloc(1, 1);
+    bool open = wb_disk_open(&d, false);
+    if (!open && !d.absent && d.path[0]) {
+        wb_say(&s, &len, "off: %s; nothing in it is read, written or "
+               "removed", d.why);
+    } else if (!open && !d.absent) {
+        wb_disk_close(&d);
+        free(s);
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: %s", d.why);
+    } else {
+        switch (open ? wb_disk_find(&d, &k, &m, NULL) : WB_DISK_NONE) {
+        case WB_DISK_HIT:
+            wb_say(&s, &len, "hit: entry %s in %s (object %.16s, %lld bytes, "
+                   "%.1f ms to compile)", k.key, d.path, m.object, m.bytes,
+                   m.compile_ms);
+            break;
+        case WB_DISK_BAD_OBJECT:
+            wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
+                   "its object %.16s is missing, cut short or altered",
+                   k.key, d.path, m.object);
+            break;
+        case WB_DISK_BAD_RECORD:
+            wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
+                   "its record is unreadable or does not match its key",
+                   k.key, d.path);
+            break;
+        case WB_DISK_FOREIGN:
+            wb_say(&s, &len, "miss: %s.meta in %s is not a regular file of "
+                   "this user's, writable by nobody else: it is ignored, "
+                   "and this entry cannot be stored", k.key, d.path);
+            break;
+        case WB_DISK_NONE:
+            wb_disk_explain_miss(&d, &k, name, &s, &len);
+            break;
+        }
+    }
+    wb_disk_close(&d);
+    if (!s)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for an explanation");
+    *out = s;
+    return WB_OK;
+}
