@@ -405,6 +405,10 @@ typedef enum wb_tier {
                                       wrapper of an equal spec has some */
 #define WB_OPT_NO_DISK_CACHE 0x2u  /* cc: neither read nor fill the disk
                                       cache */
+/* Every flag this version knows; a wrapper asked for any other bit is
+   refused (WB_ERR_INVALID), so a flag from a newer header is not silently
+   ignored. */
+#define WB_OPT_ALL (WB_OPT_NO_SHARE | WB_OPT_NO_DISK_CACHE)
 
 /* Wrapper options; a zeroed struct (or NULL) gives the defaults. */
 typedef struct wb_options {
@@ -446,9 +450,14 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
                           const wb_graph_fn *graphs, void *const *ctxs,
                           const wb_options *options, wb_wrapper **out);
 
-/* Frees w once no call on it is running; the caller must not free a
-   wrapper another thread may still call.  A pending promotion is cancelled
-   (a running system compiler is stopped). */
+/* Frees w (NULL does nothing).  A pending promotion is cancelled (a running
+   system compiler is stopped).  A free from inside a call of w on the
+   calling thread (from its graph, a hook or a guard) is deferred until that
+   call returns (the outermost one, when w's graph calls w again): the call
+   returns its outputs and status as usual, and w is gone when wb_call
+   returns.  Freeing a wrapper while another thread is calling it, or may
+   still call it, is a programming error, like destroying a mutex another
+   thread holds; the library does not detect it. */
 void wb_wrapper_free(wb_wrapper *w);
 
 /*

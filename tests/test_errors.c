@@ -1151,3 +1151,133 @@ Test(errors, mutation_and_view_runs_name_each_failure)
     }
     wb_spec_free(s);
 }
+
+/* ---- what wrapper constructors refuse, named after the one called ---- */
+
+/* Option flags this version does not know are refused, not ignored: a
+   program built against a newer header would otherwise lose what it
+   asked for without a word. */
+Test(errors, wrapper_new_unknown_option_flags)
+{
+    wb_spec *s = NULL;
+    WBT_OK(wb_spec_new("ok", &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+    const wb_spec *specs[1] = {s};
+    wb_graph_fn graphs[1] = {err_noop_graph};
+    WBT_EACH_TIER(tier) {
+        wb_wrapper *w = (wb_wrapper *)(void *)&err_sentinel;
+        wb_options o = {.tier = tier, .flags = WB_OPT_NO_SHARE | 0x4u};
+        WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, &o, &w),
+                  WB_ERR_INVALID, "wb_wrapper_new: unknown option flags 0x4");
+        cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+        o.flags = 0x80000010u;
+        WBT_FAILS(wb_wrappers_new(1, specs, graphs, NULL, &o, &w),
+                  WB_ERR_INVALID,
+                  "wb_wrappers_new: unknown option flags 0x80000010");
+        cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+        /* Every known flag is still taken. */
+        o.flags = WB_OPT_ALL;
+        WBT_OK(wb_wrapper_new(s, err_noop_graph, NULL, &o, &w));
+        wb_wrapper_free(w);
+    }
+    wb_spec_free(s);
+}
+
+static int err_aot_entry(const wb_env *e, const wb_arg *args, int nargs,
+                         wb_tensor **outs, int nouts)
+{
+    (void)e; (void)args; (void)nargs; (void)outs; (void)nouts;
+    return WB_OK;
+}
+
+/* wb_wrapper_new is built on wb_wrappers_new, and every constructor on one
+   allocator; each message still names the function the caller called. */
+Test(errors, constructor_messages_name_the_function_called)
+{
+    wb_spec *s = NULL;
+    char fp[WB_FINGERPRINT_LEN + 1];
+    WBT_OK(wb_spec_new("ok", &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_fingerprint(s, fp));
+    wb_wrapper *w = (wb_wrapper *)(void *)&err_sentinel;
+    wb_options aot = {.tier = WB_TIER_AOT}, bad = {.tier = (wb_tier)99};
+
+    WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, NULL, NULL),
+              WB_ERR_INVALID, "wb_wrapper_new: NULL out");
+    WBT_FAILS(wb_wrapper_new(s, NULL, NULL, NULL, &w), WB_ERR_INVALID,
+              "wb_wrapper_new: NULL graph");
+    WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, &aot, &w),
+              WB_ERR_INVALID, "wb_wrapper_new: aot wrappers come from "
+              "wb_wrapper_new_aot");
+
+    const wb_spec *specs[2] = {s, NULL};
+    wb_graph_fn graphs[2] = {err_noop_graph, err_noop_graph};
+    WBT_FAILS(wb_wrappers_new(2, specs, graphs, NULL, NULL, &w),
+              WB_ERR_INVALID, "wb_wrappers_new: specs[1] is NULL");
+    specs[1] = s;
+    graphs[0] = NULL;
+    WBT_FAILS(wb_wrappers_new(2, specs, graphs, NULL, NULL, &w),
+              WB_ERR_INVALID, "wb_wrappers_new: graphs[0] is NULL");
+    graphs[0] = err_noop_graph;
+    WBT_FAILS(wb_wrappers_new(2, specs, graphs, NULL, &aot, &w),
+              WB_ERR_INVALID, "wb_wrappers_new: aot wrappers");
+    WBT_FAILS(wb_wrappers_new(2, specs, graphs, NULL, &bad, &w),
+              WB_ERR_UNSUPPORTED, "wb_wrappers_new: tier 99 is not "
+              "available");
+
+    WBT_FAILS(wb_wrapper_new_aot(NULL, err_aot_entry, fp, err_noop_graph,
+                                 NULL, &w),
+              WB_ERR_INVALID, "wb_wrapper_new_aot: NULL spec");
+    WBT_FAILS(wb_wrapper_new_aot(s, err_aot_entry, fp, NULL, NULL, &w),
+              WB_ERR_INVALID, "wb_wrapper_new_aot: NULL graph");
+    WBT_FAILS(wb_wrapper_new_aot(s, err_aot_entry, fp, err_noop_graph, NULL,
+                                 NULL),
+              WB_ERR_INVALID, "wb_wrapper_new_aot: NULL out");
+    cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+
+    /* The fingerprint it was given works. */
+    WBT_OK(wb_wrapper_new_aot(s, err_aot_entry, fp, err_noop_graph, NULL,
+                              &w));
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_AOT);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+}
+
+/* A stale fingerprint that agrees with the library's on its first 16
+   digits or more: the message shows each up to the first digit that
+   differs, so that the two shown are never the same. */
+Test(errors, aot_fingerprint_message_shows_where_they_differ)
+{
+    wb_spec *s = NULL;
+    char fp[WB_FINGERPRINT_LEN + 1], stale[WB_FINGERPRINT_LEN + 1];
+    char want[WB_FINGERPRINT_LEN + 64];
+    WBT_OK(wb_spec_new("ok", &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_fingerprint(s, fp));
+    const int at[] = {20, 16, 63, 3};
+    for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
+        int d = at[k];
+        wb_wrapper *w = (wb_wrapper *)(void *)&err_sentinel;
+        memcpy(stale, fp, sizeof fp);
+        stale[d] = fp[d] == '0' ? '1' : '0';
+        int n = d < 16 ? 16 : d + 1;
+        const char *more = n < WB_FINGERPRINT_LEN ? "..." : "";
+        snprintf(want, sizeof want, "fingerprint %.*s%s, but", n, stale,
+                 more);
+        WBT_FAILS(wb_wrapper_new_aot(s, err_aot_entry, stale, err_noop_graph,
+                                     NULL, &w),
+                  WB_ERR_SPEC, want);
+        snprintf(want, sizeof want, "library generates %.*s%s for the spec",
+                 n, fp, more);
+        cr_assert(strstr(wb_last_error(), want) != NULL,
+                  "message '%s' lacks '%s'", wb_last_error(), want);
+        cr_assert(strstr(wb_last_error(), "regenerate it with `wrapbake "
+                         "emit --aot`") != NULL, "%s", wb_last_error());
+        cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
+    }
+    /* A fingerprint that is too short is shown whole. */
+    WBT_FAILS(wb_wrapper_new_aot(s, err_aot_entry, "abc", err_noop_graph,
+                                 NULL, &(wb_wrapper *){NULL}),
+              WB_ERR_SPEC, "fingerprint abc, but");
+    wb_spec_free(s);
+}

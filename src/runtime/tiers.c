@@ -243,38 +243,41 @@ static wb_tier wb_tier_of(const wb_options *o)
     return t == WB_TIER_DEFAULT ? WB_TIER_TCC : t;
 }
 
-static wb_status wb_tier_check(wb_tier t)
+/* Refuses options neither wb_wrapper_new nor wb_wrappers_new can serve;
+   fn is the one the caller called, which the message names. */
+static wb_status wb_options_check(const char *fn, const wb_options *o)
 {
+    wb_tier t = wb_tier_of(o);
+    if (o->flags & ~WB_OPT_ALL)
+        return wb_rt_fail(WB_ERR_INVALID, "%s: unknown option flags 0x%x",
+                          fn, o->flags & ~WB_OPT_ALL);
     if (t == WB_TIER_AOT)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new: aot wrappers "
-                          "come from wb_wrapper_new_aot");
+        return wb_rt_fail(WB_ERR_INVALID, "%s: aot wrappers come from "
+                          "wb_wrapper_new_aot", fn);
     if (t != WB_TIER_INTERP && t != WB_TIER_TCC && t != WB_TIER_CC &&
         t != WB_TIER_AUTO)
-        return wb_rt_fail(WB_ERR_UNSUPPORTED, "wb_wrapper_new: tier %d is "
-                          "not available in this build", (int)t);
+        return wb_rt_fail(WB_ERR_UNSUPPORTED, "%s: tier %d is not "
+                          "available in this build", fn, (int)t);
     return WB_OK;
 }
 
-wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
-                         void *graph_ctx, const wb_options *options,
-                         wb_wrapper **out)
-{
-    return wb_wrappers_new(1, &spec, &graph, graph_ctx ? &graph_ctx : NULL,
-                           options, out);
-}
-
-/* Frees wb_wrappers_new's arrays, and the sources libtcc compiled. */
-static void wb_wrappers_new_done(int n, wb_wrapper **ws, wb_code **codes,
-                                 char **srcs, bool libtcc)
+/* Frees wb_wrappers_make's arrays, and the sources libtcc compiled. */
+static void wb_wrappers_make_done(int n, wb_wrapper **ws, wb_code **codes,
+                                  char **srcs, bool libtcc)
 {
     for (int i = 0; srcs && libtcc && i < n; i++)
         free(srcs[i]);
     free(ws), free(codes), free(srcs);
 }
 
-wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
-                          const wb_graph_fn *graphs, void *const *ctxs,
-                          const wb_options *options, wb_wrapper **out)
+/* The n wrappers of wb_wrapper_new and wb_wrappers_new, whose arguments
+   are checked; fn names the one called. */
+static wb_status wb_wrappers_make(const char *fn, int n,
+                                  const wb_spec *const *specs,
+                                  const wb_graph_fn *graphs,
+                                  void *const *ctxs,
+                                  const wb_options *options,
+                                  wb_wrapper **out)
 {
     static const wb_options defaults;
     const wb_options *o = options ? options : &defaults;
@@ -286,10 +289,7 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
     /* libtcc compiles text of its own, which the wrappers do not keep. */
     bool libtcc = tier == WB_TIER_TCC || tier == WB_TIER_AUTO;
     wb_status st;
-    if (n < 1 || !specs || !graphs || !out)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_wrappers_new: no specs, "
-                          "graphs or out");
-    if ((st = wb_tier_check(tier)) != WB_OK)
+    if ((st = wb_options_check(fn, o)) != WB_OK)
         return st;
     ws = calloc((size_t)n, sizeof *ws);
     codes = calloc((size_t)n, sizeof *codes);
@@ -339,7 +339,7 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
             goto fail;
     }
     memcpy(out, ws, (size_t)n * sizeof *ws);
-    wb_wrappers_new_done(n, ws, codes, srcs, libtcc);
+    wb_wrappers_make_done(n, ws, codes, srcs, libtcc);
     return WB_OK;
 fail:
     for (int i = 0; ws && i < n; i++) {
@@ -347,6 +347,34 @@ fail:
             wb_code_release(codes[i]);
         wb_wrapper_free(ws[i]);
     }
-    wb_wrappers_new_done(n, ws, codes, srcs, libtcc);
+    wb_wrappers_make_done(n, ws, codes, srcs, libtcc);
     return st;
+}
+
+/* Each public constructor checks its own arguments, so that a message
+   names the function the caller called, not the one it is built on. */
+wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
+                         void *graph_ctx, const wb_options *options,
+                         wb_wrapper **out)
+{
+    if (!spec || !graph || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new: NULL %s",
+                          !spec ? "spec" : !graph ? "graph" : "out");
+    return wb_wrappers_make("wb_wrapper_new", 1, &spec, &graph,
+                            graph_ctx ? &graph_ctx : NULL, options, out);
+}
+
+wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
+                          const wb_graph_fn *graphs, void *const *ctxs,
+                          const wb_options *options, wb_wrapper **out)
+{
+    if (n < 1 || !specs || !graphs || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_wrappers_new: no specs, "
+                          "graphs or out");
+    for (int i = 0; i < n; i++)
+        if (!specs[i] || !graphs[i])
+            return wb_rt_fail(WB_ERR_INVALID, "wb_wrappers_new: %s[%d] is "
+                              "NULL", !specs[i] ? "specs" : "graphs", i);
+    return wb_wrappers_make("wb_wrappers_new", n, specs, graphs, ctxs,
+                            options, out);
 }

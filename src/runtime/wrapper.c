@@ -3,11 +3,13 @@
  * constructor.
  *
  * Every tier comes down to an entry point over the wrapper's wb_env, so
- * wb_call is one indirect call whatever the tier.  The entry is an atomic
- * pointer: promotion from tcc to cc is one release store, and a caller
- * sees either the old function or the new one, both complete.  This file
- * reaches neither libtcc nor the system compiler (tiers.c does), so a
- * program of ahead-of-time wrappers links without them.
+ * wb_call is one indirect call whatever the tier, inside a frame that lets
+ * a wrapper freed by its own call live until the call returns (see
+ * wb_wrapper_free).  The entry is an atomic pointer: promotion from tcc
+ * to cc is one release store, and a caller sees either the old function
+ * or the new one, both complete.  This file reaches neither libtcc nor
+ * the system compiler (tiers.c does), so a program of ahead-of-time
+ * wrappers links without them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +37,16 @@ void wb_code_release(wb_code *c)
         c->destroy(c);
 }
 
+/* The public constructors check spec, graph and out themselves, so that
+   the message names the one the caller called; this check only keeps an
+   internal caller that forgot from crashing. */
 wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
                            void *graph_ctx, wb_wrapper **out)
 {
     wb_status st;
     if (!spec || !graph || !out)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new: NULL spec, graph "
-                          "or out");
+        return wb_rt_fail(WB_ERR_INVALID, "a wrapper needs a spec, a graph "
+                          "and somewhere to put it");
     wb_wrapper *w = calloc(1, sizeof *w);
     if (!w)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a wrapper");
@@ -69,10 +74,26 @@ void wb_wrapper_set_note(wb_wrapper *w, char *text)
     free(atomic_exchange(&w->note, text));
 }
 
-void wb_wrapper_free(wb_wrapper *w)
+/*
+ * The calls running on this thread, innermost first.  wb_call links a
+ * frame for the length of each call, so that a wb_wrapper_free from inside
+ * it (the graph, a hook, a guard) can tell the wrapper is still running and
+ * leave the free to the call.  One thread-local pointer, saved and restored
+ * by each call, keeps that path free of atomics and locks; frames of other
+ * threads are never looked at, since freeing a wrapper another thread is
+ * calling is the caller's error.
+ */
+typedef struct wb_wrapper_frame {
+    wb_wrapper *w;
+    bool doomed;                    /* freed from inside: free on return */
+    struct wb_wrapper_frame *prev;
+} wb_wrapper_frame;
+
+static _Thread_local wb_wrapper_frame *wb_wrapper_calls;
+
+/* Frees w and everything it holds, now. */
+static void wb_wrapper_destroy(wb_wrapper *w)
 {
-    if (!w)
-        return;
     if (w->retire)
         w->retire(w);
     wb_code_release(atomic_load(&w->promoted));
@@ -83,6 +104,25 @@ void wb_wrapper_free(wb_wrapper *w)
     free(w);
 }
 
+void wb_wrapper_free(wb_wrapper *w)
+{
+    if (!w)
+        return;
+    /* The outermost call of w on this thread frees it when it returns: a
+       graph that calls its own wrapper again and frees it from the inner
+       call still has the outer call to finish.  A second free from inside
+       finds the frame already doomed and changes nothing. */
+    wb_wrapper_frame *outer = NULL;
+    for (wb_wrapper_frame *f = wb_wrapper_calls; f; f = f->prev)
+        if (f->w == w)
+            outer = f;
+    if (WB_RT_UNLIKELY(outer != NULL)) {
+        outer->doomed = true;
+        return;
+    }
+    wb_wrapper_destroy(w);
+}
+
 wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
                   wb_tensor **outs, int nouts)
 {
@@ -90,7 +130,15 @@ wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
         return wb_rt_fail(WB_ERR_INVALID, "wb_call: NULL wrapper, args or "
                           "outs");
     wb_entry_fn entry = atomic_load_explicit(&w->entry, memory_order_acquire);
-    return (wb_status)entry(&w->env, args, nargs, outs, nouts);
+    wb_wrapper_frame frame = {w, false, wb_wrapper_calls};
+    wb_wrapper_calls = &frame;
+    wb_status st = (wb_status)entry(&w->env, args, nargs, outs, nouts);
+    wb_wrapper_calls = frame.prev;
+    /* w was freed from inside this call: its code has returned, so it can
+       go now, before the caller sees the result. */
+    if (WB_RT_UNLIKELY(frame.doomed))
+        wb_wrapper_destroy(w);
+    return st;
 }
 
 wb_tier wb_wrapper_tier(const wb_wrapper *w)
@@ -170,9 +218,11 @@ wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
     char mine[WB_FINGERPRINT_LEN + 1];
     wb_wrapper *w;
     wb_status st;
-    if (!entry || !fingerprint)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new_aot: NULL entry "
-                          "or fingerprint");
+    if (!spec || !entry || !fingerprint || !graph || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_wrapper_new_aot: NULL %s",
+                          !spec ? "spec" : !entry ? "entry" :
+                          !fingerprint ? "fingerprint" : !graph ? "graph" :
+                          "out");
     char *src = NULL;
     if ((st = wb_wrapper_alloc(spec, graph, graph_ctx, &w)) != WB_OK)
         return st;
@@ -183,11 +233,19 @@ wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
     if (strcmp(mine, fingerprint) != 0) {
         char name[WB_MAX_NAME * 4 + 1];
         wb_spec_print_name(w->spec->name, name, sizeof name);
+        /* Both fingerprints up to their first differing digit, and at
+           least 16 digits, so that the two shown always differ. */
+        int n = 0;
+        while (mine[n] && mine[n] == fingerprint[n])
+            n++;
+        n = n < 16 ? 16 : n + 1;
         st = wb_rt_fail(WB_ERR_SPEC, "spec '%s': the ahead-of-time code "
-                        "was generated for fingerprint %.16s..., but this "
-                        "library generates %.16s... for the spec; "
+                        "was generated for fingerprint %.*s%s, but this "
+                        "library generates %.*s%s for the spec; "
                         "regenerate it with `wrapbake emit --aot`",
-                        name, fingerprint, mine);
+                        name, n, fingerprint,
+                        strlen(fingerprint) > (size_t)n ? "..." : "", n,
+                        mine, strlen(mine) > (size_t)n ? "..." : "");
         goto fail;
     }
     atomic_store(&w->entry, entry);
