@@ -543,3 +543,14 @@ Test(disk, an_object_that_does_not_load_is_never_stored, .timeout = 60)
     unlink(cc);
     disk_rm(dir);
 }
+
+Test(disk, explain_refuses_unknown_option_flags)
+{
+    wb_spec *s = disk_spec();
+    wb_options o = {.tier = WB_TIER_CC, .flags = 0x100};
+    char *why = NULL;
+    WBT_FAILS(wb_cache_explain(s, &o, &why), WB_ERR_INVALID,
+              "wb_cache_explain: unknown option flags 0x100");
+    cr_assert_null(why);
+    wb_spec_free(s);
+}

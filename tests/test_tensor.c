@@ -895,6 +895,181 @@ Test(tensor, copy_between_storages_over_the_same_memory)
     wbt_release_last(t);
 }
 
+/* The even and the odd elements of one storage share no byte, though
+   each spans the other's range: the copy runs both ways, as PyTorch's
+   does.  So do column blocks of one matrix, which only a search tells
+   apart. */
+Test(tensor, copy_between_interleaved_views)
+{
+    wb_tensor *base = wbt_f32(0, 1, 8), *even = NULL, *odd = NULL;
+    int64_t four[1] = {4}, two[1] = {2};
+    WBT_OK(wb_tensor_as_strided(base, 1, four, two, 0, &even));
+    WBT_OK(wb_tensor_as_strided(base, 1, four, two, 1, &odd));
+    WBT_OK(wb_tensor_copy_(even, odd));
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(wbt_at(base, i), (float)(i | 1), "element %d", i);
+    float *p = wb_tensor_data(base);
+    for (int i = 0; i < 8; i++)
+        p[i] = (float)i;
+    WBT_OK(wb_tensor_copy_(odd, even));
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(wbt_at(base, i), (float)(i & ~1), "element %d", i);
+    cr_assert_eq(wb_tensor_version(base), 2);
+
+    /* Columns 0-1 and 2-3 of a 4x4 matrix. */
+    wb_tensor *m = wbt_f32(0, 2, 4, 4), *left = NULL, *right = NULL;
+    int64_t s42[2] = {4, 2}, st[2] = {4, 1};
+    WBT_OK(wb_tensor_as_strided(m, 2, s42, st, 0, &left));
+    WBT_OK(wb_tensor_as_strided(m, 2, s42, st, 2, &right));
+    WBT_OK(wb_tensor_copy_(left, right));
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            cr_assert_eq(wbt_at(m, i, j), (float)(i * 4 + (j | 2)));
+    wbt_release_last(left);
+    wbt_release_last(right);
+    wbt_release_last(m);
+    wbt_release_last(even);
+    wbt_release_last(odd);
+    wbt_release_last(base);
+}
+
+/* A destination two of whose elements are one would be written twice:
+   refused, as PyTorch refuses it, with nothing written.  A zero stride is
+   the common case (an expanded tensor); copying such a view onto itself
+   is still a copy onto itself, which PyTorch allows. */
+Test(tensor, copy_into_a_zero_stride_view_is_refused)
+{
+    wb_tensor *one = wbt_f32(7, 1, 1), *x = NULL, *x2 = NULL;
+    wb_tensor *src = wbt_f32(1, 1, 4), *src2 = wbt_f32(1, 2, 2, 3);
+    int64_t four[1] = {4}, zero[1] = {0}, s23[2] = {2, 3}, r23[2] = {0, 1};
+    WBT_OK(wb_tensor_as_strided(one, 1, four, zero, 0, &x));
+    WBT_FAILS(wb_tensor_copy_(x, src), WB_ERR_SHAPE,
+              "more than one element refers to a single memory location");
+    wb_tensor *row = wbt_f32(7, 1, 3);
+    WBT_OK(wb_tensor_as_strided(row, 2, s23, r23, 0, &x2));
+    WBT_FAILS(wb_tensor_copy_(x2, src2), WB_ERR_SHAPE,
+              "more than one element refers to");
+    cr_assert_eq(wbt_at(one, 0), 7.0f, "a refused copy wrote");
+    cr_assert_eq(wbt_at(row, 0), 7.0f, "a refused copy wrote");
+    cr_assert_eq(wb_tensor_version(one), 0, "a refused copy bumped");
+    cr_assert_eq(wb_tensor_version(row), 0, "a refused copy bumped");
+    /* An expanded source is fine. */
+    WBT_OK(wb_tensor_copy_(src, x));
+    cr_assert_eq(wbt_at(src, 3), 7.0f);
+    WBT_OK(wb_tensor_copy_(x, x));
+    cr_assert_eq(wb_tensor_version(one), 1);
+    wbt_release_last(x);
+    wbt_release_last(x2);
+    wbt_release_last(row);
+    wbt_release_last(one);
+    wbt_release_last(src);
+    wbt_release_last(src2);
+}
+
+/* Internal overlap without a zero stride: sizes {3, 3} strides {1, 1}
+   put (0, 1) and (1, 0) on one element.  PyTorch cannot tell that cheaply
+   and lets such a copy through, writing some elements twice; here it is
+   refused.  Sizes {3, 2} strides {2, 3} fail the simple test (3 is less
+   than the 5 elements the smaller dim spans) yet share no element: the
+   copy runs. */
+Test(tensor, copy_into_a_view_whose_elements_overlap)
+{
+    wb_tensor *base = wbt_f32(0, 1, 16), *v = NULL;
+    wb_tensor *src = wbt_f32(100, 2, 3, 3);
+    int64_t s33[2] = {3, 3}, r11[2] = {1, 1};
+    WBT_OK(wb_tensor_as_strided(base, 2, s33, r11, 0, &v));
+    WBT_FAILS(wb_tensor_copy_(v, src), WB_ERR_SHAPE,
+              "more than one element refers to a single memory location");
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(wbt_at(base, i), (float)i, "a refused copy wrote");
+    cr_assert_eq(wb_tensor_version(base), 0, "a refused copy bumped");
+    wbt_release_last(v);
+    wbt_release_last(src);
+
+    int64_t s32[2] = {3, 2}, r23[2] = {2, 3};
+    src = wbt_f32(100, 2, 3, 2);
+    WBT_OK(wb_tensor_as_strided(base, 2, s32, r23, 0, &v));
+    WBT_OK(wb_tensor_copy_(v, src));
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            cr_assert_eq(wbt_at(v, i, j), (float)(100 + i * 2 + j));
+    wbt_release_last(v);
+    wbt_release_last(src);
+    wbt_release_last(base);
+}
+
+/* Dense views that share some rows: refused for certain, as PyTorch
+   refuses them.  The same view is a copy onto itself and runs, and so does
+   a copy from a view whose range spans a dense one but whose elements
+   step over it. */
+Test(tensor, copy_between_partly_overlapping_dense_views)
+{
+    wb_tensor *m = wbt_f32(0, 2, 4, 4), *top = NULL, *mid = NULL;
+    wb_tensor *same = NULL;
+    int64_t s24[2] = {2, 4}, st[2] = {4, 1};
+    WBT_OK(wb_tensor_as_strided(m, 2, s24, st, 0, &top));
+    WBT_OK(wb_tensor_as_strided(m, 2, s24, st, 4, &mid));
+    WBT_FAILS(wb_tensor_copy_(top, mid), WB_ERR_SHAPE, "overlapping views");
+    WBT_FAILS(wb_tensor_copy_(mid, top), WB_ERR_SHAPE, "overlapping views");
+    cr_assert_eq(wb_tensor_version(m), 0, "a refused copy bumped");
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(((float *)wb_tensor_data(m))[i], (float)i,
+                     "a refused copy wrote");
+    WBT_OK(wb_tensor_as_strided(m, 2, s24, st, 4, &same));
+    WBT_OK(wb_tensor_copy_(same, mid));
+    cr_assert_eq(wb_tensor_version(m), 1);
+    cr_assert_eq(wbt_at(m, 1, 0), 4.0f);
+
+    /* Elements 6 and 7 of m, and 0 and 13, which lie either side. */
+    wb_tensor *inner = NULL, *outer = NULL;
+    int64_t two[1] = {2}, one[1] = {1}, far[1] = {13};
+    WBT_OK(wb_tensor_as_strided(m, 1, two, one, 6, &inner));
+    WBT_OK(wb_tensor_as_strided(m, 1, two, far, 0, &outer));
+    WBT_OK(wb_tensor_copy_(inner, outer));
+    cr_assert_eq(wbt_at(m, 1, 2), 0.0f);
+    cr_assert_eq(wbt_at(m, 1, 3), 13.0f);
+    wbt_release_last(inner);
+    wbt_release_last(outer);
+    wbt_release_last(same);
+    wbt_release_last(top);
+    wbt_release_last(mid);
+    wbt_release_last(m);
+}
+
+/* Where the rules cannot decide in a few steps the answer stays "may
+   overlap".  Strides 300 and 299, the second 280 elements on, meet at
+   element 280 of each, and the 300x301 view with those strides holds one
+   element twice (299 steps of 300 and 300 of 299); but in each a search
+   would find that only past its budget.  PyTorch, seeing views that are
+   not dense, lets both copies through. */
+Test(tensor, copy_that_cannot_be_decided_cheaply_is_refused)
+{
+    wb_tensor *base = wbt_f32(0, 1, 180000), *a = NULL, *b = NULL;
+    wb_tensor *src = wbt_f32(0, 1, 300);
+    int64_t n[1] = {300}, sa[1] = {300}, sb[1] = {299};
+    WBT_OK(wb_tensor_as_strided(base, 1, n, sa, 0, &a));
+    WBT_OK(wb_tensor_as_strided(base, 1, n, sb, 280, &b));
+    cr_assert_eq(wbt_at(a, 280), wbt_at(b, 280), "the views meet");
+    WBT_FAILS(wb_tensor_copy_(a, b), WB_ERR_SHAPE,
+              "copy between views of one storage that may overlap");
+    cr_assert_eq(wb_tensor_version(base), 0, "a refused copy bumped");
+
+    wb_tensor *both = NULL, *src2 = wbt_f32(0, 2, 300, 301);
+    int64_t nn[2] = {300, 301}, ss[2] = {300, 299};
+    WBT_OK(wb_tensor_as_strided(base, 2, nn, ss, 0, &both));
+    cr_assert_eq(wbt_at(both, 299, 0), wbt_at(both, 0, 300), "one element");
+    WBT_FAILS(wb_tensor_copy_(both, src2), WB_ERR_SHAPE,
+              "more than one element may refer to a single memory location");
+    cr_assert_eq(wb_tensor_version(base), 0, "a refused copy bumped");
+    cr_assert_eq(wbt_at(base, 1), 1.0f, "a refused copy wrote");
+    wbt_release_last(both);
+    wbt_release_last(src2);
+    wbt_release_last(a);
+    wbt_release_last(b);
+    wbt_release_last(src);
+    wbt_release_last(base);
+}
+
 Test(tensor, copy_between_0d_tensors)
 {
     wb_tensor *a = NULL, *b = NULL;

@@ -471,10 +471,20 @@ static wb_status wb_rt_prep_copy(const wb_env *e, int input,
         return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value's sizes "
                            "differ from the input's",
                            wb_rt_input_label(e, input, lb, sizeof lb));
-    if (!wb_rt_same_view(after, v) && wb_rt_may_overlap(after, v))
-        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value overlaps "
-                           "the input in one storage",
-                           wb_rt_input_label(e, input, lb, sizeof lb));
+    bool within;
+    wb_rt_overlap ov = wb_rt_copy_overlap(after, v, &within);
+    if (ov && within)
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: more than one element of the "
+                           "input %s a single memory location, so the "
+                           "updated value cannot be copied into it",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           ov == WB_RT_OVERLAPS ? "refers to"
+                                                : "may refer to");
+    if (ov)
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value %s the "
+                           "input in one storage",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           ov == WB_RT_OVERLAPS ? "overlaps" : "may overlap");
     if (after->storage->device.device_type != kDLCPU)
         return wb_rt_prep_device_copy(e, input, after, v);
     return WB_OK;
@@ -683,9 +693,11 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
 
 /* Data mutations of inputs declared with D dimensions, chosen by the
    emitter: the checks and the contiguous test unrolled for D.  Anything
-   off the common path (another dtype, other sizes, memory that may overlap)
-   goes to the generic primitive, which decides and words the message, so
-   both tiers still agree. */
+   off the common path (another dtype, other sizes, memory that may overlap,
+   an input that is not contiguous) goes to the generic primitive, which
+   decides and words the message, so both tiers still agree.  A contiguous
+   input cannot have two elements in one place, so only the others need the
+   generic primitive's look at how the input lies. */
 #define WB_RT_DATA_ND(D)                                                    \
     static bool wb_rt_dense_##D(const wb_tensor *t)                        \
     {                                                                       \
@@ -702,13 +714,18 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
                                               const wb_tensor *v)          \
     {                                                                       \
         const wb_storage *a = t->storage, *b = v->storage;                 \
-        /* One word compares v's dtype, ndim and device with t's. */        \
-        bool fine = wb_rt_meta(v) == wb_rt_meta(t) && v->ndim == D &&       \
-                    (t->device & 0xff) == kDLCPU &&                         \
+        /* One word compares v's dtype, ndim and device with t's, and one   \
+           (gcc merges the two tests) t's ndim and device with D and the   \
+           CPU numbered 0; another CPU number takes the generic path. */   \
+        bool fine = wb_rt_meta(v) == wb_rt_meta(t) && t->ndim == D &&       \
+                    t->device == kDLCPU &&                                  \
                     ((char *)a->data + a->nbytes <= (char *)b->data ||      \
                      (char *)b->data + b->nbytes <= (char *)a->data);       \
-        for (int d = 0; fine && d < D; d++)                                 \
-            fine = t->sizes[d] == v->sizes[d];                              \
+        int64_t expect = 1;                                                 \
+        for (int d = D - 1; fine && d >= 0; d--) {                          \
+            fine = t->sizes[d] == v->sizes[d] && t->strides[d] == expect;   \
+            expect *= t->sizes[d];                                          \
+        }                                                                   \
         return fine ? WB_OK : wb_rt_prep_data(e, input, t, v);              \
     }                                                                       \
     static inline void wb_rt_commit_nd_##D(wb_tensor *t, wb_tensor *v)     \

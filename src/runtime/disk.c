@@ -725,6 +725,9 @@ wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
     if (!spec || !out)
         return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: NULL spec or "
                           "out");
+    if (options && (options->flags & ~WB_OPT_ALL))
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: unknown option "
+                          "flags 0x%x", options->flags & ~WB_OPT_ALL);
     if ((st = wb_spec_clone(spec, &copy)) != WB_OK ||
         (st = wb_spec_validate(copy)) != WB_OK ||
         (st = wb_emit(copy, WB_EMIT_FN, WB_EMIT_LINES, &source)) != WB_OK ||

@@ -160,9 +160,22 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim, const int64_t *sizes,
                           wb_rt_grow *g);
 void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
                         wb_rt_grow *g);
-/* Whether two views of one storage may touch the same bytes, and whether
-   they are the same view. */
-bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b);
+/* How the elements of views lie against each other: apart for certain,
+   overlapping for certain, or undecided where deciding would cost more
+   than a few steps.  Apart is 0, so a result reads as a truth value. */
+typedef enum wb_rt_overlap {
+    WB_RT_APART = 0,
+    WB_RT_MAY_OVERLAP,
+    WB_RT_OVERLAPS
+} wb_rt_overlap;
+/* Whether two views share a byte of memory. */
+wb_rt_overlap wb_rt_views_overlap(const wb_tensor *a, const wb_tensor *b);
+/* Whether a copy from src into dst must be refused for overlap: apart when
+   it may run, else how sure, with *within true when two elements of dst are
+   one and false when dst shares memory with src. */
+wb_rt_overlap wb_rt_copy_overlap(const wb_tensor *dst, const wb_tensor *src,
+                                 bool *within);
+/* Whether two views are the same: element 0, dtype, sizes and strides. */
 bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
 /* "cpu", "cuda:N", else "device TYPE:ID". */

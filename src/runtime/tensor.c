@@ -463,26 +463,254 @@ static uintptr_t wb_rt_view_addr(const wb_tensor *t)
            (uintptr_t)(t->offset * (int64_t)wb_dtype_size(t->dtype));
 }
 
-/* True when the byte ranges the two views can touch intersect.  Ranges are
-   compared by address rather than by storage, because two storages may wrap
-   the same memory (a DLPack export imported back, one buffer wrapped
-   twice). */
-bool wb_rt_may_overlap(const wb_tensor *a, const wb_tensor *b)
+/* ---- overlap ----
+
+   Element i of a view starts at byte addr + es * sum over d of i[d] *
+   stride[d] and covers es bytes, and strides are never negative
+   (wb_rt_check_view).  Whether two views share a byte, or two elements of
+   one view do, is then a question about integer combinations of strides.
+   Each rule below decides it for certain or hands it on; what none decides
+   cheaply stays "may overlap".  No rule walks a view's elements. */
+
+/* One term of such a combination: a coefficient in [lo, hi] times a byte
+   stride s > 0.  below_lo and below_hi bound the sum of the terms before
+   it, which have smaller strides. */
+typedef struct wb_rt_term {
+    int64_t s, lo, hi, below_lo, below_hi;
+} wb_rt_term;
+
+/* The most coefficients wb_rt_reach tries, so that an undecided case costs
+   a few thousand instructions at worst, whatever the views' sizes. */
+#define WB_RT_REACH_BUDGET 256
+
+/* Views whose bytes end past this (from their storage's start) are left
+   undecided, so that the sums below cannot overflow: no real memory is that
+   large. */
+#define WB_RT_REACH_MAX (INT64_MAX / 8)
+
+/* Division rounding down and up, for a divisor b > 0. */
+static int64_t wb_rt_div_floor(int64_t a, int64_t b)
+{
+    return a / b - (a % b < 0);
+}
+
+static int64_t wb_rt_div_ceil(int64_t a, int64_t b)
+{
+    return a / b + (a % b > 0);
+}
+
+/* Whether terms 0..k-1 can sum to a value in [tlo, thi]: 1 when a choice
+   of coefficients was found, 0 when there is none, -1 when the budget ran
+   out first.  The answer 0 is sound because a coefficient is skipped only
+   when the terms below it cannot make up the rest even at their bounds. */
+static int wb_rt_reach(const wb_rt_term *t, int k, int64_t tlo, int64_t thi,
+                       int *budget)
+{
+    if (k == 0)
+        return tlo <= 0 && 0 <= thi;
+    const wb_rt_term *m = &t[k - 1];
+    int64_t c = wb_rt_div_ceil(tlo - m->below_hi, m->s);
+    int64_t last = wb_rt_div_floor(thi - m->below_lo, m->s);
+    if (c < m->lo)
+        c = m->lo;
+    if (last > m->hi)
+        last = m->hi;
+    for (; c <= last; c++) {
+        if (--*budget < 0)
+            return -1;
+        int r = wb_rt_reach(t, k - 1, tlo - c * m->s, thi - c * m->s, budget);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* Sorts n terms by stride: insertion, as there are at most
+   2 * WB_MAX_DIMS. */
+static void wb_rt_terms_sort(wb_rt_term *t, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && t[j].s < t[j - 1].s; j--) {
+            wb_rt_term x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+}
+
+/* Fills in what the terms before each, sorted, can add. */
+static void wb_rt_terms_bound(wb_rt_term *t, int n)
+{
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+        t[i].below_lo = lo;
+        t[i].below_hi = hi;
+        lo += t[i].lo * t[i].s;
+        hi += t[i].hi * t[i].s;
+    }
+}
+
+static int64_t wb_rt_gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Whether two elements of t share a byte, t's "internal overlap", for a
+   t that is not contiguous (wb_rt_copy_overlap tests that first). */
+static WB_RT_NOINLINE wb_rt_overlap wb_rt_self_overlap(const wb_tensor *t)
+{
+    /* Differences of two indices: dim d contributes a coefficient in
+       [-(size - 1), size - 1].  Dims of size 1 contribute nothing, and a
+       view with no element has no two elements. */
+    int64_t es = (int64_t)wb_rt_esize(t->dtype);
+    wb_rt_term term[WB_MAX_DIMS];
+    int n = 0;
+    if (wb_tensor_numel(t) == 0)
+        return WB_RT_APART;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->sizes[d] == 1)
+            continue;
+        /* Indices 0 and 1 along this dim are one element. */
+        if (t->strides[d] == 0)
+            return WB_RT_OVERLAPS;
+        term[n++] = (wb_rt_term){t->strides[d] * es, 1 - t->sizes[d],
+                                 t->sizes[d] - 1, 0, 0};
+    }
+    if (wb_rt_view_end(t->dtype, t->ndim, t->sizes, t->strides, t->offset) >
+        WB_RT_REACH_MAX)
+        return WB_RT_MAY_OVERLAP;
+    wb_rt_terms_sort(term, n);
+    wb_rt_terms_bound(term, n);
+
+    /* Two distinct indices differ, and the dim of the largest stride where
+       they do can be taken to have a positive coefficient c: they are one
+       element when the dims below make up -c * s, and by symmetry when they
+       make up c * s.  Where every stride is past what the dims below reach
+       (below_hi), no c fits: that is the classic test that strides sorted
+       ascending each exceed the extent of the smaller dims.  Two dims of
+       one stride are caught too, with c = 1 against the other's -1.
+       Elements of one view start a multiple of es apart, so sharing a byte
+       means starting at the same byte. */
+    int budget = WB_RT_REACH_BUDGET;
+    for (int m = 0; m < n; m++) {
+        int64_t s = term[m].s;
+        for (int64_t c = 1; c <= term[m].hi && c * s <= term[m].below_hi;
+             c++) {
+            int r = --budget < 0 ? -1
+                                 : wb_rt_reach(term, m, c * s, c * s, &budget);
+            if (r)
+                return r > 0 ? WB_RT_OVERLAPS : WB_RT_MAY_OVERLAP;
+        }
+    }
+    return WB_RT_APART;
+}
+
+wb_rt_overlap wb_rt_views_overlap(const wb_tensor *a, const wb_tensor *b)
 {
     uintptr_t ba = (uintptr_t)a->storage->data;
     uintptr_t bb = (uintptr_t)b->storage->data;
-    /* The common case, storages over disjoint memory, costs no view walk. */
+    /* The common case, storages over disjoint memory, costs no view walk.
+       Ranges are compared by address rather than by storage, because two
+       storages may wrap the same memory (a DLPack export imported back, one
+       buffer wrapped twice). */
     if (a->storage != b->storage && (ba >= bb + b->storage->nbytes ||
                                      bb >= ba + a->storage->nbytes))
-        return false;
+        return WB_RT_APART;
     if (wb_tensor_numel(a) == 0 || wb_tensor_numel(b) == 0)
-        return false;
+        return WB_RT_APART;
+    /* Views whose byte ranges are apart share no byte. */
     int64_t ea = wb_rt_view_end(a->dtype, a->ndim, a->sizes, a->strides,
                                 a->offset);
     int64_t eb = wb_rt_view_end(b->dtype, b->ndim, b->sizes, b->strides,
                                 b->offset);
-    return wb_rt_view_addr(a) < bb + (uintptr_t)eb &&
-           wb_rt_view_addr(b) < ba + (uintptr_t)ea;
+    uintptr_t xa = wb_rt_view_addr(a), xb = wb_rt_view_addr(b);
+    if (xa >= bb + (uintptr_t)eb || xb >= ba + (uintptr_t)ea)
+        return WB_RT_APART;
+    if (ea > WB_RT_REACH_MAX || eb > WB_RT_REACH_MAX)
+        return WB_RT_MAY_OVERLAP;
+
+    /* Element i of a at xa + pa(i), element j of b at xb + pb(j), of sizes
+       sa and sb, share a byte when pa(i) - pb(j) lies in [x - sa + 1,
+       x + sb - 1], x = xb - xa.  pa(i) - pb(j) is a sum of terms: a's
+       strides with coefficients in [0, size - 1], b's in [-(size - 1), 0].
+       Terms of one stride merge into one whose range is the sum of the
+       ranges, as a sum of integer ranges is the range of the sums. */
+    int64_t sa = (int64_t)wb_rt_esize(a->dtype);
+    int64_t sb = (int64_t)wb_rt_esize(b->dtype);
+    int64_t x = xb >= xa ? (int64_t)(xb - xa) : -(int64_t)(xa - xb);
+    wb_rt_term term[2 * WB_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->sizes[d] > 1 && a->strides[d] > 0)
+            term[n++] = (wb_rt_term){a->strides[d] * sa, 0, a->sizes[d] - 1,
+                                     0, 0};
+    for (int d = 0; d < b->ndim; d++)
+        if (b->sizes[d] > 1 && b->strides[d] > 0)
+            term[n++] = (wb_rt_term){b->strides[d] * sb, 1 - b->sizes[d], 0,
+                                     0, 0};
+    wb_rt_terms_sort(term, n);
+    int k = 0;
+    int64_t g = 0;
+    for (int i = 0; i < n; i++) {
+        if (k > 0 && term[k - 1].s == term[i].s) {
+            term[k - 1].lo += term[i].lo;
+            term[k - 1].hi += term[i].hi;
+        } else {
+            term[k++] = term[i];
+        }
+        g = wb_rt_gcd(g, term[i].s);
+    }
+    wb_rt_terms_bound(term, k);
+
+    /* Every pa(i) - pb(j) is a multiple of g, the gcd of the strides: with
+       none in the target range, no element meets another (the even and the
+       odd elements of one storage).  With no stride at all, each view is
+       one element, and their byte ranges meet. */
+    int64_t tlo = x - sa + 1, thi = x + sb - 1;
+    if (g == 0)
+        return WB_RT_OVERLAPS;
+    if (wb_rt_div_floor(thi, g) < wb_rt_div_ceil(tlo, g))
+        return WB_RT_APART;
+    int budget = WB_RT_REACH_BUDGET;
+    int r = wb_rt_reach(term, k, tlo, thi, &budget);
+    return r > 0 ? WB_RT_OVERLAPS : r == 0 ? WB_RT_APART : WB_RT_MAY_OVERLAP;
+}
+
+/* PyTorch's copy_ returns at once when destination and source are the
+   same view, before it looks at how either lies in memory.  Otherwise it
+   refuses a destination two of whose elements are one, then one that shares
+   memory with the source.  It decides those only in its easy cases (a zero
+   stride; two dense views) and lets the rest through, a real overlap
+   between non-dense views included; here every rule above decides, and
+   what none can is refused as "may overlap", because such a copy's result
+   would depend on the order it runs in. */
+wb_rt_overlap wb_rt_copy_overlap(const wb_tensor *dst, const wb_tensor *src,
+                                 bool *within)
+{
+    wb_rt_overlap between = wb_rt_views_overlap(dst, src), self;
+    *within = false;
+    if (between && wb_rt_same_view(dst, src))
+        return WB_RT_APART;
+    /* The common case: a contiguous destination, whose elements lie one
+       after another, costs one pass and no call. */
+    int64_t expect = 1;
+    int d;
+    for (d = dst->ndim - 1; d >= 0; d--) {
+        if (dst->strides[d] != expect && dst->sizes[d] != 1)
+            break;
+        expect *= dst->sizes[d];
+    }
+    if (d < 0)
+        return between;
+    if ((self = wb_rt_self_overlap(dst)) != WB_RT_APART) {
+        *within = true;
+        return self;
+    }
+    return between;
 }
 
 /* Same element 0, dtype, sizes and strides (those of size-1 dims aside):
@@ -589,9 +817,17 @@ wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src)
     if (dst->ndim != src->ndim ||
         memcmp(dst->sizes, src->sizes, sizeof *dst->sizes * (size_t)dst->ndim))
         return wb_rt_fail(WB_ERR_SHAPE, "copy between different sizes");
-    if (!wb_rt_same_view(dst, src) && wb_rt_may_overlap(dst, src))
-        return wb_rt_fail(WB_ERR_SHAPE,
-                          "copy between overlapping views of one storage");
+    bool within;
+    wb_rt_overlap ov = wb_rt_copy_overlap(dst, src, &within);
+    if (ov && within)
+        return wb_rt_fail(WB_ERR_SHAPE, "copy into a view in which more than "
+                          "one element %s a single memory location",
+                          ov == WB_RT_OVERLAPS ? "refers to" : "may refer to");
+    if (ov)
+        return wb_rt_fail(WB_ERR_SHAPE, ov == WB_RT_OVERLAPS
+                          ? "copy between overlapping views of one storage"
+                          : "copy between views of one storage that may "
+                            "overlap");
     if (dst->storage->device.device_type != kDLCPU) {
         wb_status st = wb_rt_device_copy_now(dst, src);
         if (st != WB_OK)
