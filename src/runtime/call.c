@@ -66,7 +66,7 @@ static inline int wb_rt_args_bad_n(const wb_arg *a, unsigned n,
 #undef WB_RT_BAD
 }
 
-int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
+int wb_rt_args_bad(const wb_arg *a, unsigned n, unsigned long long want)
 {
     return wb_rt_args_bad_n(a, n, want);
 }
@@ -75,7 +75,7 @@ int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want)
    need not dispatch on: 10 instructions fewer under libtcc for five
    arguments, 12 for ten. */
 #define WB_RT_ARGS_FIXED(N)                                                 \
-    int wb_rt_args_bad##N(const wb_arg *a, uint64_t want)                   \
+    int wb_rt_args_bad##N(const wb_arg *a, unsigned long long want)         \
     {                                                                       \
         return wb_rt_args_bad_n(a, N, want);                                \
     }
@@ -95,8 +95,8 @@ WB_RT_ARGS_FIXED(15)
 WB_RT_ARGS_FIXED(16)
 #undef WB_RT_ARGS_FIXED
 
-int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
-                          uint64_t want)
+int wb_rt_args_bad_masked(const wb_arg *a, unsigned n,
+                          unsigned long long mask, unsigned long long want)
 {
 #define WB_RT_BAD(i)                                                        \
     WB_RT_UNLIKELY(!a[i].t || (wb_rt_meta(a[i].t) & mask) != want)
@@ -164,7 +164,7 @@ static const char *wb_rt_output_label(const wb_env *e, int k, char *buf,
     return buf;
 }
 
-wb_status wb_rt_err_arity(const wb_env *e, int nargs, int nouts)
+int wb_rt_err_arity(const wb_env *e, int nargs, int nouts)
 {
     const wb_spec *s = e->spec;
     if (nargs != s->ninputs)
@@ -188,7 +188,7 @@ wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args)
                        wb_rt_input_label(e, i, lb, sizeof lb));
 }
 
-wb_status wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
+int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
 {
     const wb_spec *s = e->spec;
     if (n < 0)
@@ -238,7 +238,7 @@ static wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
     return st;
 }
 
-wb_status wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
+int wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
 {
     const wb_spec *s = e->spec;
     for (int k = 0; k < s->ntensor_inputs; k++)
@@ -252,7 +252,7 @@ wb_status wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
    that same tensor under another argument, and a resize, which may move its
    storage's bytes, must not share the storage with another mutated input.
    Such calls are refused before the graph runs. */
-wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
+int wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
 {
     const wb_spec *s = e->spec;
     char la[400], lb[400];
@@ -283,7 +283,7 @@ wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
     return WB_OK;
 }
 
-wb_status wb_rt_check_bases(const wb_env *e, const wb_arg *a,
+int wb_rt_check_bases(const wb_env *e, const wb_arg *a,
                             wb_tensor *const *r)
 {
     const wb_spec *s = e->spec;
@@ -342,7 +342,7 @@ static bool wb_rt_first_is_mine(const wb_env *e)
    point before it has finished: other threads wait while it runs.  A hook
    that fails puts the wrapper back to "not run", so that the failed call
    changes nothing and the next call runs the hook again. */
-wb_status wb_rt_first_call(const wb_env *e)
+int wb_rt_first_call(const wb_env *e)
 {
     const wb_spec *s = e->spec;
     atomic_int *state = (atomic_int *)&e->first_call_state;
@@ -371,7 +371,7 @@ wb_status wb_rt_first_call(const wb_env *e)
     return WB_OK;
 }
 
-wb_status wb_rt_before_call(const wb_env *e)
+int wb_rt_before_call(const wb_env *e)
 {
     const wb_spec *s = e->spec;
     int rc = s->before_call(s->before_call_ud);
@@ -381,7 +381,7 @@ wb_status wb_rt_before_call(const wb_env *e)
     return WB_OK;
 }
 
-wb_status wb_rt_guard_enter(const wb_env *e, int guard)
+int wb_rt_guard_enter(const wb_env *e, int guard)
 {
     const wb_guard *g = &e->spec->guards[guard];
     int rc = g->enter(g->ud);
@@ -397,7 +397,7 @@ void wb_rt_guard_leave(const wb_env *e, int guard)
     g->leave(g->ud);
 }
 
-wb_status wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
+int wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
                        wb_arg *slot)
 {
     char lb[400];
@@ -490,7 +490,7 @@ static wb_status wb_rt_prep_copy(const wb_env *e, int input,
     return WB_OK;
 }
 
-wb_status wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
+int wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
                           const wb_tensor *v)
 {
     wb_status st = wb_rt_prep_like(e, input, t, v);
@@ -498,7 +498,7 @@ wb_status wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
 }
 
 /* A metadata mutation: v's view must fit the storage of t. */
-wb_status wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
+int wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
                           const wb_tensor *v)
 {
     char lb[400];
@@ -515,7 +515,7 @@ wb_status wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
     return WB_OK;
 }
 
-wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
+int wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
                                const wb_tensor *v)
 {
     wb_status st = wb_rt_prep_meta(e, input, t, v);
@@ -527,7 +527,7 @@ wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
     return wb_rt_prep_copy(e, input, &after, v);
 }
 
-wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
+int wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
                              const wb_tensor *v)
 {
     char lb[400];
@@ -544,7 +544,7 @@ static bool wb_rt_same_sizes(const wb_tensor *a, const wb_tensor *b)
            !memcmp(a->sizes, b->sizes, sizeof *a->sizes * (size_t)a->ndim);
 }
 
-wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
+int wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
                             const wb_tensor *v, wb_rt_grow *g)
 {
     char lb[400];
@@ -612,7 +612,7 @@ int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
     return wb_rt_view_same(holder, v, view);
 }
 
-wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
+int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
                           const wb_rt_grow *grown, const wb_tensor *v,
                           wb_tensor **view)
 {
@@ -660,7 +660,7 @@ static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(const wb_env *e,
     return WB_OK;
 }
 
-wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
+int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                            wb_tensor *const *r, wb_tensor **views, int n)
 {
     /* The quick paths first, with no call (gcc saves two registers, not
@@ -747,8 +747,8 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
         }                                                                   \
         wb_rt_release(v);                                                   \
     }                                                                       \
-    wb_status wb_rt_prep_data_##D##d(const wb_env *e, int input,           \
-                                     const wb_tensor *t, const wb_tensor *v)\
+    int wb_rt_prep_data_##D##d(const wb_env *e, int input,                 \
+                               const wb_tensor *t, const wb_tensor *v)      \
     {                                                                       \
         return wb_rt_prep_nd_##D(e, input, t, v);                           \
     }                                                                       \
@@ -756,9 +756,9 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
     {                                                                       \
         wb_rt_commit_nd_##D(t, v);                                          \
     }                                                                       \
-    wb_status wb_rt_prep_data_##D##d_run(const wb_env *e, int input,       \
-                                         const wb_arg *a,                  \
-                                         wb_tensor *const *r, int n)       \
+    int wb_rt_prep_data_##D##d_run(const wb_env *e, int input,             \
+                                   const wb_arg *a, wb_tensor *const *r,    \
+                                   int n)                                   \
     {                                                                       \
         wb_status st = WB_OK;                                               \
         for (int i = 0; i < n && st == WB_OK; i++)                          \
@@ -850,7 +850,7 @@ static WB_RT_NOINLINE wb_tensor *wb_rt_view_make_call(wb_tensor *view,
 }
 
 wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
-                             uint64_t dyn)
+                             unsigned long long dyn)
 {
     if (view)
         return wb_rt_view_make_call(view, v, requires_grad, dyn);
@@ -898,7 +898,7 @@ static inline void wb_rt_commit_views_n(wb_tensor **outs,
 
 void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
                         wb_tensor *const *r, int n, int requires_grad,
-                        uint64_t dyn)
+                        unsigned long long dyn)
 {
     wb_rt_commit_views_n(outs, views, r, n, requires_grad, dyn);
 }
@@ -909,7 +909,8 @@ void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
     wb_rt_commit_views_n(outs, views, r, n, 0, 0);
 }
 
-wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn)
+wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
+                           unsigned long long dyn)
 {
     if (requires_grad > 0)
         t->flags |= WB_TENSOR_REQUIRES_GRAD;
@@ -931,7 +932,7 @@ int wb_rt_out_plain_end(wb_tensor **out, wb_tensor *t)
     return WB_OK;
 }
 
-wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn)
+wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn)
 {
     /* The caller's tensor may be in use by other threads: write only when
        there is something to record. */
@@ -962,149 +963,15 @@ void wb_rt_grow_free(wb_rt_grow *g)
 
 /* ---- the symbol table for generated code ---- */
 
-#define WB_RT_SYM(fn, proto)                                                \
-    {#fn, sizeof #fn - 1, (wb_rt_fnptr)(fn), proto, false}
-/* A helper that generated code calls only once a call has failed. */
-#define WB_RT_COLD(fn, proto)                                               \
-    {#fn, sizeof #fn - 1, (wb_rt_fnptr)(fn), proto, true}
-
+#define WB_ABI_COLD_hot false
+#define WB_ABI_COLD_cold true
 const wb_rt_symbol wb_rt_symbols[] = {
-    WB_RT_COLD(wb_rt_err_arity,
-              "int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);"),
-    WB_RT_COLD(wb_rt_err_values,
-              "int wb_rt_err_values(const wb_env *e, int n, "
-              "wb_tensor *const *r);"),
-    WB_RT_COLD(wb_rt_err_inputs,
-              "int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);"),
-    WB_RT_SYM(wb_rt_check_distinct,
-              "int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);"),
-    WB_RT_SYM(wb_rt_check_bases,
-              "int wb_rt_check_bases(const wb_env *e, const wb_arg *a, "
-              "wb_tensor *const *r);"),
-    WB_RT_SYM(wb_rt_first_call, "int wb_rt_first_call(const wb_env *e);"),
-    WB_RT_SYM(wb_rt_before_call, "int wb_rt_before_call(const wb_env *e);"),
-    WB_RT_SYM(wb_rt_guard_enter,
-              "int wb_rt_guard_enter(const wb_env *e, int guard);"),
-    WB_RT_SYM(wb_rt_guard_leave,
-              "void wb_rt_guard_leave(const wb_env *e, int guard);"),
-    WB_RT_SYM(wb_rt_grad_swap, "int wb_rt_grad_swap(int on);"),
-    WB_RT_SYM(wb_rt_grad_set, "void wb_rt_grad_set(int on);"),
-    WB_RT_SYM(wb_rt_args_bad,
-              "int wb_rt_args_bad(const wb_arg *a, unsigned n, "
-              "unsigned long long want);"),
-#define WB_RT_SYM_ARGS(N)                                                   \
-    WB_RT_SYM(wb_rt_args_bad##N, "int wb_rt_args_bad" #N "(const wb_arg *a, " \
-                                 "unsigned long long want);")
-    WB_RT_SYM_ARGS(3), WB_RT_SYM_ARGS(4), WB_RT_SYM_ARGS(5),
-    WB_RT_SYM_ARGS(6), WB_RT_SYM_ARGS(7), WB_RT_SYM_ARGS(8),
-    WB_RT_SYM_ARGS(9), WB_RT_SYM_ARGS(10), WB_RT_SYM_ARGS(11),
-    WB_RT_SYM_ARGS(12), WB_RT_SYM_ARGS(13), WB_RT_SYM_ARGS(14),
-    WB_RT_SYM_ARGS(15), WB_RT_SYM_ARGS(16),
-    WB_RT_SYM(wb_rt_args_bad_masked,
-              "int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, "
-              "unsigned long long mask, unsigned long long want);"),
-    WB_RT_SYM(wb_rt_args_missing,
-              "int wb_rt_args_missing(const wb_arg *a, unsigned n);"),
-    WB_RT_SYM(wb_rt_call_nograd,
-              "int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, "
-              "int nargs, wb_tensor **r, int nvalues);"),
-    WB_RT_SYM(wb_rt_call_grad,
-              "int wb_rt_call_grad(const wb_env *e, const wb_arg *a, "
-              "int nargs, wb_tensor **r, int nvalues);"),
-    WB_RT_SYM(wb_rt_detach,
-              "int wb_rt_detach(const wb_env *e, int input, "
-              "const wb_tensor *t, wb_arg *slot);"),
-    WB_RT_SYM(wb_rt_bump, "void wb_rt_bump(wb_tensor *t);"),
-    WB_RT_COLD(wb_rt_unbump, "void wb_rt_unbump(wb_tensor *t);"),
-    WB_RT_SYM(wb_rt_prep_data,
-              "int wb_rt_prep_data(const wb_env *e, int input, "
-              "const wb_tensor *t, const wb_tensor *v);"),
-#define WB_RT_SYM_ND(D)                                                     \
-    WB_RT_SYM(wb_rt_prep_data_##D##d,                                       \
-              "int wb_rt_prep_data_" #D "d(const wb_env *e, int input, "    \
-              "const wb_tensor *t, const wb_tensor *v);"),                  \
-    WB_RT_SYM(wb_rt_commit_data_##D##d,                                     \
-              "void wb_rt_commit_data_" #D "d(wb_tensor *t, wb_tensor *v);"), \
-    WB_RT_SYM(wb_rt_prep_data_##D##d_run,                                   \
-              "int wb_rt_prep_data_" #D "d_run(const wb_env *e, int input, " \
-              "const wb_arg *a, wb_tensor *const *r, int n);"),             \
-    WB_RT_SYM(wb_rt_commit_data_##D##d_run,                                 \
-              "void wb_rt_commit_data_" #D "d_run(const wb_arg *a, "        \
-              "wb_tensor *const *r, int n);")
-    WB_RT_SYM_ND(1), WB_RT_SYM_ND(2), WB_RT_SYM_ND(3), WB_RT_SYM_ND(4),
-    WB_RT_SYM(wb_rt_prep_meta,
-              "int wb_rt_prep_meta(const wb_env *e, int input, "
-              "const wb_tensor *t, const wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_prep_data_meta,
-              "int wb_rt_prep_data_meta(const wb_env *e, int input, "
-              "const wb_tensor *t, const wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_prep_storage,
-              "int wb_rt_prep_storage(const wb_env *e, int input, "
-              "const wb_tensor *t, const wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_prep_resize,
-              "int wb_rt_prep_resize(const wb_env *e, int input, "
-              "const wb_tensor *t, const wb_tensor *v, wb_rt_grow *g);"),
-    WB_RT_SYM(wb_rt_prep_same,
-              "int wb_rt_prep_same(const wb_tensor *holder, "
-              "const wb_tensor *v, wb_tensor **view);"),
-    WB_RT_SYM(wb_rt_prep_view,
-              "int wb_rt_prep_view(const wb_env *e, int output, "
-              "const wb_tensor *holder, const wb_rt_grow *grown, "
-              "const wb_tensor *v, wb_tensor **view);"),
-    WB_RT_SYM(wb_rt_prep_views,
-              "int wb_rt_prep_views(const wb_env *e, int output, "
-              "const wb_arg *a, wb_tensor *const *r, wb_tensor **views, "
-              "int n);"),
-    WB_RT_SYM(wb_rt_commit_data,
-              "void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_commit_meta,
-              "void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_commit_data_meta,
-              "void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_commit_storage,
-              "void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_commit_resize,
-              "void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, "
-              "wb_rt_grow *g);"),
-    WB_RT_SYM(wb_rt_commit_view,
-              "wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, "
-              "int requires_grad, unsigned long long dyn);"),
-    WB_RT_SYM(wb_rt_commit_views_plain,
-              "void wb_rt_commit_views_plain(wb_tensor **outs, "
-              "wb_tensor *const *views, wb_tensor *const *r, int n);"),
-    WB_RT_SYM(wb_rt_commit_views,
-              "void wb_rt_commit_views(wb_tensor **outs, "
-              "wb_tensor *const *views, wb_tensor *const *r, int n, "
-              "int requires_grad, unsigned long long dyn);"),
-    WB_RT_SYM(wb_rt_commit_view_plain,
-              "wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, "
-              "wb_tensor *v);"),
-    WB_RT_SYM(wb_rt_out_flags,
-              "wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, "
-              "unsigned long long dyn);"),
-    WB_RT_SYM(wb_rt_out_plain, "wb_tensor *wb_rt_out_plain(wb_tensor *t);"),
-    WB_RT_SYM(wb_rt_out_plain_end,
-              "int wb_rt_out_plain_end(wb_tensor **out, wb_tensor *t);"),
-    WB_RT_SYM(wb_rt_out_input,
-              "wb_tensor *wb_rt_out_input(wb_tensor *t, "
-              "unsigned long long dyn);"),
-    WB_RT_SYM(wb_rt_flush, "int wb_rt_flush(const wb_env *e, "
-                           "wb_tensor **outs, int nouts);"),
-    WB_RT_COLD(wb_rt_release_all,
-              "void wb_rt_release_all(wb_tensor **v, int n);"),
-    WB_RT_COLD(wb_rt_grow_free, "void wb_rt_grow_free(wb_rt_grow *g);"),
-    WB_RT_COLD(wb_rt_drop_copies, "void wb_rt_drop_copies(const wb_env *e);"),
-    WB_RT_SYM(wb_tensor_release, "void wb_tensor_release(wb_tensor *t);"),
-    /* libtcc zero-fills local arrays with memset; copies use memcpy. */
-    WB_RT_SYM(memcpy,
-              "void *memcpy(void *d, const void *s, unsigned long n);"),
-    WB_RT_SYM(memset, "void *memset(void *d, int c, unsigned long n);"),
+#define WB_ABI(ret, ptr, name, params, temp)                                \
+    {#name, sizeof #name - 1, (wb_rt_fnptr)(name),                          \
+     #ret " " #ptr #name #params ";", WB_ABI_COLD_##temp},
+#include "helpers.def"
     {NULL, 0, NULL, NULL, false},
 };
-
-_Static_assert(sizeof wb_rt_symbols / sizeof *wb_rt_symbols <=
-                   WB_RT_MAX_SYMBOLS,
-               "WB_RT_MAX_SYMBOLS counts the symbol table");
 
 static bool wb_rt_ident_char(char c)
 {

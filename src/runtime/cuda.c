@@ -493,7 +493,7 @@ void wb_rt_drop_copies(const wb_env *e)
         wb_rt_pend.e = NULL;
 }
 
-wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
+int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
 {
     wb_rt_pending *p = &wb_rt_pend;
     if (p->e != e)
@@ -691,7 +691,7 @@ void wb_rt_drop_copies(const wb_env *e)
     (void)e;
 }
 
-wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
+int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
 {
     (void)e; (void)outs; (void)nouts;
     return WB_OK;

@@ -288,163 +288,67 @@ wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt, ...)
 /* "input 2 'x'" into buf. */
 const char *wb_rt_input_label(const wb_env *e, int i, char *buf, size_t n);
 
-wb_status wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 /* The first tensor input that is NULL. */
 wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
-/* The graph's result n was not N good values: failure, count or a NULL. */
-wb_status wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
 /* Checks input's declared dtype and ndim. */
 wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
-/* Refuses one tensor passed for two inputs when a mutation changes its view
-   or storage, and a resized storage shared with another mutated input. */
-wb_status wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
-/* A tensor argument failed its checks: the first NULL one, else the first
-   declared one whose dtype or ndim differs. */
-wb_status wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 
-wb_status wb_rt_first_call(const wb_env *e);
-wb_status wb_rt_before_call(const wb_env *e);
-wb_status wb_rt_guard_enter(const wb_env *e, int guard);
-void wb_rt_guard_leave(const wb_env *e, int guard);
-int wb_rt_grad_swap(int on);
-void wb_rt_grad_set(int on);
-/* Runs of argument checks, for libtcc: nonzero unless each of the n
-   tensors from a on is present (with its word, or its word & mask, equal
-   to want). */
-int wb_rt_args_bad(const wb_arg *a, unsigned n, uint64_t want);
-int wb_rt_args_bad3(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad4(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad5(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad6(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad7(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad8(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad9(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad10(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad11(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad12(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad13(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad14(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad15(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad16(const wb_arg *a, uint64_t want);
-int wb_rt_args_bad_masked(const wb_arg *a, unsigned n, uint64_t mask,
-                          uint64_t want);
-int wb_rt_args_missing(const wb_arg *a, unsigned n);
-/* The graph called on a with grad mode off (on) around it, restored
-   after, its values in r. */
-int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
-                      wb_tensor **r, int nvalues);
-int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
-                    wb_tensor **r, int nvalues);
-wb_status wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
-                       wb_arg *slot);
+/* The helpers generated code calls (helpers.def), declared.  What the
+   less obvious ones do:
+   - wb_rt_check_distinct refuses one tensor passed for two inputs when a
+     mutation changes its view or storage, and a resized storage shared
+     with another mutated input; wb_rt_err_inputs words why a tensor
+     argument failed its checks (the first NULL one, else the first
+     declared one whose dtype or ndim differs).
+   - wb_rt_check_bases (a spec with set_bases): no view's base (a graph
+     value) or holder is an input whose storage a set_ mutation replaces
+     before the commit reads it (the view was checked against the storage
+     it had).
+   - wb_rt_prep_view: output `output` will be a view of the storage
+     `holder` will have (at least `grown` bytes), with value v's view.
+     Sets *view to a new header, which holds a reference to that storage
+     from now on, or to NULL when v lies on that storage and the caller
+     holds its only reference: v is then the view itself.  wb_rt_prep_same
+     does the same for a v on that storage alone, with a header from the
+     thread's cache, and is nonzero for any other v (or when the cache is
+     empty), which then needs wb_rt_prep_view.  wb_rt_prep_views does
+     either for outputs output to output + n - 1, each a view of the
+     storage of a[i].t with value r[i]'s view, in views[i].
+   - wb_rt_prep_data_Nd_run and wb_rt_commit_data_Nd_run: inputs input to
+     input + n - 1 (at a[0] to a[n - 1]) against values r[0] to r[n - 1],
+     in order, up to the first failure; libtcc compiles one call much
+     faster than n.
+   - wb_rt_commit_view makes the prepared header a view with v's view and
+     the flags, then releases v, and returns the view; without one (view
+     NULL) v itself is the view, returned with the flags.  The _plain
+     variants are for outputs that neither require grad nor have dynamic
+     dims, the common case, in cheaper calls.
+   - wb_rt_out_flags sets requires-grad (0 or 1; -1 leaves it) and or-s dyn
+     into t's mask; wb_rt_out_input returns input t itself, one more
+     reference; wb_rt_out_plain_end stores the last output and returns 0.
+   - wb_rt_release_all releases n values (NULLs skipped); wb_rt_grow_free
+     frees a planned growth; wb_rt_drop_copies forgets the device copies a
+     failed call checked; wb_rt_flush enqueues the copies recorded on the
+     call's stream, and on a CUDA failure releases outs[0..nouts) and
+     returns WB_ERR_DEVICE. */
+#define WB_ABI(ret, ptr, name, params, temp) ret ptr name params;
+#define WB_ABI_EXTERN(ret, ptr, name, params, temp)
+#include "helpers.def"
+#undef WB_ABI_EXTERN
 
-void wb_rt_bump(wb_tensor *t);
-void wb_rt_unbump(wb_tensor *t);
+/* The helpers' ids, in the order of helpers.def. */
+typedef enum wb_abi_id {
+#define WB_ABI(ret, ptr, name, params, temp) WB_ABI_ID_##name,
+#include "helpers.def"
+    WB_ABI_COUNT
+} wb_abi_id;
 
-/* Check phase: input `input` against its updated value `v`. */
-wb_status wb_rt_prep_data(const wb_env *e, int input, const wb_tensor *t,
-                          const wb_tensor *v);
-wb_status wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
-                          const wb_tensor *v);
-wb_status wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
-                               const wb_tensor *v);
-wb_status wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
-                             const wb_tensor *v);
-wb_status wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
-                            const wb_tensor *v, wb_rt_grow *g);
-/* Check phase, for a spec with set_bases: no view's base (a graph value)
-   or holder is an input whose storage a set_ mutation replaces before the
-   commit reads it (the view was checked against the storage it had). */
-wb_status wb_rt_check_bases(const wb_env *e, const wb_arg *a,
-                            wb_tensor *const *r);
-/* Check phase: output `output` will be a view of the storage `holder` will
-   have (at least `grown` bytes), with value v's view.  Sets *view to a new
-   header, which holds a reference to that storage from now on, or to NULL
-   when v lies on that storage and the caller holds its only reference: v
-   is then the view itself.  wb_rt_prep_same does the same for a v on that
-   storage alone, with a header from the thread's cache, and is nonzero
-   for any other v (or when the cache is empty), which then needs
-   wb_rt_prep_view. */
-int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
-                    wb_tensor **view);
-wb_status wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
-                          const wb_rt_grow *grown, const wb_tensor *v,
-                          wb_tensor **view);
-
-/* The same for inputs declared with 1 to 4 dimensions. */
+/* The inputs declared with 1 to WB_RT_MAX_ND dims have helpers of their
+   own for data mutations. */
 #define WB_RT_MAX_ND 4
-wb_status wb_rt_prep_data_1d(const wb_env *, int, const wb_tensor *,
-                             const wb_tensor *);
-wb_status wb_rt_prep_data_2d(const wb_env *, int, const wb_tensor *,
-                             const wb_tensor *);
-wb_status wb_rt_prep_data_3d(const wb_env *, int, const wb_tensor *,
-                             const wb_tensor *);
-wb_status wb_rt_prep_data_4d(const wb_env *, int, const wb_tensor *,
-                             const wb_tensor *);
 
-/* Runs of those for libtcc, which compiles one call much faster than n:
-   inputs input to input + n - 1 (at a[0] to a[n - 1]) against values r[0]
-   to r[n - 1], in order, up to the first failure. */
-wb_status wb_rt_prep_data_1d_run(const wb_env *, int, const wb_arg *,
-                                 wb_tensor *const *, int);
-wb_status wb_rt_prep_data_2d_run(const wb_env *, int, const wb_arg *,
-                                 wb_tensor *const *, int);
-wb_status wb_rt_prep_data_3d_run(const wb_env *, int, const wb_arg *,
-                                 wb_tensor *const *, int);
-wb_status wb_rt_prep_data_4d_run(const wb_env *, int, const wb_arg *,
-                                 wb_tensor *const *, int);
-/* A run of views: outputs output to output + n - 1, each a view of the
-   storage of a[i].t with value r[i]'s view, in views[i], as generated code
-   prepares one (wb_rt_prep_same, else wb_rt_prep_view). */
-wb_status wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
-                           wb_tensor *const *r, wb_tensor **views, int n);
-
-/* Commit phase; each consumes the updated value v (one reference). */
-void wb_rt_commit_data(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_data_1d(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_data_2d(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_data_3d(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_data_4d(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
-void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
-/* Makes the prepared header a view with v's view and the flags, then
-   releases v; returns the view.  Without one (view NULL), v itself is the
-   view, and is returned with the flags. */
-wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
-                             uint64_t dyn);
-/* The same for an output that neither requires grad nor has dynamic
-   dims, the common case, in a cheaper call. */
-wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
-/* The runs of the check phase committed: the data mutations of a[i].t from
-   r[i], and outs[i] made from views[i] and r[i]. */
-void wb_rt_commit_data_1d_run(const wb_arg *a, wb_tensor *const *r, int n);
-void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
-void wb_rt_commit_data_3d_run(const wb_arg *a, wb_tensor *const *r, int n);
-void wb_rt_commit_data_4d_run(const wb_arg *a, wb_tensor *const *r, int n);
-void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        wb_tensor *const *r, int n, int requires_grad,
-                        uint64_t dyn);
-/* The same for outputs that neither require grad nor have dynamic dims. */
-void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
-                              wb_tensor *const *r, int n);
-/* Sets requires-grad (0 or 1; -1 leaves it) and or-s dyn into t's mask. */
-wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad, uint64_t dyn);
-/* wb_rt_out_flags(t, 0, 0). */
-wb_tensor *wb_rt_out_plain(wb_tensor *t);
-/* The same as a call's last step: stores it in *out and returns WB_OK. */
-int wb_rt_out_plain_end(wb_tensor **out, wb_tensor *t);
-/* The is-input output: input t itself, one more reference. */
-wb_tensor *wb_rt_out_input(wb_tensor *t, uint64_t dyn);
-
-/* Failure path: releases n values and n views (NULLs skipped) and frees a
-   planned growth. */
-void wb_rt_release_all(wb_tensor **v, int n);
-void wb_rt_grow_free(wb_rt_grow *g);
-
-/* The host functions generated code may call, for the emitter's prototypes
-   and the JIT's symbol table; terminated by a NULL name. */
+/* The helpers as a table, for the emitter's prototypes, the JIT's symbol
+   table and the cc tier's binding header; terminated by a NULL name. */
 typedef void (*wb_rt_fnptr)(void);
 typedef struct wb_rt_symbol {
     const char *name;
@@ -454,7 +358,7 @@ typedef struct wb_rt_symbol {
     bool cold;          /* called only once a call has failed */
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
-#define WB_RT_MAX_SYMBOLS 80
+#define WB_RT_MAX_SYMBOLS WB_ABI_COUNT
 
 /* Generated code says what only libtcc compiles between "#ifdef __TINYC__"
    and "#else", and what only other compilers compile from there to
@@ -497,12 +401,6 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
                                  const wb_tensor *t, const wb_tensor *v);
 /* Commit phase: records the copy of v into t for wb_rt_flush. */
 void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v);
-/* A call that failed in its check phase: the copies it checked are
-   forgotten, so that the next call starts its own. */
-void wb_rt_drop_copies(const wb_env *e);
-/* The end of a call: enqueues the copies recorded on the call's stream.  A
-   CUDA failure releases outs[0..nouts) and returns WB_ERR_DEVICE. */
-wb_status wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 /* wb_tensor_copy_ on a CUDA device: enqueued on the thread's call stream. */
 wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src);
 /* Plans growing CUDA storage s to nbytes: a zeroed block and the husk that
