@@ -80,6 +80,11 @@ BENCH_AOT_OBJ := $(BENCH_AOT_SRC:$(BENCH_AOT)/%.c=$(BUILD)/obj/bench-aot/%.o)
 CLI_SRC   := $(wildcard src/cli/*.c)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 
+# The library's own objects hide every name but the public API (WB_API in
+# wrapbake.h) and the helpers generated code links to (helpers.def);
+# tests/exports.sh holds them to that.
+$(LIB_OBJ): ALL_CFLAGS += -fvisibility=hidden
+
 LIB       := $(BUILD)/lib/libwrapbake.a
 TESTS     := $(BUILD)/bin/wrapbake-tests
 BENCH     := $(BUILD)/bin/wrapbake-bench
@@ -307,6 +312,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIE
 	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
 	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
 	exit $$rc
+	sh tests/exports.sh $(LIB_OBJ)
 	$(TEST_ENV) $(CUDA_EMU_RUN)
 	$(TEST_ENV) sh tests/cli/run.sh $(CLI) $(TIER_SRC)
 	$(TEST_ENV) CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)

@@ -34,6 +34,13 @@
 extern "C" {
 #endif
 
+/* Marks what the library publishes: everything else in it is hidden. */
+#if defined(__GNUC__)
+#define WB_API __attribute__((visibility("default")))
+#else
+#define WB_API
+#endif
+
 #define WB_VERSION_MAJOR 0
 #define WB_VERSION_MINOR 1
 #define WB_VERSION_PATCH 0
@@ -51,8 +58,8 @@ extern "C" {
 #define WB_MAX_NAME 256       /* bytes of any name in a spec */
 
 /* The version of the library actually linked (may differ from the header). */
-const char *wb_version(void);
-int wb_abi_version(void);
+WB_API const char *wb_version(void);
+WB_API int wb_abi_version(void);
 
 /* ---------------------------------------------------------------------- */
 /* Status codes and errors                                                 */
@@ -74,10 +81,10 @@ typedef enum wb_status {
 } wb_status;
 
 /* A short constant name for a status ("WB_ERR_SPEC"); never NULL. */
-const char *wb_status_str(wb_status status);
+WB_API const char *wb_status_str(wb_status status);
 
 /* The detailed message of the calling thread's last failure ("" if none). */
-const char *wb_last_error(void);
+WB_API const char *wb_last_error(void);
 
 /* ---------------------------------------------------------------------- */
 /* Storages and tensors                                                    */
@@ -105,56 +112,60 @@ typedef void (*wb_deleter)(void *ctx, void *data);
 
 /* A new zero-filled storage of nbytes on device: kDLCPU, or kDLCUDA in a
    build with CUDA (wb_cuda_devices). */
-wb_status wb_storage_new(DLDevice device, size_t nbytes, wb_storage **out);
+WB_API wb_status wb_storage_new(DLDevice device, size_t nbytes,
+                                wb_storage **out);
 /* A storage over memory the caller owns; deleter (may be NULL) runs at the
    last release.  On failure the deleter is not called. */
-wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
-                          wb_deleter deleter, void *deleter_ctx,
-                          wb_storage **out);
-wb_storage *wb_storage_retain(wb_storage *s);
-void wb_storage_release(wb_storage *s);
-void *wb_storage_data(const wb_storage *s);
-size_t wb_storage_nbytes(const wb_storage *s);
-DLDevice wb_storage_device(const wb_storage *s);
-uint64_t wb_storage_version(const wb_storage *s);
+WB_API wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
+                                 wb_deleter deleter, void *deleter_ctx,
+                                 wb_storage **out);
+WB_API wb_storage *wb_storage_retain(wb_storage *s);
+WB_API void wb_storage_release(wb_storage *s);
+WB_API void *wb_storage_data(const wb_storage *s);
+WB_API size_t wb_storage_nbytes(const wb_storage *s);
+WB_API DLDevice wb_storage_device(const wb_storage *s);
+WB_API uint64_t wb_storage_version(const wb_storage *s);
 /* The current reference count, for tests and leak checks. */
-long wb_storage_refcount(const wb_storage *s);
+WB_API long wb_storage_refcount(const wb_storage *s);
 /* CUDA: ties s to a stream (a cudaStream_t): a call that would write s on
    another stream fails with WB_ERR_DEVICE before anything is mutated.
    Untied (the default), s may be written on any stream. */
-void wb_storage_set_stream(wb_storage *s, void *stream);
-void wb_storage_unset_stream(wb_storage *s);
+WB_API void wb_storage_set_stream(wb_storage *s, void *stream);
+WB_API void wb_storage_unset_stream(wb_storage *s);
 
 /* Element size in bytes of dtype, or 0 if dtype is not byte-addressable. */
-size_t wb_dtype_size(DLDataType dtype);
+WB_API size_t wb_dtype_size(DLDataType dtype);
 
 /* A new contiguous zero-filled tensor with a storage of its own. */
-wb_status wb_tensor_new(DLDataType dtype, DLDevice device, int ndim,
-                        const int64_t *sizes, wb_tensor **out);
+WB_API wb_status wb_tensor_new(DLDataType dtype, DLDevice device, int ndim,
+                               const int64_t *sizes, wb_tensor **out);
 /* A new view of storage; strides NULL means contiguous.  Retains storage. */
-wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
-                                 int ndim, const int64_t *sizes,
-                                 const int64_t *strides, int64_t offset,
-                                 wb_tensor **out);
+WB_API wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
+                                        int ndim, const int64_t *sizes,
+                                        const int64_t *strides, int64_t offset,
+                                        wb_tensor **out);
 /* A new view of base's storage with base's dtype (torch.as_strided). */
-wb_status wb_tensor_as_strided(const wb_tensor *base, int ndim,
-                               const int64_t *sizes, const int64_t *strides,
-                               int64_t offset, wb_tensor **out);
+WB_API wb_status wb_tensor_as_strided(const wb_tensor *base, int ndim,
+                                      const int64_t *sizes,
+                                      const int64_t *strides, int64_t offset,
+                                      wb_tensor **out);
 /* A new tensor object sharing t's storage and view, requires-grad cleared. */
-wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out);
+WB_API wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out);
 
 /* Re-strides t in place (torch.Tensor.as_strided_); no data moves. */
-wb_status wb_tensor_as_strided_(wb_tensor *t, int ndim, const int64_t *sizes,
-                                const int64_t *strides, int64_t offset);
+WB_API wb_status wb_tensor_as_strided_(wb_tensor *t, int ndim,
+                                       const int64_t *sizes,
+                                       const int64_t *strides, int64_t offset);
 /* Copies src's elements into dst (same dtype and sizes, any strides on
    either side, overlap refused); bumps dst's storage version. */
-wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
+WB_API wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
 /* Resizes t in place to contiguous sizes, keeping its offset and growing its
    storage when it is too small (torch.Tensor.resize_). */
-wb_status wb_tensor_resize_(wb_tensor *t, int ndim, const int64_t *sizes);
+WB_API wb_status wb_tensor_resize_(wb_tensor *t, int ndim,
+                                   const int64_t *sizes);
 /* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);
    bumps the version of the storage t ends up with. */
-wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src);
+WB_API wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src);
 /* Promises that t's storage is never replaced: from now on set_ on t, by
    wb_tensor_set_ or a wrapper's set_ mutation, fails with WB_ERR_INVALID.
    A view a wrapper makes of the storage of a fixed graph value then holds
@@ -162,44 +173,45 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src);
    locked operations a view.  For a graph that keeps its values in buffers
    of its own; call it before t is shared with other threads.  It cannot
    be undone. */
-void wb_tensor_fix_storage(wb_tensor *t);
-bool wb_tensor_storage_fixed(const wb_tensor *t);
+WB_API void wb_tensor_fix_storage(wb_tensor *t);
+WB_API bool wb_tensor_storage_fixed(const wb_tensor *t);
 
-wb_tensor *wb_tensor_retain(wb_tensor *t);
-void wb_tensor_release(wb_tensor *t);
-long wb_tensor_refcount(const wb_tensor *t);
+WB_API wb_tensor *wb_tensor_retain(wb_tensor *t);
+WB_API void wb_tensor_release(wb_tensor *t);
+WB_API long wb_tensor_refcount(const wb_tensor *t);
 
-int wb_tensor_ndim(const wb_tensor *t);
-const int64_t *wb_tensor_sizes(const wb_tensor *t);
-const int64_t *wb_tensor_strides(const wb_tensor *t);
-int64_t wb_tensor_offset(const wb_tensor *t);
-int64_t wb_tensor_numel(const wb_tensor *t);
-DLDataType wb_tensor_dtype(const wb_tensor *t);
-DLDevice wb_tensor_device(const wb_tensor *t);
+WB_API int wb_tensor_ndim(const wb_tensor *t);
+WB_API const int64_t *wb_tensor_sizes(const wb_tensor *t);
+WB_API const int64_t *wb_tensor_strides(const wb_tensor *t);
+WB_API int64_t wb_tensor_offset(const wb_tensor *t);
+WB_API int64_t wb_tensor_numel(const wb_tensor *t);
+WB_API DLDataType wb_tensor_dtype(const wb_tensor *t);
+WB_API DLDevice wb_tensor_device(const wb_tensor *t);
 /* The storage t views (borrowed: retain it to keep it). */
-wb_storage *wb_tensor_storage(const wb_tensor *t);
+WB_API wb_storage *wb_tensor_storage(const wb_tensor *t);
 /* The address of element 0 (storage data + offset * element size). */
-void *wb_tensor_data(const wb_tensor *t);
-bool wb_tensor_is_contiguous(const wb_tensor *t);
-uint32_t wb_tensor_flags(const wb_tensor *t);
-bool wb_tensor_requires_grad(const wb_tensor *t);
-void wb_tensor_set_requires_grad(wb_tensor *t, bool on);
+WB_API void *wb_tensor_data(const wb_tensor *t);
+WB_API bool wb_tensor_is_contiguous(const wb_tensor *t);
+WB_API uint32_t wb_tensor_flags(const wb_tensor *t);
+WB_API bool wb_tensor_requires_grad(const wb_tensor *t);
+WB_API void wb_tensor_set_requires_grad(wb_tensor *t, bool on);
 /* Dimensions marked dynamic (bit d set: dim d), as recorded by wrappers. */
-uint64_t wb_tensor_dynamic_dims(const wb_tensor *t);
-void wb_tensor_set_dynamic_dims(wb_tensor *t, uint64_t mask);
+WB_API uint64_t wb_tensor_dynamic_dims(const wb_tensor *t);
+WB_API void wb_tensor_set_dynamic_dims(wb_tensor *t, uint64_t mask);
 /* The version counter of t's storage. */
-uint64_t wb_tensor_version(const wb_tensor *t);
+WB_API uint64_t wb_tensor_version(const wb_tensor *t);
 
 /* Takes ownership of mt on success (its deleter runs when the storage goes);
    on failure mt is untouched and still the caller's. */
-wb_status wb_tensor_from_dlpack(DLManagedTensor *mt, wb_tensor **out);
+WB_API wb_status wb_tensor_from_dlpack(DLManagedTensor *mt, wb_tensor **out);
 /* A DLManagedTensor holding a reference to t's storage with a snapshot of
    t's view; the consumer calls its deleter exactly once. */
-wb_status wb_tensor_to_dlpack(const wb_tensor *t, DLManagedTensor **out);
+WB_API wb_status wb_tensor_to_dlpack(const wb_tensor *t,
+                                     DLManagedTensor **out);
 
 /* Frees the calling thread's cache of unused tensor headers (kept so that
    calls allocate nothing in steady state); threads free theirs at exit. */
-void wb_thread_cache_flush(void);
+WB_API void wb_thread_cache_flush(void);
 
 /* ---------------------------------------------------------------------- */
 /* CUDA                                                                    */
@@ -216,24 +228,24 @@ void wb_thread_cache_flush(void);
 /* The number of CUDA devices: WB_OK with *count >= 1; WB_ERR_UNSUPPORTED
    in a build without CUDA; WB_ERR_DEVICE, saying why, when none can be
    used (no driver, no device). */
-wb_status wb_cuda_devices(int *count);
+WB_API wb_status wb_cuda_devices(int *count);
 /* The stream (a cudaStream_t) this thread's calls enqueue their CUDA work
    on, over each wrapper's own (wb_options.stream), until cleared.  As
    torch.cuda.current_stream, it is per thread; NULL is the legacy default
    stream. */
-void wb_set_call_stream(void *stream);
-void wb_clear_call_stream(void);
+WB_API void wb_set_call_stream(void *stream);
+WB_API void wb_clear_call_stream(void);
 /* CUDA submissions (kernel launches, batched copies) this thread has made
    through wrapbake, for benchmarks and tests. */
-uint64_t wb_cuda_launches(void);
+WB_API uint64_t wb_cuda_launches(void);
 
 /* ---------------------------------------------------------------------- */
 /* Grad mode                                                               */
 /* ---------------------------------------------------------------------- */
 
 /* The per-thread grad mode (on by default), as torch.is_grad_enabled(). */
-bool wb_grad_enabled(void);
-void wb_set_grad_enabled(bool on);
+WB_API bool wb_grad_enabled(void);
+WB_API void wb_set_grad_enabled(bool on);
 
 /* ---------------------------------------------------------------------- */
 /* Specs                                                                   */
@@ -292,76 +304,81 @@ typedef void (*wb_leave_fn)(void *ud);
 typedef struct wb_spec wb_spec;
 
 /* A new empty spec named name (copied; NULL means "graph"). */
-wb_status wb_spec_new(const char *name, wb_spec **out);
-void wb_spec_free(wb_spec *spec);
+WB_API wb_status wb_spec_new(const char *name, wb_spec **out);
+WB_API void wb_spec_free(wb_spec *spec);
 /* A deep copy (hooks included); the copy needs validating again. */
-wb_status wb_spec_clone(const wb_spec *spec, wb_spec **out);
+WB_API wb_status wb_spec_clone(const wb_spec *spec, wb_spec **out);
 
 /* Inputs, in argument order.  index_out (may be NULL) receives the index. */
-wb_status wb_spec_add_tensor(wb_spec *spec, const char *name,
-                             wb_mutation mutation, unsigned flags,
-                             int *index_out);
-wb_status wb_spec_add_scalar(wb_spec *spec, const char *name,
-                             wb_scalar_type type, int *index_out);
+WB_API wb_status wb_spec_add_tensor(wb_spec *spec, const char *name,
+                                    wb_mutation mutation, unsigned flags,
+                                    int *index_out);
+WB_API wb_status wb_spec_add_scalar(wb_spec *spec, const char *name,
+                                    wb_scalar_type type, int *index_out);
 /* Declares what input `index` must be: dtype (bits 0 for any), ndim (-1 for
    any).  Declared facts are checked at call time and let the emitter pick
    helpers specialized for them. */
-wb_status wb_spec_declare_input(wb_spec *spec, int index, DLDataType dtype,
-                                int ndim);
+WB_API wb_status wb_spec_declare_input(wb_spec *spec, int index,
+                                       DLDataType dtype, int ndim);
 /* Declares the device input `index` must be on: kDLCPU, or kDLCUDA with
    its number (0..WB_MAX_DEVICE_ID); device_type 0 undoes it.  The
    generated code then copies the data mutations of a CPU input without
    asking where it is, and those of a CUDA one through the batched
    write-back. */
-wb_status wb_spec_declare_device(wb_spec *spec, int index, DLDevice device);
+WB_API wb_status wb_spec_declare_device(wb_spec *spec, int index,
+                                        DLDevice device);
 
 /* User-visible outputs, in return order.  base is the input, intermediate
    base or output index the alias kind refers to, -1 for non-aliases.
    requires_grad is set or cleared on every output except is-input ones;
    dynamic_dims is or-ed into the returned tensor's mask. */
-wb_status wb_spec_add_output(wb_spec *spec, const char *name, wb_alias kind,
-                             int base, bool requires_grad,
-                             uint64_t dynamic_dims, int *index_out);
+WB_API wb_status wb_spec_add_output(wb_spec *spec, const char *name,
+                                    wb_alias kind, int base,
+                                    bool requires_grad, uint64_t dynamic_dims,
+                                    int *index_out);
 
 /* Graph-level settings. */
-wb_status wb_spec_set_intermediate_bases(wb_spec *spec, int count);
-wb_status wb_spec_set_training(wb_spec *spec, bool training);
-wb_status wb_spec_set_keep_input_mutations(wb_spec *spec, bool keep);
+WB_API wb_status wb_spec_set_intermediate_bases(wb_spec *spec, int count);
+WB_API wb_status wb_spec_set_training(wb_spec *spec, bool training);
+WB_API wb_status wb_spec_set_keep_input_mutations(wb_spec *spec, bool keep);
 /* -1: leave the grad mode as it is after the call; 0 or 1: set it. */
-wb_status wb_spec_set_grad_mode_at_end(wb_spec *spec, int mode);
-wb_status wb_spec_set_before_call(wb_spec *spec, wb_hook_fn fn, void *ud);
+WB_API wb_status wb_spec_set_grad_mode_at_end(wb_spec *spec, int mode);
+WB_API wb_status wb_spec_set_before_call(wb_spec *spec, wb_hook_fn fn,
+                                         void *ud);
 /* Runs once per wrapper, before the first call that gets past the argument
    checks; calls on other threads wait for it, and a failure lets the next
    call run it again. */
-wb_status wb_spec_set_first_call(wb_spec *spec, wb_hook_fn fn, void *ud);
+WB_API wb_status wb_spec_set_first_call(wb_spec *spec, wb_hook_fn fn,
+                                        void *ud);
 /* Guards are entered in order around the graph call and left in reverse. */
-wb_status wb_spec_add_guard(wb_spec *spec, wb_hook_fn enter,
-                            wb_leave_fn leave, void *ud);
+WB_API wb_status wb_spec_add_guard(wb_spec *spec, wb_hook_fn enter,
+                                   wb_leave_fn leave, void *ud);
 
 /* A spec from its text: an ATen function schema, optionally with wrapbake's
    extension (docs/spec-format.md), e.g.
    "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)".
    WB_ERR_SPEC says where the text is wrong ("LINE:COL: expected ...") or
    why the schema cannot be wrapped.  The spec is not yet validated. */
-wb_status wb_spec_parse(const char *text, wb_spec **out);
+WB_API wb_status wb_spec_parse(const char *text, wb_spec **out);
 
 /* Checks the spec and derives its facts; WB_ERR_SPEC says what is wrong.
    A spec changed after validation must be validated again. */
-wb_status wb_spec_validate(wb_spec *spec);
+WB_API wb_status wb_spec_validate(wb_spec *spec);
 
 /* Facts; the derived ones need a validated spec (else -1, NULL, 0). */
-const char *wb_spec_name(const wb_spec *spec);
-int wb_spec_num_inputs(const wb_spec *spec);
-int wb_spec_num_outputs(const wb_spec *spec);
-int wb_spec_num_values(const wb_spec *spec);   /* N = M + outputs + bases */
-int wb_spec_num_updated(const wb_spec *spec);  /* M */
-wb_direction wb_spec_direction(const wb_spec *spec, int input);
+WB_API const char *wb_spec_name(const wb_spec *spec);
+WB_API int wb_spec_num_inputs(const wb_spec *spec);
+WB_API int wb_spec_num_outputs(const wb_spec *spec);
+/* N = M + outputs + bases */
+WB_API int wb_spec_num_values(const wb_spec *spec);
+       WB_API int wb_spec_num_updated(const wb_spec *spec);  /* M */
+       WB_API wb_direction wb_spec_direction(const wb_spec *spec, int input);
 /* The C type of an input: "wb_tensor *", "int64_t", "double", "bool" or
    "const void *". */
-const char *wb_spec_c_type(const wb_spec *spec, int input);
+WB_API const char *wb_spec_c_type(const wb_spec *spec, int input);
 /* The tensor-only signature, scalars left out, e.g.
    "(INOUT cache, IN x, IN w)"; owned by the spec. */
-const char *wb_spec_signature(const wb_spec *spec);
+WB_API const char *wb_spec_signature(const wb_spec *spec);
 
 /* ---------------------------------------------------------------------- */
 /* Wrappers                                                                */
@@ -438,17 +455,17 @@ typedef struct wb_wrapper wb_wrapper;
    share one compiled function (see WB_OPT_NO_SHARE).  On WB_TIER_CC a
    failing system compiler fails the call with its diagnostics; on
    WB_TIER_AUTO the wrapper stays on tcc and wb_wrapper_note() says why. */
-wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
-                         void *graph_ctx, const wb_options *options,
-                         wb_wrapper **out);
+WB_API wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
+                                void *graph_ctx, const wb_options *options,
+                                wb_wrapper **out);
 
 /* n wrappers at once: specs[i] over graphs[i] with ctxs[i] (ctxs may be
    NULL).  On tcc every spec not already compiled goes through one libtcc
    state, which costs a fraction of n separate compiles.  All or nothing: on
    failure no wrapper is left and the message names the failing spec. */
-wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
-                          const wb_graph_fn *graphs, void *const *ctxs,
-                          const wb_options *options, wb_wrapper **out);
+WB_API wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
+                                 const wb_graph_fn *graphs, void *const *ctxs,
+                                 const wb_options *options, wb_wrapper **out);
 
 /* Frees w (NULL does nothing).  A pending promotion is cancelled (a running
    system compiler is stopped).  A free from inside a call of w on the
@@ -458,7 +475,7 @@ wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
    returns.  Freeing a wrapper while another thread is calling it, or may
    still call it, is a programming error, like destroying a mutex another
    thread holds; the library does not detect it. */
-void wb_wrapper_free(wb_wrapper *w);
+WB_API void wb_wrapper_free(wb_wrapper *w);
 
 /*
  * One call.  args are borrowed; on WB_OK outs[0..outputs) receive one new
@@ -469,25 +486,25 @@ void wb_wrapper_free(wb_wrapper *w);
  * the commit, and what the device holds is then undefined, as after any
  * CUDA error.
  */
-wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
-                  wb_tensor **outs, int nouts);
+WB_API wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
+                         wb_tensor **outs, int nouts);
 
 /* The tier serving calls now (never WB_TIER_AUTO or WB_TIER_DEFAULT). */
-wb_tier wb_wrapper_tier(const wb_wrapper *w);
-const char *wb_tier_name(wb_tier tier);
+WB_API wb_tier wb_wrapper_tier(const wb_wrapper *w);
+WB_API const char *wb_tier_name(wb_tier tier);
 /* Why the wrapper serves on its tier, when there is something to say (an
    auto wrapper that could not promote and the compiler's reason, a cc
    wrapper loaded from the disk cache, a disk-cache miss explained); NULL
    otherwise.  Owned by w; stable once the tier no longer changes. */
-const char *wb_wrapper_note(const wb_wrapper *w);
+WB_API const char *wb_wrapper_note(const wb_wrapper *w);
 /* The generated C the wrapper runs, for every compiler: on tcc and cc with
    #line directives into the spec, as `wrapbake emit` prints it (libtcc
    compiled its own branch of it, and a tcc wrapper makes the text when
    first asked), on aot without them.  Owned by w; NULL for the
    interpreter, or when out of memory. */
-const char *wb_wrapper_source(const wb_wrapper *w);
+WB_API const char *wb_wrapper_source(const wb_wrapper *w);
 /* The wrapper's own copy of its spec. */
-const wb_spec *wb_wrapper_spec(const wb_wrapper *w);
+WB_API const wb_spec *wb_wrapper_spec(const wb_wrapper *w);
 
 /* ---------------------------------------------------------------------- */
 /* Ahead-of-time wrappers                                                  */
@@ -504,16 +521,16 @@ typedef int (*wb_entry_fn)(const wb_env *e, const wb_arg *args, int nargs,
 /* The SHA-256, in hex, of the C this library generates for spec: what
    ahead-of-time code records to prove it was generated for this spec by an
    emitter that agrees with this library. */
-wb_status wb_spec_fingerprint(const wb_spec *spec,
-                              char out[WB_FINGERPRINT_LEN + 1]);
+WB_API wb_status wb_spec_fingerprint(const wb_spec *spec,
+                                     char out[WB_FINGERPRINT_LEN + 1]);
 
 /* A wrapper over entry, the function `wrapbake emit --aot` generated for
    spec, which records fingerprint.  Refused (WB_ERR_SPEC) when the
    fingerprint is not spec's here: the code is stale or for another spec.
    Needs no compiler; links without libtcc. */
-wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
-                             const char *fingerprint, wb_graph_fn graph,
-                             void *graph_ctx, wb_wrapper **out);
+WB_API wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
+                                    const char *fingerprint, wb_graph_fn graph,
+                                    void *graph_ctx, wb_wrapper **out);
 
 /* ---------------------------------------------------------------------- */
 /* Caches                                                                  */
@@ -560,24 +577,24 @@ typedef struct wb_cache_stats {
     double compile_ms_saved; /* recorded compile time of the hits */
 } wb_cache_stats;
 
-void wb_cache_stats_get(wb_cache_stats *out);
+WB_API void wb_cache_stats_get(wb_cache_stats *out);
 /* Removes every entry of the disk cache: the cache's own files, nothing
    else.  Refused (WB_ERR_INVALID), removing nothing, when the directory is
    not one the cache trusts.  In-process code stays until its last wrapper
    goes. */
-wb_status wb_cache_clear(void);
+WB_API wb_status wb_cache_clear(void);
 /* The disk cache's directory; owned by the library. */
-const char *wb_cache_dir(void);
+WB_API const char *wb_cache_dir(void);
 /* Why a cc wrapper for spec with options would hit or miss the disk cache:
    the entry it would load, or the nearest entry and which part of the key
    differs, or why the cache is off ("off: ...").  *out is malloc'ed and
    the caller's to free(). */
-wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
-                           char **out);
+WB_API wb_status wb_cache_explain(const wb_spec *spec,
+                                  const wb_options *options, char **out);
 
 /* The generated C for a validated spec, without compiling it.  *out is
    malloc'ed and the caller's to free(). */
-wb_status wb_emit_c(const wb_spec *spec, char **out);
+WB_API wb_status wb_emit_c(const wb_spec *spec, char **out);
 
 #ifdef __cplusplus
 }

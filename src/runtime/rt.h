@@ -293,7 +293,9 @@ wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 /* Checks input's declared dtype and ndim. */
 wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
 
-/* The helpers generated code calls (helpers.def), declared.  What the
+/* The helpers generated code calls (helpers.def), declared.  They leave
+   the library with the public API (WB_API): ahead-of-time code built as a
+   shared object links to them by name.  What the
    less obvious ones do:
    - wb_rt_check_distinct refuses one tensor passed for two inputs when a
      mutation changes its view or storage, and a resized storage shared
@@ -331,7 +333,7 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
      failed call checked; wb_rt_flush enqueues the copies recorded on the
      call's stream, and on a CUDA failure releases outs[0..nouts) and
      returns WB_ERR_DEVICE. */
-#define WB_ABI(ret, ptr, name, params, temp) ret ptr name params;
+#define WB_ABI(ret, ptr, name, params, temp) WB_API ret ptr name params;
 #define WB_ABI_EXTERN(ret, ptr, name, params, temp)
 #include "helpers.def"
 #undef WB_ABI_EXTERN
