@@ -50,10 +50,10 @@ endif
 ALL_CFLAGS  = $(WARN) $(DEFS) $(OPT) -Iinclude $(CFLAGS)
 ALL_LDFLAGS = $(OPT) $(LDFLAGS)
 
-# With CUDA the library holds the copy kernel's fatbin (src/runtime/cuda.c
+# With CUDA the library holds the copy kernel's fatbin (src/core/cuda.c
 # embeds it) and loads the CUDA runtime when a program first asks for a
 # CUDA device: programs link nothing more, and run where CUDA is absent.
-CUDA_FATBIN := $(BUILD)/obj/src/runtime/cuda_copy.fatbin
+CUDA_FATBIN := $(BUILD)/obj/src/core/cuda_copy.fatbin
 ifeq ($(WITH_CUDA),1)
 ifeq ($(CUDA_FOUND),0)
 $(error WITH_CUDA=1, but no nvcc and libcudart.so under CUDA_HOME=$(CUDA_HOME))
@@ -62,9 +62,14 @@ ALL_CFLAGS += -DWB_WITH_CUDA -DWB_CUDA_FATBIN='"$(CURDIR)/$(CUDA_FATBIN)"' \
               -DWB_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"' -isystem $(CUDA_HOME)/include
 endif
 
-# The library is src/spec, src/wrappers and src/runtime; src/cli holds the
-# wrapbake program's own sources, which stay out of libwrapbake.a.
-LIB_SRC   := $(wildcard src/spec/*.c src/wrappers/*.c src/runtime/*.c)
+# The library is five layers, each including only those below it (make
+# test checks, scripts/check-layers.sh): src/core (tensors, storages,
+# devices, messages), src/spec (the IR and the schema parser), src/abi (what
+# generated code links to), src/gen (the emitter and the interpreter) and
+# src/tiers (wrappers, the JIT, the compilers, the caches).  src/cli holds
+# the wrapbake program's own sources, which stay out of libwrapbake.a.
+LAYERS    := core spec abi gen tiers
+LIB_SRC   := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
@@ -117,11 +122,11 @@ $(BUILD)/obj/%.o: %.c $(DEPS)
 
 # libtcc marks the pages it relocates code into read-write-execute
 # (mprotect in its tccrun.o).  Its objects are copied into libwrapbake.a
-# with that call renamed to wb_jit_tcc_mprotect (src/runtime/jit.c), which
+# with that call renamed to wb_jit_tcc_mprotect (src/tiers/jit.c), which
 # leaves the pages read-write until wb_jit_compile seals them
 # read+execute: no page is ever writable and executable at once.  Its
 # malloc, calloc, realloc and free (in libtcc.o) are renamed to the arena
-# of src/runtime/jitheap.c, which each compile leaves empty and the next
+# of src/tiers/jitheap.c, which each compile leaves empty and the next
 # reuses.  The built-in declarations libtcc would read at the start of
 # every compile, and the assembler's keywords, are cut from tccpp.o
 # (scripts/trim-libtcc.sh).
@@ -144,10 +149,10 @@ $(TCC_DIR)/.sealed: $(DEPS) Makefile scripts/trim-libtcc.sh
 $(BUILD)/obj/tests/test_jit.o: $(TCC_DIR)/.sealed
 $(BUILD)/obj/tests/test_jit.o: ALL_CFLAGS += -I$(TCC_DIR)
 
-$(CUDA_FATBIN): src/runtime/cuda_copy.cu src/runtime/cuda_copy.h
+$(CUDA_FATBIN): src/core/cuda_copy.cu src/core/cuda_copy.h
 	@mkdir -p $(@D)
 	$(CUDA_HOME)/bin/nvcc -fatbin -O3 $(CUDA_ARCH) -o $@ $<
-$(BUILD)/obj/src/runtime/cuda.o: $(if $(filter 1,$(WITH_CUDA)),$(CUDA_FATBIN))
+$(BUILD)/obj/src/core/cuda.o: $(if $(filter 1,$(WITH_CUDA)),$(CUDA_FATBIN))
 
 $(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
 	@mkdir -p $(@D)
@@ -214,7 +219,7 @@ example: $(EXAMPLE)
 # loaded by the library through $$WRAPBAKE_CUDART, in place of libcudart.
 FAKECUDA := $(BUILD)/lib/libfakecudart.so
 $(FAKECUDA): tests/tools/fakecuda.c tests/tools/fakecuda.h \
-             src/runtime/cuda_copy.h
+             src/core/cuda_copy.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
 ifeq ($(WITH_CUDA),1)
@@ -312,6 +317,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIE
 	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
 	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
 	exit $$rc
+	sh scripts/check-layers.sh
 	sh tests/exports.sh $(LIB_OBJ)
 	$(TEST_ENV) $(CUDA_EMU_RUN)
 	$(TEST_ENV) sh tests/cli/run.sh $(CLI) $(TIER_SRC)

@@ -37,7 +37,7 @@
 #include "wrapbake.h"
 #include "bench.h"
 #include "../src/cli/input.h"
-#include "../src/runtime/rt.h"
+#include "../src/tiers/jit.h"
 #include "../src/spec/spec.h"
 
 #define BENCH_MAX_VALUES 64

@@ -19,7 +19,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../src/runtime/rt.h"
+#include "../src/abi/abi.h"
 #include "tools/fakecuda.h"
 
 /* The runtime functions the tests call themselves, from the runtime the

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The names the library's objects export (global, default visibility) are
 # exactly the public API -- the WB_API declarations of include/wrapbake.h --
-# and the helpers generated code links to (src/runtime/helpers.def), and
+# and the helpers generated code links to (src/abi/helpers.def), and
 # every one of those is defined.  Usage: exports.sh OBJECT...
 set -eu
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ readelf -Ws --wide "$@" |
 # between WB_API and its opening parenthesis.
 tr '\n' ' ' <include/wrapbake.h | grep -oE 'WB_API [^;(]*\(' |
     grep -oE 'wb_[a-z0-9_]+ *\($' | tr -d ' (' >"$tmp/api"
-tr '\n' ' ' <src/runtime/helpers.def |
+tr '\n' ' ' <src/abi/helpers.def |
     grep -oE 'WB_ABI\([^,]*,[^,]*, *[a-z0-9_]+' |
     sed 's/.*, *//' | grep '^wb_' >"$tmp/abi"
 sort -u "$tmp/api" "$tmp/abi" >"$tmp/allowed"

@@ -13,7 +13,8 @@
 
 #define WBD_FAIL(...) cr_assert_fail(__VA_ARGS__)
 #include "diff_gen.h"
-#include "../src/wrappers/wrappers.h"
+#include "../src/gen/gen.h"
+#include "../src/tiers/jit.h"
 
 static void diff_one(uint64_t seed)
 {

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "../src/runtime/wrapper.h"
-#include "../src/wrappers/wrappers.h"
+#include "../src/tiers/tiers.h"
+#include "../src/gen/gen.h"
 
 /* out = x * 2, a value of its own. */
 static int disk_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,

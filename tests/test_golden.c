@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
-#include "../src/wrappers/wrappers.h"
+#include "../src/gen/gen.h"
 
 static int golden_hook(void *ud) { (void)ud; return 0; }
 static void golden_leave(void *ud) { (void)ud; }

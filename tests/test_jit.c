@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "../src/runtime/rt.h"
+#include "../src/tiers/jit.h"
 #include "libtcc-trim.h"  /* in the build's copy of libtcc's objects */
 
 typedef int (*jit_int_fn)(int);

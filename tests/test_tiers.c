@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "../src/runtime/wrapper.h"
-#include "../src/wrappers/wrappers.h"
+#include "../src/tiers/tiers.h"
+#include "../src/gen/gen.h"
 
 /* x (data mutation) gets x + 1; output 0 is a view of y's second row. */
 static int tiers_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,

@@ -25,7 +25,7 @@
 
 #include "aot.h"
 #include "../spec/schema.h"
-#include "../wrappers/wrappers.h"
+#include "../gen/gen.h"
 
 /* A spec line longer than this is cut into several literals, so that no
    string literal passes the 4095 bytes a C11 compiler must accept. */

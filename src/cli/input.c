@@ -18,7 +18,7 @@
 
 #include "input.h"
 #include "../spec/schema.h"
-#include "../wrappers/wrappers.h"
+#include "../gen/gen.h"
 
 /* ---- small helpers ---- */
 

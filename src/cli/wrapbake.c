@@ -20,7 +20,7 @@
 #include "input.h"
 #include "../spec/schema.h"
 #include "../spec/spec.h"
-#include "../wrappers/wrappers.h"
+#include "../gen/gen.h"
 
 enum { WB_CLI_OK = 0, WB_CLI_FAILED = 1, WB_CLI_USAGE = 2 };
 
@@ -486,7 +486,7 @@ static char *wb_cli_entry_name(const wb_cli_entry *en)
 
 /* Prints the C of the chosen entry in form, exactly as a wrapper's
    source (WB_EMIT_LINES) or the tcc tier's text (WB_EMIT_LIBTCC) is
-   emitted (src/runtime/tiers.c), with the tiers' function name. */
+   emitted (src/tiers/tiers.c), with the tiers' function name. */
 static int wb_cli_emit_entry(const wb_cli_entry *en, wb_emit_form form)
 {
     if (en->error) {

@@ -19,7 +19,7 @@
 
 #include "schema.h"
 #include "spec.h"
-#include "../runtime/rt.h"
+#include "../core/core.h"
 
 /* ---- the model ---------------------------------------------------------- */
 

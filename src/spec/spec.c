@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "spec.h"
-#include "../runtime/rt.h"
+#include "../core/core.h"
 
 /* ---- names ---- */
 

@@ -9,11 +9,11 @@
  *
  * It replaces malloc, calloc, realloc and free, so it is built without
  * sanitizers (like alloc-count).  libtcc allocates from its own arena
- * (src/runtime/jitheap.c), which this allocator never sees; what the arena
+ * (src/tiers/jitheap.c), which this allocator never sees; what the arena
  * has no room for comes from malloc and is never failed: libtcc 0.9.27
  * reports a failed allocation of its own through tcc_error, which calls
  * exit(1) outside a compile (and longjmps out, leaking, inside one), so no
- * caller can survive it.  src/runtime/jit.c marks the thread while it is
+ * caller can survive it.  src/tiers/jit.c marks the thread while it is
  * inside libtcc or the dynamic loader, whose dlopen keeps what it
  * allocated when it fails (wb_rt_inside_dependency).  With
  * WB_ALLOC_FAIL_LIBTCC=1 those allocations are failed too, to show what

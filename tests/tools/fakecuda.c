@@ -15,7 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fakecuda.h"
-#include "../../src/runtime/cuda_copy.h"
+#include "../../src/core/cuda_copy.h"
 
 fakecuda_state fakecuda = {.devices = 2};
 

@@ -5,7 +5,7 @@
  * and tests/test_cuda*.c call, over host memory, with two devices: device
  * memory is malloc'ed and tracked, work runs at once on the calling
  * thread, and a launch of the copy kernel runs the kernel's own loop
- * (src/runtime/cuda_copy.h) over every thread of its grid.  Linked in
+ * (src/core/cuda_copy.h) over every thread of its grid.  Linked in
  * place of libcudart, it lets the CUDA tests check the write-back's logic
  * on machines without a GPU; the counters and switches below let them look
  * inside.

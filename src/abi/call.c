@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "abi.h"
 #include "../spec/spec.h"
 
 /* The grad mode is per thread, as in PyTorch. */
@@ -951,14 +951,7 @@ void wb_rt_release_all(wb_tensor **v, int n)
 
 void wb_rt_grow_free(wb_rt_grow *g)
 {
-    if (g->husk) {
-        /* A planned CUDA growth: the husk's deleter frees the new block. */
-        g->husk->data = g->data;
-        wb_storage_release(g->husk);
-    } else {
-        free(g->data);
-    }
-    *g = (wb_rt_grow){NULL, 0, NULL};
+    wb_rt_grow_discard(g);
 }
 
 /* ---- the symbol table for generated code ---- */

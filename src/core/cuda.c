@@ -3,10 +3,10 @@
  * mutations.
  *
  * A call does not copy its data mutations of CUDA inputs one by one.  The
- * check phase checks each copy (wb_rt_prep_device_copy: one device, the
+ * check phase checks each copy (wb_rt_device_copy_fits: one device, the
  * call's stream, a layout the kernel takes), the commit phase records it
  * (wb_rt_defer_copy), and the end of the call enqueues them all at once on
- * the call's stream (wb_rt_flush): one cudaMemcpyBatchAsync when every copy
+ * the call's stream (wb_rt_device_flush): one cudaMemcpyBatchAsync when every copy
  * is contiguous and the stream is not the legacy default stream (which that
  * call refuses), otherwise one launch of the gather-copy kernel
  * (cuda_copy.cu) per WB_CUDA_BATCH copies, strided views included.  A copy
@@ -18,14 +18,14 @@
  * (libcudart.so.MAJOR of the toolkit the library was built with, or the
  * file $WRAPBAKE_CUDART names), so programs link nothing more and run where
  * CUDA is absent.  Built without CUDA (WB_WITH_CUDA unset), only CPU
- * storages exist and the functions below say so.
+ * storages exist and the functions below say so.  What a call's helpers
+ * make of these, with the spec's words in the messages, is src/abi/device.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
-#include "../spec/spec.h"
+#include "core.h"
 
 static _Thread_local struct {
     bool set;
@@ -111,12 +111,11 @@ void *wb_rt_cuda_symbol(const char *name)
     return wb_cu.lib && !wb_cu.why[0] ? dlsym(wb_cu.lib, name) : NULL;
 }
 
-/* The stream a call of e (NULL: a copy outside any call) enqueues on. */
-static void *wb_rt_stream_of(const wb_env *e)
+/* The stream a call enqueues on: the thread's, else the wrapper's (NULL:
+   a copy outside any call). */
+static void *wb_rt_stream_of(void *stream)
 {
-    if (wb_rt_call_stream.set)
-        return wb_rt_call_stream.stream;
-    return e ? e->stream : NULL;
+    return wb_rt_call_stream.set ? wb_rt_call_stream.stream : stream;
 }
 
 /* The kernel's fatbin, built by nvcc from cuda_copy.cu (see Makefile). */
@@ -240,7 +239,7 @@ wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
 #define WB_RT_PENDING 32
 
 typedef struct wb_rt_pending {
-    const wb_env *e;     /* the call whose copies are checked, or NULL */
+    const void *call;    /* the call whose copies are checked, or NULL */
     int last;            /* the input checked last */
     void *stream;        /* the call's stream and device */
     int device;
@@ -435,41 +434,40 @@ static wb_status wb_rt_submit(wb_rt_pending *p)
     return st;
 }
 
-wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
-                                 const wb_tensor *t, const wb_tensor *v)
+wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
+                                      int input, const wb_tensor *t,
+                                      const wb_tensor *v, int *device,
+                                      void **call_stream)
 {
     wb_rt_pending *p = &wb_rt_pend;
     const wb_storage *s = t->storage;
-    char lb[400];
     wb_cuda_copy c;
     /* A call ends by flushing or, failed in its check phase, by dropping
-       its copies, so another wrapper's call finds p->e unset or its own.
-       A call checks its mutations in input order, so an input not after
-       the last one checked starts a new call of the same wrapper too. */
-    if (p->e != e || input <= p->last) {
-        p->e = e;
-        p->stream = wb_rt_stream_of(e);
+       its copies, so another wrapper's call finds p->call unset or its
+       own.  A call checks its mutations in input order, so an input not
+       after the last one checked starts a new call of the same wrapper
+       too. */
+    if (p->call != call || input <= p->last) {
+        p->call = call;
+        p->stream = wb_rt_stream_of(stream);
         p->device = s->device.device_id;
         p->st = WB_OK;
     }
     p->last = input;
+    *device = p->device;
+    *call_stream = p->stream;
     if (s->device.device_id != p->device)
-        return wb_rt_callf(e, WB_ERR_DEVICE, "%s is on cuda:%d and an "
-                           "earlier mutated input on cuda:%d; a call writes "
-                           "back on one device",
-                           wb_rt_input_label(e, input, lb, sizeof lb),
-                           s->device.device_id, p->device);
+        return WB_RT_COPY_OTHER_DEVICE;
     if (s->has_stream && s->stream != p->stream)
-        return wb_rt_callf(e, WB_ERR_DEVICE, "%s is tied to stream %p; this "
-                           "call runs on stream %p",
-                           wb_rt_input_label(e, input, lb, sizeof lb),
-                           s->stream, p->stream);
+        return WB_RT_COPY_OTHER_STREAM;
     if (!wb_rt_describe(&c, t, v))
-        return wb_rt_callf(e, WB_ERR_UNSUPPORTED, "%s: a CUDA copy of views "
-                           "with more than %d dimensions that do not merge",
-                           wb_rt_input_label(e, input, lb, sizeof lb),
-                           WB_CUDA_ND);
-    return WB_OK;
+        return WB_RT_COPY_TOO_MANY_DIMS;
+    return WB_RT_COPY_FITS;
+}
+
+int wb_rt_device_copy_dims(void)
+{
+    return WB_CUDA_ND;
 }
 
 void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
@@ -486,27 +484,22 @@ void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
     }
 }
 
-void wb_rt_drop_copies(const wb_env *e)
+void wb_rt_device_drop(const void *call)
 {
     /* The check phase records nothing, so only the call is forgotten. */
-    if (wb_rt_pend.e == e)
-        wb_rt_pend.e = NULL;
+    if (wb_rt_pend.call == call)
+        wb_rt_pend.call = NULL;
 }
 
-int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
+wb_status wb_rt_device_flush(const void *call)
 {
     wb_rt_pending *p = &wb_rt_pend;
-    if (p->e != e)
+    if (p->call != call)
         return WB_OK;  /* no CUDA copy was checked */
     wb_status st = p->n ? wb_rt_submit(p) : WB_OK;
     if (st == WB_OK)
         st = p->st;
-    p->e = NULL;
-    if (st != WB_OK)
-        for (int k = 0; k < nouts; k++) {
-            wb_tensor_release(outs[k]);
-            outs[k] = NULL;
-        }
+    p->call = NULL;
     return st;
 }
 
@@ -520,7 +513,7 @@ wb_status wb_rt_device_grow(const wb_storage *s, size_t nbytes,
     if (st != WB_OK)
         return st;
     /* Until the commit the husk owns the new block, so that giving the
-       plan up frees it (wb_rt_grow_free). */
+       plan up frees it (wb_rt_grow_discard). */
     if ((st = wb_storage_wrap(data, nbytes, s->device, deleter, ctx,
                               &g->husk)) != WB_OK) {
         deleter(ctx, data);
@@ -597,7 +590,7 @@ wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
                           wb_storage_retain(s));
         wb_status st = wb_rt_submit(&q);
         if (st != WB_OK) {
-            wb_rt_grow_free(g);
+            wb_rt_grow_discard(g);
             return st;
         }
     }
@@ -655,11 +648,21 @@ wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
     return wb_rt_device_check(device);
 }
 
-wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
-                                 const wb_tensor *t, const wb_tensor *v)
+wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
+                                      int input, const wb_tensor *t,
+                                      const wb_tensor *v, int *device,
+                                      void **call_stream)
 {
-    (void)e; (void)input; (void)v;
-    return wb_rt_device_check(t->storage->device);
+    (void)call; (void)stream; (void)input; (void)v;
+    *device = 0;
+    *call_stream = NULL;
+    return wb_rt_device_check(t->storage->device) == WB_OK
+               ? WB_RT_COPY_FITS : WB_RT_COPY_NO_CUDA;
+}
+
+int wb_rt_device_copy_dims(void)
+{
+    return 0;
 }
 
 void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
@@ -686,14 +689,14 @@ wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
     return wb_rt_device_check(t->storage->device);
 }
 
-void wb_rt_drop_copies(const wb_env *e)
+void wb_rt_device_drop(const void *call)
 {
-    (void)e;
+    (void)call;
 }
 
-int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
+wb_status wb_rt_device_flush(const void *call)
 {
-    (void)e; (void)outs; (void)nouts;
+    (void)call;
     return WB_OK;
 }
 

@@ -1,15 +1,12 @@
 /*
- * rt.h -- the tensor runtime and the per-call primitives (internal).
+ * core.h -- tensors, storages, version counters, devices, statuses and
+ * messages, the clock and SHA-256 (internal).
  *
- * Both tiers run the same primitives: the interpreter calls them from loops
- * over precomputed lists, the generated C calls them with literal arguments.
- * A call runs in two phases.  The check phase (wb_rt_prep_*) looks at every
- * value the graph returned, allocates what the commit will need and may fail;
- * the commit phase (wb_rt_commit_*) cannot fail.  So a failed call has
- * changed nothing.
+ * The bottom layer: it knows nothing of specs or wrappers.  Everything
+ * above (spec, abi, gen, tiers) stands on it.
  */
-#ifndef WB_RT_H
-#define WB_RT_H
+#ifndef WB_CORE_H
+#define WB_CORE_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -74,17 +71,6 @@ _Static_assert(offsetof(struct wb_tensor, dtype) == 2 * sizeof(long) &&
 _Static_assert(offsetof(struct wb_tensor, ndim) == 2 * sizeof(long) + 4 &&
                    offsetof(struct wb_tensor, device) == 2 * sizeof(long) + 6,
                "tensor layout seen by generated code");
-
-/* The graph-facing part of a wrapper, passed first to every entry point.
-   Generated code declares only the first two members (see emit.c), so they
-   must stay first and in this order. */
-struct wb_env {
-    wb_graph_fn graph;
-    void *graph_ctx;
-    const wb_spec *spec;
-    atomic_int first_call_state;
-    void *stream;         /* CUDA work of a call, unless the thread sets one */
-};
 
 /* A storage growth planned by wb_rt_prep_resize for the commit.  Generated
    code declares it too (see wb_emit_prelude). */
@@ -160,6 +146,8 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim, const int64_t *sizes,
                           wb_rt_grow *g);
 void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
                         wb_rt_grow *g);
+/* Gives up a planned growth (its buffer, or the CUDA husk holding it). */
+void wb_rt_grow_discard(wb_rt_grow *g);
 /* How the elements of views lie against each other: apart for certain,
    overlapping for certain, or undecided where deciding would cost more
    than a few steps.  Apart is 0, so a result reads as a truth value. */
@@ -277,118 +265,6 @@ static inline void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
     }
 }
 
-/* ---- per-call primitives (call.c) ---- */
-
-/* Fails with st and "spec 'NAME': " before the formatted text. */
-wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-/* "input 2 'x'" into buf. */
-const char *wb_rt_input_label(const wb_env *e, int i, char *buf, size_t n);
-
-/* The first tensor input that is NULL. */
-wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
-/* Checks input's declared dtype and ndim. */
-wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
-
-/* The helpers generated code calls (helpers.def), declared.  They leave
-   the library with the public API (WB_API): ahead-of-time code built as a
-   shared object links to them by name.  What the
-   less obvious ones do:
-   - wb_rt_check_distinct refuses one tensor passed for two inputs when a
-     mutation changes its view or storage, and a resized storage shared
-     with another mutated input; wb_rt_err_inputs words why a tensor
-     argument failed its checks (the first NULL one, else the first
-     declared one whose dtype or ndim differs).
-   - wb_rt_check_bases (a spec with set_bases): no view's base (a graph
-     value) or holder is an input whose storage a set_ mutation replaces
-     before the commit reads it (the view was checked against the storage
-     it had).
-   - wb_rt_prep_view: output `output` will be a view of the storage
-     `holder` will have (at least `grown` bytes), with value v's view.
-     Sets *view to a new header, which holds a reference to that storage
-     from now on, or to NULL when v lies on that storage and the caller
-     holds its only reference: v is then the view itself.  wb_rt_prep_same
-     does the same for a v on that storage alone, with a header from the
-     thread's cache, and is nonzero for any other v (or when the cache is
-     empty), which then needs wb_rt_prep_view.  wb_rt_prep_views does
-     either for outputs output to output + n - 1, each a view of the
-     storage of a[i].t with value r[i]'s view, in views[i].
-   - wb_rt_prep_data_Nd_run and wb_rt_commit_data_Nd_run: inputs input to
-     input + n - 1 (at a[0] to a[n - 1]) against values r[0] to r[n - 1],
-     in order, up to the first failure; libtcc compiles one call much
-     faster than n.
-   - wb_rt_commit_view makes the prepared header a view with v's view and
-     the flags, then releases v, and returns the view; without one (view
-     NULL) v itself is the view, returned with the flags.  The _plain
-     variants are for outputs that neither require grad nor have dynamic
-     dims, the common case, in cheaper calls.
-   - wb_rt_out_flags sets requires-grad (0 or 1; -1 leaves it) and or-s dyn
-     into t's mask; wb_rt_out_input returns input t itself, one more
-     reference; wb_rt_out_plain_end stores the last output and returns 0.
-   - wb_rt_release_all releases n values (NULLs skipped); wb_rt_grow_free
-     frees a planned growth; wb_rt_drop_copies forgets the device copies a
-     failed call checked; wb_rt_flush enqueues the copies recorded on the
-     call's stream, and on a CUDA failure releases outs[0..nouts) and
-     returns WB_ERR_DEVICE. */
-#define WB_ABI(ret, ptr, name, params, temp) WB_API ret ptr name params;
-#define WB_ABI_EXTERN(ret, ptr, name, params, temp)
-#include "helpers.def"
-#undef WB_ABI_EXTERN
-
-/* The helpers' ids, in the order of helpers.def. */
-typedef enum wb_abi_id {
-#define WB_ABI(ret, ptr, name, params, temp) WB_ABI_ID_##name,
-#include "helpers.def"
-    WB_ABI_COUNT
-} wb_abi_id;
-
-/* The inputs declared with 1 to WB_RT_MAX_ND dims have helpers of their
-   own for data mutations. */
-#define WB_RT_MAX_ND 4
-
-/* The helpers as a table, for the emitter's prototypes, the JIT's symbol
-   table and the cc tier's binding header; terminated by a NULL name. */
-typedef void (*wb_rt_fnptr)(void);
-typedef struct wb_rt_symbol {
-    const char *name;
-    size_t len;         /* strlen(name) */
-    wb_rt_fnptr addr;
-    const char *proto;  /* the C declaration generated code sees */
-    bool cold;          /* called only once a call has failed */
-} wb_rt_symbol;
-extern const wb_rt_symbol wb_rt_symbols[];
-#define WB_RT_MAX_SYMBOLS WB_ABI_COUNT
-
-/* Generated code says what only libtcc compiles between "#ifdef __TINYC__"
-   and "#else", and what only other compilers compile from there to
-   "#endif" or between "#ifndef __TINYC__" and "#endif", each directive a
-   line of its own, never nested.  The kind of the line at p: */
-typedef enum wb_rt_cond {
-    WB_RT_COND_NONE,    /* not one of these directives */
-    WB_RT_COND_TCC,     /* #ifdef __TINYC__ */
-    WB_RT_COND_NOT_TCC, /* #ifndef __TINYC__ */
-    WB_RT_COND_ELSE,    /* #else */
-    WB_RT_COND_END      /* #endif */
-} wb_rt_cond;
-wb_rt_cond wb_rt_cond_at(const char *p);
-
-/* Who reads a piece of generated code: libtcc, other compilers, or both. */
-#define WB_RT_READ_TCC 1u
-#define WB_RT_READ_CC 2u
-/* Follows one directive: who reads the lines after a directive of kind c,
-   when *in is the kind of the conditional open before it (NONE, TCC or
-   NOT_TCC), which it updates. */
-unsigned wb_rt_cond_next(wb_rt_cond c, wb_rt_cond *in);
-/* Sets used[i] for each symbol i that the n bytes at src call or declare
-   (its name followed by an opening parenthesis) to who reads those calls
-   or declarations (WB_RT_READ_*, or-ed), 0 for the rest, in one pass;
-   returns how many symbols are used. */
-int wb_rt_symbols_used(const char *src, size_t n,
-                       unsigned char used[WB_RT_MAX_SYMBOLS]);
-
 /* ---- devices (cuda.c) ---- */
 
 /* Whether storages can live on device: WB_OK or WB_ERR_DEVICE. */
@@ -397,11 +273,8 @@ wb_status wb_rt_device_check(DLDevice device);
    frees it. */
 wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
                              wb_deleter *deleter, void **deleter_ctx);
-/* Check phase of a copy into input t (on a CUDA device) from v: one device
-   per call, the call's stream, a layout the copy kernel takes. */
-wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
-                                 const wb_tensor *t, const wb_tensor *v);
-/* Commit phase: records the copy of v into t for wb_rt_flush. */
+/* Commit phase: records the copy of v into t for the call's write-back
+   (wb_rt_device_flush). */
 void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v);
 /* wb_tensor_copy_ on a CUDA device: enqueued on the thread's call stream. */
 wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src);
@@ -420,66 +293,54 @@ wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
    none is loaded or it lacks name. */
 void *wb_rt_cuda_symbol(const char *name);
 
-/* ---- the JIT (jit.c) ---- */
+/* The write-back of a call's CUDA copies.  call identifies the call (the
+   wrapper's wb_env), stream is where the call's work goes unless the
+   calling thread set a stream (wb_set_call_stream).  The check phase asks
+   whether the copy into input t from v may join the call's write-back:
+   WB_RT_COPY_FITS, or why not, with the device and stream the call writes
+   back on for the message (in a build without CUDA, WB_RT_COPY_NO_CUDA,
+   the message set). */
+typedef enum wb_rt_copy_fit {
+    WB_RT_COPY_FITS,
+    WB_RT_COPY_OTHER_DEVICE,  /* an earlier input is on another device */
+    WB_RT_COPY_OTHER_STREAM,  /* t's storage is tied to another stream */
+    WB_RT_COPY_TOO_MANY_DIMS, /* the views do not merge into few dims */
+    WB_RT_COPY_NO_CUDA
+} wb_rt_copy_fit;
+wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
+                                      int input, const wb_tensor *t,
+                                      const wb_tensor *v, int *device,
+                                      void **call_stream);
+/* The end of the call: enqueues the copies recorded (WB_OK when the call
+   checked none). */
+wb_status wb_rt_device_flush(const void *call);
+/* A call that failed in its check phase: its copies are forgotten, so
+   that the next call starts its own. */
+void wb_rt_device_drop(const void *call);
+/* The most dimensions a CUDA copy's views may keep once merged. */
+int wb_rt_device_copy_dims(void);
 
-/* Code compiled by libtcc, in pages that are read+execute only. */
-typedef struct wb_jit_code wb_jit_code;
+/* ---- the clock and SHA-256 (clock.c, sha256.c) ---- */
 
-/* Compiles C source src and returns the address of function fn in *entry.
-   Compiler messages land in the error message. */
-wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
-                         void **entry);
-/* Compiles n sources, each defining function fn, in one libtcc state into
-   one block of code; entries[i] is source i's fn.  On failure, nothing is
-   kept and the message gives libtcc's diagnostics. */
-wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
-                               wb_jit_code **code, void **entries);
-void wb_jit_free(wb_jit_code *code);
-/* Copies src to dst as libtcc reads it: the lines that only other
-   compilers read (see wb_rt_cond) are left empty, and so are the
-   directives, so that every line keeps its number.  dst needs
-   strlen(src) + 1 bytes; returns the end of the copy, its NUL. */
-char *wb_jit_as_read(char *dst, const char *src);
+/* Milliseconds on the monotonic clock. */
+double wb_now_ms(void);
+
+typedef struct wb_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    uint8_t block[64];
+} wb_sha256;
+
+void wb_sha256_init(wb_sha256 *s);
+void wb_sha256_update(wb_sha256 *s, const void *data, size_t n);
+void wb_sha256_hex(wb_sha256 *s, char out[WB_FINGERPRINT_LEN + 1]);
+void wb_sha256_str(const void *data, size_t n,
+                   char out[WB_FINGERPRINT_LEN + 1]);
+
 /* Nonzero while this thread runs code of a dependency that cannot survive
    a failed allocation of its own (libtcc) or leaks on one (the dynamic
    loader); for allocation-failure tests, which fail only allocations made
    outside it. */
 extern _Thread_local int wb_rt_inside_dependency;
-/* What libtcc calls instead of mprotect (see jit.c): nothing. */
-int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
-/* The zone near the helpers that code goes to while it has room (see
-   jit.c), its pages, and for tests whether p lies in it and how many of
-   its pages are free. */
-#define WB_JIT_ZONE_PAGE 4096
-#define WB_JIT_ZONE_PAGES 4096  /* 16 MiB of address space */
-bool wb_jit_in_zone(const void *p);
-int wb_jit_zone_free_pages(void);
 
-/* ---- libtcc's heap (jitheap.c) ---- */
-
-/* What libtcc calls instead of malloc, calloc, realloc and free. */
-void *wb_jit_heap_malloc(size_t n);
-void *wb_jit_heap_calloc(size_t n, size_t size);
-void *wb_jit_heap_realloc(void *p, size_t n);
-void wb_jit_heap_free(void *p);
-/* Between these two, under wb_jit_lock, libtcc allocates from an arena
-   that the close resets; outside them, from the C library. */
-void wb_jit_heap_open(void);
-void wb_jit_heap_close(void);
-/* The arena's address space, reserved at the first compile; a page costs
-   memory once something is written to it.  A compile that needs more gets
-   the rest from the C library. */
-#define WB_JIT_HEAP_SIZE ((size_t)256 << 20)
-/* What stays resident between compiles: the close hands back the pages
-   above it that a large batch touched. */
-#define WB_JIT_HEAP_KEEP ((size_t)4 << 20)
-/* The arena as it stands, read without the lock (for tests). */
-typedef struct wb_jit_heap_stats {
-    const void *base;  /* the mapping; NULL before the first compile */
-    size_t high;       /* the furthest offset used since the last trim */
-    long live;         /* blocks allocated and not yet freed */
-    bool broken;       /* a compile left blocks live: the arena is unused */
-} wb_jit_heap_stats;
-void wb_jit_heap_stat(wb_jit_heap_stats *st);
-
-#endif /* WB_RT_H */
+#endif /* WB_CORE_H */

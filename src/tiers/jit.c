@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rt.h"
+#include "jit.h"
 
 static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 

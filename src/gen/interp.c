@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "wrappers.h"
-#include "../runtime/rt.h"
+#include "gen.h"
+#include "../abi/abi.h"
 #include "../spec/spec.h"
 
 /* The tensor whose storage view output d will share once mutations are

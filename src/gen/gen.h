@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../runtime/rt.h"
+#include "../abi/abi.h"
 
 /* The interpreter's entry point (a wb_entry_fn). */
 int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "core.h"
 
 #define WB_RT_CACHE_MAX 64
 
@@ -858,6 +858,18 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
                           (long long)need);
     g->nbytes = (size_t)need;
     return WB_OK;
+}
+
+void wb_rt_grow_discard(wb_rt_grow *g)
+{
+    if (g->husk) {
+        /* A planned CUDA growth: the husk's deleter frees the new block. */
+        g->husk->data = g->data;
+        wb_storage_release(g->husk);
+    } else {
+        free(g->data);
+    }
+    *g = (wb_rt_grow){NULL, 0, NULL};
 }
 
 /* Applies a planned resize; cannot fail. */

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "wrapper.h"
+#include "tiers.h"
 #include "../spec/spec.h"
-#include "../wrappers/wrappers.h"
+#include "../gen/gen.h"
 
 /* A pending promotion. */
 struct wb_promotion {

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "wrapper.h"
+#include "tiers.h"
 
 extern char **environ;
 

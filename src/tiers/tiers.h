@@ -1,5 +1,5 @@
 /*
- * wrapper.h -- wrappers, the compiled code they share, and the caches and
+ * tiers.h -- wrappers, the compiled code they share, and the caches and
  * compilers behind the compiled tiers (internal).
  *
  * A wrapper is a wb_env (what generated code sees) plus the entry point of
@@ -8,28 +8,14 @@
  * of equal specs.  wrapper.c is the part an ahead-of-time program links:
  * nothing in it reaches libtcc or the system compiler.
  */
-#ifndef WB_WRAPPER_H
-#define WB_WRAPPER_H
+#ifndef WB_TIERS_H
+#define WB_TIERS_H
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "rt.h"
-
-/* ---- SHA-256 (sha256.c) ---- */
-
-typedef struct wb_sha256 {
-    uint32_t h[8];
-    uint64_t len;
-    uint8_t block[64];
-} wb_sha256;
-
-void wb_sha256_init(wb_sha256 *s);
-void wb_sha256_update(wb_sha256 *s, const void *data, size_t n);
-void wb_sha256_hex(wb_sha256 *s, char out[WB_FINGERPRINT_LEN + 1]);
-void wb_sha256_str(const void *data, size_t n,
-                   char out[WB_FINGERPRINT_LEN + 1]);
+#include "jit.h"
 
 /* ---- compiled code ---- */
 
@@ -137,7 +123,4 @@ typedef enum wb_stat {
 } wb_stat;
 void wb_cache_count(wb_stat stat, double ms_saved);
 
-/* Milliseconds on the monotonic clock. */
-double wb_now_ms(void);
-
-#endif /* WB_WRAPPER_H */
+#endif /* WB_TIERS_H */

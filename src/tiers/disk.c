@@ -49,7 +49,7 @@
 
 #include "disk.h"
 #include "../spec/spec.h"
-#include "../wrappers/wrappers.h"
+#include "../gen/gen.h"
 
 /* ---- names and trust ---- */
 

@@ -19,22 +19,15 @@
 #include <unistd.h>
 
 #include "disk.h"
-#include "wrapper.h"
+#include "tiers.h"
 #include "../spec/spec.h"
-#include "../wrappers/wrappers.h"
+#include "../gen/gen.h"
 
 static pthread_mutex_t wb_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define WB_BUCKETS 256
 static wb_code *wb_table[WB_BUCKETS];
 static wb_cache_stats wb_stats;
-
-double wb_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 void wb_cache_count(wb_stat stat, double ms_saved)
 {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "wrapper.h"
+#include "tiers.h"
 
 /* The largest object and entry record the cache reads. */
 #define WB_DISK_OBJECT_MAX (64 << 20)

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wrapper.h"
+#include "tiers.h"
 #include "../spec/spec.h"
-#include "../wrappers/wrappers.h"
+#include "../gen/gen.h"
 
 const char *wb_tier_name(wb_tier tier)
 {

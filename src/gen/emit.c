@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wrappers.h"
+#include "gen.h"
 #include "../spec/spec.h"
 
 typedef struct wb_emitter {

@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "rt.h"
+#include "core.h"
 
 /* Nonzero while the calling thread is inside libtcc, the dynamic loader
    or the CUDA runtime (see rt.h).  libtcc exits the process when one of

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "wrapper.h"
+#include "core.h"
 
 static const uint32_t wb_sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rt.h"
+#include "jit.h"
 
 /* Each block is preceded by its size, and starts 16-byte aligned, as the
    C library's do. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wrappers.h"
+#include "gen.h"
 
 static bool wb_buf_reserve(wb_buf *b, size_t more)
 {
