@@ -2,7 +2,8 @@
 # The names the library's objects export (global, default visibility) are
 # exactly the public API -- the WB_API declarations of include/wrapbake.h --
 # and the helpers generated code links to (src/abi/helpers.def), and
-# every one of those is defined.  Usage: exports.sh OBJECT...
+# every one of those is defined; no test hook (wb_test_*) is in them at
+# all.  Usage: exports.sh OBJECT...
 set -eu
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wrapbake-exports.XXXXXX")
@@ -31,9 +32,17 @@ if [ -n "$missing" ]; then
     echo "exports: declared but not exported:" $missing
     bad=1
 fi
+# Test hooks are compiled into the test build alone.
+hooks=$(readelf -Ws --wide "$@" |
+    awk '$7 != "UND" && $8 ~ /^wb_test_/ { print $8 }' | sort -u)
+if [ -n "$hooks" ]; then
+    echo "exports: test hooks in the library:" $hooks
+    bad=1
+fi
 n=$(wc -l <"$tmp/exported")
 if [ $bad -eq 0 ]; then
-    echo "exports: $n names, each WB_API or a helper: 1 passed, 0 failed"
+    echo "exports: $n names, each WB_API or a helper, no test hook:" \
+        "1 passed, 0 failed"
 else
     echo "exports: 0 passed, 1 failed"
 fi

@@ -558,7 +558,7 @@ Test(jit, code_goes_anywhere_the_zone_has_no_room_for)
     wb_rt_fnptr h = (wb_rt_fnptr)wb_rt_grad_swap;
     memcpy(&helper, &h, sizeof helper);
     int n = 0, was = wb_grad_enabled();
-    while (wb_jit_zone_free_pages() > 0) {
+    while (wb_test_jit_zone_free_pages() > 0) {
         cr_assert_lt(n, WB_JIT_ZONE_PAGES, "the zone never fills");
         jit_entry("int one(void) { return 1; }", "one", &codes[n++]);
     }
@@ -572,13 +572,13 @@ Test(jit, code_goes_anywhere_the_zone_has_no_room_for)
 
     /* One page free, and a unit that needs two. */
     wb_jit_free(codes[--n]);
-    cr_assert_eq(wb_jit_zone_free_pages(), 1);
+    cr_assert_eq(wb_test_jit_zone_free_pages(), 1);
     char *big = jit_big_source();
     entry = jit_entry(big, "big", &code);
     memcpy(&f, &entry, sizeof f);
     cr_assert_not(wb_jit_in_zone(entry));
     cr_assert_eq(f(was), 400 * was);
-    cr_assert_eq(wb_jit_zone_free_pages(), 1, "the zone kept its page");
+    cr_assert_eq(wb_test_jit_zone_free_pages(), 1, "the zone kept its page");
     wb_jit_free(code);
     free(big);
 
@@ -588,15 +588,15 @@ Test(jit, code_goes_anywhere_the_zone_has_no_room_for)
     wb_jit_free(code);
     while (n > 0)
         wb_jit_free(codes[--n]);
-    cr_assert_eq(wb_jit_zone_free_pages(), WB_JIT_ZONE_PAGES);
+    cr_assert_eq(wb_test_jit_zone_free_pages(), WB_JIT_ZONE_PAGES);
 }
 
 /* ---- libtcc's heap ---- */
 
-static wb_jit_heap_stats jit_heap(void)
+static wb_test_jit_heap_stats jit_heap(void)
 {
-    wb_jit_heap_stats st;
-    wb_jit_heap_stat(&st);
+    wb_test_jit_heap_stats st;
+    wb_test_jit_heap_stat(&st);
     return st;
 }
 
@@ -625,7 +625,7 @@ Test(jit_heap, a_compile_leaves_the_arena_empty_and_in_use)
     wb_jit_code *code;
     jit_int_fn f = jit_compile_ok("int twice(int x) { return 2 * x; }",
                                   "twice", &code);
-    wb_jit_heap_stats st = jit_heap();
+    wb_test_jit_heap_stats st = jit_heap();
     cr_assert_not_null(st.base, "libtcc did not allocate from the arena");
     cr_assert_gt(st.high, 0);
     cr_assert_eq(st.live, 0, "%ld blocks outlived the compile", st.live);
@@ -652,7 +652,7 @@ Test(jit_heap, a_large_compile_hands_back_what_it_touched_above_the_kept_part)
     jit_int_fn f = jit_compile_ok(src, "f0", &code);
     free(src);
     cr_assert_eq(f(7), 7);
-    wb_jit_heap_stats st = jit_heap();
+    wb_test_jit_heap_stats st = jit_heap();
     cr_assert_eq(st.live, 0);
     cr_assert_eq(st.high, WB_JIT_HEAP_KEEP, "the compile stayed under the "
                  "kept part (%zu bytes): the test proves nothing", st.high);

@@ -100,13 +100,15 @@ bool wb_jit_in_zone(const void *p)
     return c >= wb_jit_zone && c < wb_jit_zone + sizeof wb_jit_zone;
 }
 
-int wb_jit_zone_free_pages(void)
+#ifdef WB_TEST_HOOKS
+int wb_test_jit_zone_free_pages(void)
 {
     pthread_mutex_lock(&wb_jit_spare_lock);
     int n = wb_jit_zone_free;
     pthread_mutex_unlock(&wb_jit_spare_lock);
     return n;
 }
+#endif
 
 /* Whether code anywhere in the zone can call addr directly. */
 static bool wb_jit_zone_reaches(const void *addr)

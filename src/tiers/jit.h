@@ -30,12 +30,10 @@ char *wb_jit_as_read(char *dst, const char *src);
 /* What libtcc calls instead of mprotect (see jit.c): nothing. */
 int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
 /* The zone near the helpers that code goes to while it has room (see
-   jit.c), its pages, and for tests whether p lies in it and how many of
-   its pages are free. */
+   jit.c), its pages, and whether p lies in it. */
 #define WB_JIT_ZONE_PAGE 4096
 #define WB_JIT_ZONE_PAGES 4096  /* 16 MiB of address space */
 bool wb_jit_in_zone(const void *p);
-int wb_jit_zone_free_pages(void);
 
 /* ---- libtcc's heap (jitheap.c) ---- */
 
@@ -55,13 +53,18 @@ void wb_jit_heap_close(void);
 /* What stays resident between compiles: the close hands back the pages
    above it that a large batch touched. */
 #define WB_JIT_HEAP_KEEP ((size_t)4 << 20)
-/* The arena as it stands, read without the lock (for tests). */
-typedef struct wb_jit_heap_stats {
+#ifdef WB_TEST_HOOKS
+/* Test hooks (wb_test_*): compiled only into the test build's library
+   (see the Makefile), never into libwrapbake.a.  How many of the zone's
+   pages are free; the arena as it stands, read without the lock. */
+int wb_test_jit_zone_free_pages(void);
+typedef struct wb_test_jit_heap_stats {
     const void *base;  /* the mapping; NULL before the first compile */
     size_t high;       /* the furthest offset used since the last trim */
     long live;         /* blocks allocated and not yet freed */
     bool broken;       /* a compile left blocks live: the arena is unused */
-} wb_jit_heap_stats;
-void wb_jit_heap_stat(wb_jit_heap_stats *st);
+} wb_test_jit_heap_stats;
+void wb_test_jit_heap_stat(wb_test_jit_heap_stats *st);
+#endif
 
 #endif /* WB_JIT_H */

@@ -37,13 +37,15 @@ static struct {
     bool broken;     /* a compile left blocks live: never reset again */
 } wb_jit_heap;
 
-void wb_jit_heap_stat(wb_jit_heap_stats *st)
+#ifdef WB_TEST_HOOKS
+void wb_test_jit_heap_stat(wb_test_jit_heap_stats *st)
 {
     st->base = wb_jit_heap.base;
     st->high = wb_jit_heap.high;
     st->live = wb_jit_heap.live;
     st->broken = wb_jit_heap.broken;
 }
+#endif
 
 static bool wb_jit_heap_owns(const void *p)
 {
