@@ -26,7 +26,8 @@ struct wb_env {
     void *stream;         /* CUDA work of a call, unless the thread sets one */
 };
 
-/* ---- per-call primitives (call.c, device.c) ---- */
+/* ---- per-call primitives (args.c, hooks.c, mutate.c, views.c, device.c;
+   the table of them and its scanner in symbols.c) ---- */
 
 /* Fails with st and "spec 'NAME': " before the formatted text. */
 wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt, ...)

@@ -14,6 +14,10 @@
  * The compiler runs without a shell: argv is the compiler command split at
  * blanks plus fixed flags and paths of our own making.  It runs under a
  * time limit, and its diagnostics land in the error message.
+ *
+ * A wrapper's cc code comes from the in-process cache (cache.c) when it is
+ * shared and there, else from the disk cache (disk.c) when an entry loads,
+ * else from the compiler, whose object then goes to both caches.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -30,7 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "disk.h"
 #include "tiers.h"
+#include "../gen/gen.h"
 
 extern char **environ;
 
@@ -392,4 +398,114 @@ wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
         st = wb_cc_load(path, fn, code);
     wb_cc_tmpdir_free(dir);
     return st;
+}
+
+/* ---- the cc code, through the disk cache ---- */
+
+/* The note of cc code built by the system compiler. */
+static char *wb_cc_built_note(const wb_cc_opts *cc, double ms,
+                              const wb_disk *d, wb_disk_found got)
+{
+    char note[sizeof d->why + 400];
+    const char *why = !cc->disk_cache            ? " (disk cache off)"
+                      : d->fd < 0                ? " (disk cache off: "
+                      : got == WB_DISK_FOREIGN   ? " (not stored: something "
+                                                   "the disk cache did not "
+                                                   "make is at its entry's "
+                                                   "name)"
+                      : got != WB_DISK_NONE      ? " (a damaged disk cache "
+                                                   "entry was rebuilt)"
+                                                 : " (not in the disk cache "
+                                                   "yet)";
+    snprintf(note, sizeof note, "cc: compiled by '%s' in %.1f ms%s%s%s",
+             cc->argv[0], ms, why, cc->disk_cache && d->fd < 0 ? d->why : "",
+             cc->disk_cache && d->fd < 0 ? ")" : "");
+    return strdup(note);
+}
+
+/* Compiles source on the cc tier, through the disk cache when allowed.
+   An object is stored only once it has loaded and its entry point was
+   found, so a compiler that writes garbage leaves none behind. */
+static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
+                                 const wb_disk_key *k, const char *spec,
+                                 const atomic_bool *cancel, wb_code **out)
+{
+    char tmp[PATH_MAX], note[200], *built = NULL, *bytes = NULL;
+    wb_disk d = {.fd = -1};
+    wb_disk_found got = WB_DISK_NONE;
+    wb_disk_meta m;
+    struct stat sb;
+    double ms = 0;
+    wb_status st;
+    if (cc->disk_cache && wb_disk_open(&d, true)) {
+        got = wb_disk_find(&d, k, &m, &bytes);
+        if (got == WB_DISK_HIT) {
+            st = wb_cc_load_bytes(bytes, (size_t)m.bytes, WB_EMIT_FN, out);
+            free(bytes);
+            if (st == WB_OK) {
+                wb_disk_touch(&d, k);
+                wb_disk_close(&d);
+                wb_cache_count(WB_STAT_DISK_HITS, m.compile_ms);
+                snprintf(note, sizeof note, "cc: loaded from the disk cache "
+                         "(entry %.16s, which took %.1f ms to compile)",
+                         k->key, m.compile_ms);
+                (*out)->note = strdup(note);
+                return WB_OK;
+            }
+            /* Whole, yet it does not load here: rebuilt like a damaged
+               one. */
+            got = WB_DISK_BAD_OBJECT;
+        }
+        if (got == WB_DISK_BAD_RECORD || got == WB_DISK_BAD_OBJECT)
+            wb_disk_forget(&d, k, &m);
+        wb_cache_count(got == WB_DISK_NONE || got == WB_DISK_FOREIGN
+                           ? WB_STAT_DISK_MISSES : WB_STAT_DISK_REBUILT, 0);
+    }
+    if ((st = wb_cc_tmpdir(tmp)) != WB_OK) {
+        wb_disk_close(&d);
+        return st;
+    }
+    double t0 = wb_now_ms();
+    st = wb_cc_build(cc, source, tmp, &built, cancel);
+    ms = wb_now_ms() - t0;
+    if (st == WB_OK)
+        st = wb_cc_load(built, WB_EMIT_FN, out);
+    if (st == WB_OK && d.fd >= 0 && got != WB_DISK_FOREIGN) {
+        int fd = wb_disk_open_file(AT_FDCWD, built, WB_DISK_OBJECT_MAX, false,
+                                   &sb);
+        char *obj = fd < 0 ? NULL : wb_disk_slurp(fd, (size_t)sb.st_size);
+        if (fd >= 0)
+            close(fd);
+        int gone = obj ? wb_disk_store(&d, k, obj, (size_t)sb.st_size, ms,
+                                       spec)
+                       : 0;
+        for (int i = 0; i < gone; i++)
+            wb_cache_count(WB_STAT_DISK_EVICTED, 0);
+        free(obj);
+    }
+    free(built);
+    wb_cc_tmpdir_free(tmp);
+    if (st == WB_OK) {
+        wb_cache_count(WB_STAT_COMPILED, 0);
+        (*out)->note = wb_cc_built_note(cc, ms, &d, got);
+    }
+    wb_disk_close(&d);
+    return st;
+}
+
+wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
+                         const char *spec, const atomic_bool *cancel,
+                         wb_code **out)
+{
+    wb_disk_key k;
+    wb_status st;
+    wb_disk_key_make(source, cc, &k);
+    if (share && (*out = wb_cache_find(WB_TIER_CC, k.key, NULL)))
+        return WB_OK;
+    if ((st = wb_cc_code_disk(source, cc, &k, spec, cancel, out)) != WB_OK)
+        return st;
+    memcpy((*out)->key, k.key, sizeof k.key);
+    if (share)
+        wb_cache_insert(*out);
+    return WB_OK;
 }

@@ -62,7 +62,7 @@ wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
 /* Sets the wrapper's note (takes text, frees the previous one). */
 void wb_wrapper_set_note(wb_wrapper *w, char *text);
 
-/* ---- the compiled tiers (tiers.c, cache.c, cc.c) ---- */
+/* ---- the compiled tiers (tcc.c, cc.c) ---- */
 
 /* The cc tier's settings, resolved from wb_options and the environment. */
 typedef struct wb_cc_opts {
@@ -101,18 +101,28 @@ wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
 wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
                            wb_code **code);
 
-/* The cc code for source, from the in-process cache when share is set and
-   code of its disk key (source, compiler, flags, ABI) is there, else
-   compiled through the disk cache
+/* The cc code for source (cc.c), from the in-process cache when share is
+   set and code of its disk key (source, compiler, flags, ABI) is there,
+   else compiled through the disk cache
    (recording spec, the spec's printable name); cancel may stop the
    compile. */
 wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
                          const char *spec, const atomic_bool *cancel,
                          wb_code **out);
-/* The tcc code for n sources, the ones not shared compiled in one libtcc
-   state; all or nothing. */
+/* The tcc code for n sources (tcc.c), the ones not shared compiled in one
+   libtcc state; all or nothing. */
 wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
                        wb_code **out);
+
+/* ---- the in-process cache and its statistics (cache.c) ---- */
+
+/* A live code of tier for key (and source, unless NULL: tcc keys are a
+   fast hash, confirmed by comparing sources), with a new reference, or
+   NULL; a hit counts as shared. */
+wb_code *wb_cache_find(wb_tier tier, const char *key, const char *source);
+/* Puts c, whose key is set, in the in-process cache; wb_code_uncache
+   takes it out again. */
+void wb_cache_insert(wb_code *c);
 /* Takes c out of the in-process cache (for its destroy function). */
 void wb_code_uncache(wb_code *c);
 

@@ -1,0 +1,233 @@
+/*
+ * args.c -- the checks of a call's arguments before the graph runs, and
+ * the messages every per-call primitive words its failures with.
+ *
+ * Every message says which spec, which item and what was expected; both
+ * tiers reach the same message through the same primitive, so their errors
+ * agree to the byte.  The runs of argument checks for libtcc sit here too:
+ * they are the same checks, unrolled.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "abi.h"
+#include "../spec/spec.h"
+
+/* ---- runs of argument checks ---- */
+
+/* Runs of argument checks, for libtcc: it keeps every value in memory, so
+   its own check of one argument is 12 instructions where gcc's is 5, as
+   inline in the cc tier's code and unrolled here.  Eight at a time, then a
+   jump into the last eight.  A failure is marked unlikely, or gcc sets the
+   return value before each check. */
+#define WB_RT_ARGS_RUN(bad)                                                 \
+    for (; n > 8; n -= 8, a += 8)                                           \
+        if (bad(0) || bad(1) || bad(2) || bad(3) || bad(4) || bad(5) ||     \
+            bad(6) || bad(7))                                               \
+            goto bad;                                                       \
+    switch (n) {                                                            \
+    case 8: if (bad(7)) goto bad; /* fall through */                        \
+    case 7: if (bad(6)) goto bad; /* fall through */                        \
+    case 6: if (bad(5)) goto bad; /* fall through */                        \
+    case 5: if (bad(4)) goto bad; /* fall through */                        \
+    case 4: if (bad(3)) goto bad; /* fall through */                        \
+    case 3: if (bad(2)) goto bad; /* fall through */                        \
+    case 2: if (bad(1)) goto bad; /* fall through */                        \
+    case 1: if (bad(0)) goto bad;                                           \
+    }                                                                       \
+    return 0;                                                               \
+bad:                                                                        \
+    return 1
+
+static inline int wb_rt_args_bad_n(const wb_arg *a, unsigned n,
+                                   uint64_t want)
+{
+#define WB_RT_BAD(i) WB_RT_UNLIKELY(!a[i].t || wb_rt_meta(a[i].t) != want)
+    WB_RT_ARGS_RUN(WB_RT_BAD);
+#undef WB_RT_BAD
+}
+
+int wb_rt_args_bad(const wb_arg *a, unsigned n, unsigned long long want)
+{
+    return wb_rt_args_bad_n(a, n, want);
+}
+
+/* The same for a count the emitter knows, up to 16, which the loop then
+   need not dispatch on: 10 instructions fewer under libtcc for five
+   arguments, 12 for ten. */
+#define WB_RT_ARGS_FIXED(N)                                                 \
+    int wb_rt_args_bad##N(const wb_arg *a, unsigned long long want)         \
+    {                                                                       \
+        return wb_rt_args_bad_n(a, N, want);                                \
+    }
+WB_RT_ARGS_FIXED(3)
+WB_RT_ARGS_FIXED(4)
+WB_RT_ARGS_FIXED(5)
+WB_RT_ARGS_FIXED(6)
+WB_RT_ARGS_FIXED(7)
+WB_RT_ARGS_FIXED(8)
+WB_RT_ARGS_FIXED(9)
+WB_RT_ARGS_FIXED(10)
+WB_RT_ARGS_FIXED(11)
+WB_RT_ARGS_FIXED(12)
+WB_RT_ARGS_FIXED(13)
+WB_RT_ARGS_FIXED(14)
+WB_RT_ARGS_FIXED(15)
+WB_RT_ARGS_FIXED(16)
+#undef WB_RT_ARGS_FIXED
+
+int wb_rt_args_bad_masked(const wb_arg *a, unsigned n,
+                          unsigned long long mask, unsigned long long want)
+{
+#define WB_RT_BAD(i)                                                        \
+    WB_RT_UNLIKELY(!a[i].t || (wb_rt_meta(a[i].t) & mask) != want)
+    WB_RT_ARGS_RUN(WB_RT_BAD);
+#undef WB_RT_BAD
+}
+
+int wb_rt_args_missing(const wb_arg *a, unsigned n)
+{
+#define WB_RT_BAD(i) WB_RT_UNLIKELY(!a[i].t)
+    WB_RT_ARGS_RUN(WB_RT_BAD);
+#undef WB_RT_BAD
+}
+
+/* ---- messages ---- */
+
+wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt, ...)
+{
+    char name[300], msg[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wb_spec_print_name(e->spec->name, name, sizeof name);
+    return wb_rt_fail(st, "spec '%s': %s", name, msg);
+}
+
+const char *wb_rt_input_label(const wb_env *e, int i, char *buf, size_t n)
+{
+    char nm[300];
+    wb_spec_print_name(e->spec->inputs[i].name, nm, sizeof nm);
+    snprintf(buf, n, "input %d '%s'", i, nm);
+    return buf;
+}
+
+int wb_rt_err_arity(const wb_env *e, int nargs, int nouts)
+{
+    const wb_spec *s = e->spec;
+    if (nargs != s->ninputs)
+        return wb_rt_callf(e, WB_ERR_ARITY, "called with %d arguments; "
+                           "expected %d", nargs, s->ninputs);
+    return wb_rt_callf(e, WB_ERR_ARITY, "called with room for %d outputs; "
+                       "expected at least %d", nouts, s->noutputs);
+}
+
+wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    char lb[400];
+    int i = 0;
+    for (int k = 0; k < s->ntensor_inputs; k++)
+        if (!args[s->tensor_inputs[k]].t) {
+            i = s->tensor_inputs[k];
+            break;
+        }
+    return wb_rt_callf(e, WB_ERR_TYPE, "%s: got NULL; expected a tensor",
+                       wb_rt_input_label(e, i, lb, sizeof lb));
+}
+
+int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
+{
+    const wb_spec *s = e->spec;
+    if (n < 0)
+        return wb_rt_callf(e, WB_ERR_GRAPH, "the graph failed with code %d",
+                           n);
+    if (n != s->nvalues)
+        return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
+                           "expected %d (%d updated inputs, %d outputs, %d "
+                           "intermediate bases)", n, s->nvalues, s->nupdated,
+                           s->noutputs, s->nbases);
+    int i = 0;
+    while (i < n - 1 && r[i])
+        i++;
+    return wb_rt_callf(e, WB_ERR_GRAPH, "the graph returned NULL as value "
+                       "%d; expected a tensor", i);
+}
+
+wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t)
+{
+    const wb_input *in = &e->spec->inputs[input];
+    char lb[400], a[32], b[32];
+    if (in->dtype.bits && !wb_rt_dtype_eq(in->dtype, t->dtype))
+        return wb_rt_callf(e, WB_ERR_TYPE, "%s: dtype %s; expected %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_rt_dtype_str(t->dtype, a, sizeof a),
+                           wb_rt_dtype_str(in->dtype, b, sizeof b));
+    if (in->ndim >= 0 && t->ndim != in->ndim)
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: %d dimensions; expected %d",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           t->ndim, in->ndim);
+    if (in->device.device_type &&
+        !wb_rt_device_eq(in->device, t->storage->device))
+        return wb_rt_callf(e, WB_ERR_DEVICE, "%s: on %s; expected %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_rt_device_str(t->storage->device, a, sizeof a),
+                           wb_rt_device_str(in->device, b, sizeof b));
+    return WB_OK;
+}
+
+/* The first declared input whose dtype, ndim or device differs. */
+static wb_status wb_rt_err_declared(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    wb_status st = WB_OK;
+    for (int k = 0; k < s->ndeclared && st == WB_OK; k++)
+        st = wb_rt_check_input(e, s->declared[k], args[s->declared[k]].t);
+    return st;
+}
+
+int wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    for (int k = 0; k < s->ntensor_inputs; k++)
+        if (!args[s->tensor_inputs[k]].t)
+            return wb_rt_err_null_input(e, args);
+    return wb_rt_err_declared(e, args);
+}
+
+/* Each step of the check phase looks at one input as it was before the
+   call, so a mutation that changes an input's view or storage must not meet
+   that same tensor under another argument, and a resize, which may move its
+   storage's bytes, must not share the storage with another mutated input.
+   Such calls are refused before the graph runs. */
+int wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    char la[400], lb[400];
+    for (int k = 0; k < s->nreshaped; k++) {
+        int i = s->reshaped[k];
+        const wb_input *in = &s->inputs[i];
+        for (int j = 0; j < s->ninputs; j++) {
+            if (j == i || !s->inputs[j].is_tensor)
+                continue;
+            if (args[j].t == args[i].t)
+                return wb_rt_callf(e, WB_ERR_INVALID, "%s is the same tensor "
+                                   "as %s, whose %s mutation changes it; "
+                                   "expected distinct tensors",
+                                   wb_rt_input_label(e, j, lb, sizeof lb),
+                                   wb_rt_input_label(e, i, la, sizeof la),
+                                   wb_mutation_name(in->mutation));
+            if (in->mutation == WB_MUT_RESIZE &&
+                s->inputs[j].mutation != WB_MUT_NONE &&
+                s->inputs[j].mutation != WB_MUT_IN_GRAPH &&
+                args[j].t->storage == args[i].t->storage)
+                return wb_rt_callf(e, WB_ERR_INVALID, "%s shares a storage "
+                                   "with %s, whose resize mutation may move "
+                                   "it; expected separate storages",
+                                   wb_rt_input_label(e, j, lb, sizeof lb),
+                                   wb_rt_input_label(e, i, la, sizeof la));
+        }
+    }
+    return WB_OK;
+}

@@ -1,0 +1,154 @@
+/*
+ * hooks.c -- what runs around the graph: the thread's grad mode, the
+ * first-call and before-call hooks, the guards, the detached inputs, the
+ * version bumps of in-graph mutations, and the graph call itself.
+ *
+ * The graph call sits beside the grad mode it swaps, so that the swap
+ * stays inlined into it.
+ */
+#include <sched.h>
+
+#include "abi.h"
+#include "../spec/spec.h"
+
+/* ---- grad mode, the graph call ---- */
+
+/* The grad mode is per thread, as in PyTorch. */
+static _Thread_local bool wb_rt_grad_off;
+
+bool wb_grad_enabled(void) { return !wb_rt_grad_off; }
+void wb_set_grad_enabled(bool on) { wb_rt_grad_off = !on; }
+
+int wb_rt_grad_swap(int on)
+{
+    int prev = !wb_rt_grad_off;
+    wb_rt_grad_off = !on;
+    return prev;
+}
+
+void wb_rt_grad_set(int on)
+{
+    wb_rt_grad_off = !on;
+}
+
+static inline int wb_rt_call_graph(const wb_env *e, const wb_arg *a,
+                                   int nargs, wb_tensor **r, int nvalues,
+                                   bool on)
+{
+    int prev = wb_rt_grad_swap(on);
+    int n = e->graph(e->graph_ctx, a, nargs, r, nvalues);
+    wb_rt_grad_set(prev);
+    return n;
+}
+
+int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
+                      wb_tensor **r, int nvalues)
+{
+    return wb_rt_call_graph(e, a, nargs, r, nvalues, false);
+}
+
+int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
+                    wb_tensor **r, int nvalues)
+{
+    return wb_rt_call_graph(e, a, nargs, r, nvalues, true);
+}
+
+/* ---- hooks, guards, detached inputs, versions ---- */
+
+/* The first-call hooks running on this thread, innermost first, so that a
+   hook calling its own wrapper again goes through instead of waiting for
+   itself. */
+typedef struct wb_rt_first_frame {
+    const wb_env *env;
+    const struct wb_rt_first_frame *up;
+} wb_rt_first_frame;
+static _Thread_local const wb_rt_first_frame *wb_rt_first_running;
+
+enum { WB_RT_FIRST_NOT_RUN, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE };
+
+static bool wb_rt_first_is_mine(const wb_env *e)
+{
+    for (const wb_rt_first_frame *f = wb_rt_first_running; f; f = f->up)
+        if (f->env == e)
+            return true;
+    return false;
+}
+
+/* The first-call hook runs once per wrapper, and no call gets past this
+   point before it has finished: other threads wait while it runs.  A hook
+   that fails puts the wrapper back to "not run", so that the failed call
+   changes nothing and the next call runs the hook again. */
+int wb_rt_first_call(const wb_env *e)
+{
+    const wb_spec *s = e->spec;
+    atomic_int *state = (atomic_int *)&e->first_call_state;
+    for (;;) {
+        int now = atomic_load_explicit(state, memory_order_acquire);
+        if (now == WB_RT_FIRST_DONE)
+            return WB_OK;
+        if (now == WB_RT_FIRST_RUNNING) {
+            if (wb_rt_first_is_mine(e))
+                return WB_OK;
+            sched_yield();
+            continue;
+        }
+        if (atomic_compare_exchange_weak(state, &now, WB_RT_FIRST_RUNNING))
+            break;
+    }
+    wb_rt_first_frame frame = {e, wb_rt_first_running};
+    wb_rt_first_running = &frame;
+    int rc = s->first_call(s->first_call_ud);
+    wb_rt_first_running = frame.up;
+    atomic_store_explicit(state, rc ? WB_RT_FIRST_NOT_RUN : WB_RT_FIRST_DONE,
+                          memory_order_release);
+    if (rc)
+        return wb_rt_callf(e, WB_ERR_HOOK, "the first-call hook failed with "
+                           "code %d", rc);
+    return WB_OK;
+}
+
+int wb_rt_before_call(const wb_env *e)
+{
+    const wb_spec *s = e->spec;
+    int rc = s->before_call(s->before_call_ud);
+    if (rc)
+        return wb_rt_callf(e, WB_ERR_HOOK, "the before-call hook failed "
+                           "with code %d", rc);
+    return WB_OK;
+}
+
+int wb_rt_guard_enter(const wb_env *e, int guard)
+{
+    const wb_guard *g = &e->spec->guards[guard];
+    int rc = g->enter(g->ud);
+    if (rc)
+        return wb_rt_callf(e, WB_ERR_HOOK, "guard %d failed to enter with "
+                           "code %d", guard, rc);
+    return WB_OK;
+}
+
+void wb_rt_guard_leave(const wb_env *e, int guard)
+{
+    const wb_guard *g = &e->spec->guards[guard];
+    g->leave(g->ud);
+}
+
+int wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
+                       wb_arg *slot)
+{
+    char lb[400];
+    if (wb_tensor_detach(t, &slot->t) != WB_OK)
+        return wb_rt_callf(e, WB_ERR_NOMEM, "%s: out of memory detaching it",
+                           wb_rt_input_label(e, input, lb, sizeof lb));
+    return WB_OK;
+}
+
+void wb_rt_bump(wb_tensor *t)
+{
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+
+void wb_rt_unbump(wb_tensor *t)
+{
+    atomic_fetch_sub_explicit(&t->storage->version, 1, memory_order_relaxed);
+}

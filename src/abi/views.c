@@ -1,0 +1,310 @@
+/*
+ * views.c -- the outputs: the check and commit of outputs that alias an
+ * input or an intermediate base (views), with the check that no view's
+ * base is an input whose storage a set_ replaces first, and the flags,
+ * inputs returned as they are and released values of the others.
+ *
+ * A view's check and commit share the test for a value that can be its
+ * own view (wb_rt_view_same) and the making of its header, inlined into
+ * both from this one file.
+ */
+#include <stdio.h>
+
+#include "abi.h"
+#include "prim.h"
+#include "../spec/spec.h"
+
+/* ---- check phase ---- */
+
+static const char *wb_rt_output_label(const wb_env *e, int k, char *buf,
+                                      size_t n)
+{
+    char nm[300];
+    const wb_output *o = &e->spec->outputs[k];
+    wb_spec_print_name(o->name, nm, sizeof nm);
+    snprintf(buf, n, "output %d '%s' (%s)", k, nm, wb_alias_name(o->kind));
+    return buf;
+}
+
+int wb_rt_check_bases(const wb_env *e, const wb_arg *a,
+                            wb_tensor *const *r)
+{
+    const wb_spec *s = e->spec;
+    char lo[400], li[400];
+    for (int k = 0; k < s->noutputs; k++) {
+        const wb_spec_out *d = &s->outs[k];
+        /* The tensor whose storage the view was checked against, and the
+           set_ mutations that commit before the view's storage is read. */
+        int from, until;
+        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT)
+            continue;
+        if (d->kind != WB_OUT_ALIAS_OF_INPUT)
+            from = d->base, until = s->nupdated;
+        else if (d->holder >= 0)
+            from = d->holder, until = d->holder;
+        else
+            continue;
+        for (int j = 0; j < until; j++) {
+            int i = s->muts[j].input;
+            if (s->muts[j].kind == WB_MUT_STORAGE && r[from] == a[i].t)
+                return wb_rt_callf(e, WB_ERR_INVALID, "%s: its %s, value "
+                                   "%d, is %s, whose set_ mutation replaces "
+                                   "its storage first; expected a tensor "
+                                   "of the graph's own",
+                                   wb_rt_output_label(e, k, lo, sizeof lo),
+                                   d->holder >= 0 ? "storage's holder" : "base",
+                                   from,
+                                   wb_rt_input_label(e, i, li, sizeof li));
+        }
+    }
+    return WB_OK;
+}
+
+/* Header h for a view of holder's storage; NULL when h is.  It holds a
+   reference to that storage from now on, unless keep: the view's value is
+   a fixed tensor on that very storage, and h stays without one until the
+   commit, where it keeps the value instead (wb_rt_view_make), which spares
+   the reference's two locked operations; a failed call frees it with
+   nothing to release. */
+static inline wb_tensor *wb_rt_view_header(wb_tensor *h,
+                                           const wb_tensor *holder, bool keep)
+{
+    if (h && !keep)
+        wb_rt_set_storage(h, wb_rt_storage_retain(holder->storage));
+    return h;
+}
+
+/* The header for a view of value v, whose base will hold holder's storage,
+   when v lies on that very storage: such a value fits (every tensor lies
+   inside its storage, and storages only grow).  When the graph handed over
+   v's only reference, no one else can reach v, and v itself is the view:
+   *view is NULL, which spares the header and the storage reference it
+   holds (two locked operations); the acquire load orders the other
+   holders' earlier releases before the commit's writes.  Otherwise the
+   header comes from the thread's cache.  Nonzero when v needs the full
+   check: another storage, or an empty cache.  It calls nothing, so that
+   gcc saves no register for it. */
+static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
+                                  wb_tensor **view)
+{
+    if (v->storage != holder->storage)
+        return 1;
+    if (atomic_load_explicit(&v->refcount, memory_order_acquire) == 1) {
+        *view = NULL;
+        return 0;
+    }
+    return !(*view = wb_rt_view_header(wb_rt_tensor_pop(), holder, v->fixed));
+}
+
+int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
+                    wb_tensor **view)
+{
+    return wb_rt_view_same(holder, v, view);
+}
+
+int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
+                          const wb_rt_grow *grown, const wb_tensor *v,
+                          wb_tensor **view)
+{
+    char lb[400], a[32], b[32];
+    const wb_storage *s = holder->storage;
+    size_t nbytes = s->nbytes;
+    if (!wb_rt_view_same(holder, v, view))
+        return WB_OK;
+    if (grown && grown->nbytes > nbytes)
+        nbytes = grown->nbytes;
+    if (!wb_rt_device_eq(s->device, v->storage->device))
+        return wb_rt_callf(e, WB_ERR_DEVICE, "%s: the graph's value is on "
+                           "%s, its base on %s",
+                           wb_rt_output_label(e, output, lb, sizeof lb),
+                           wb_rt_device_str(v->storage->device, a, sizeof a),
+                           wb_rt_device_str(s->device, b, sizeof b));
+    int64_t end = wb_rt_fits(v, nbytes);
+    if (end >= 0)
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the graph's view does not "
+                           "fit its base's storage: it ends at byte %lld, "
+                           "past the storage's %zu bytes",
+                           wb_rt_output_label(e, output, lb, sizeof lb),
+                           (long long)end, nbytes);
+    if (!(*view = wb_rt_view_header(wb_rt_tensor_alloc(), holder,
+                                    v->fixed && v->storage == s)))
+        return wb_rt_callf(e, WB_ERR_NOMEM, "%s: out of memory for the view",
+                           wb_rt_output_label(e, output, lb, sizeof lb));
+    return WB_OK;
+}
+
+/* wb_rt_prep_views with the full check; out of line, as its calls make
+   gcc save registers on entry. */
+static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(const wb_env *e,
+                                                      int output,
+                                                      const wb_arg *a,
+                                                      wb_tensor *const *r,
+                                                      wb_tensor **views,
+                                                      int n)
+{
+    wb_status st;
+    for (int i = 0; i < n; i++)
+        if ((st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i],
+                                  &views[i])) != WB_OK)
+            return st;
+    return WB_OK;
+}
+
+int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
+                           wb_tensor *const *r, wb_tensor **views, int n)
+{
+    /* The quick paths first, with no call (gcc saves two registers, not
+       the six the full loop needs), then the rest in a tail call. */
+    for (int i = 0; i < n; i++)
+        if (wb_rt_view_same(a[i].t, r[i], &views[i]))
+            return wb_rt_prep_views_full(e, output + i, a + i, r + i,
+                                         views + i, n - i);
+    return WB_OK;
+}
+
+/* ---- commit phase ---- */
+
+/* Output flags: requires-grad when requires_grad is not 0. */
+static inline uint32_t wb_rt_view_flags(int requires_grad)
+{
+    return requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
+}
+
+/* The prepared header made a view with v's view and the flags; consumes
+   v.  A header that holds its storage drops v; one without keeps v, a
+   fixed value on that storage (wb_rt_view_same). */
+static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
+                                         int requires_grad, uint64_t dyn)
+{
+    view->dtype = v->dtype;
+    wb_rt_take_view(view, v);
+    view->flags = wb_rt_view_flags(requires_grad);
+    view->fixed = false;
+    view->dyn_dims = dyn;
+    if (view->storage) {
+        wb_rt_release(v);
+    } else {
+        wb_rt_set_storage(view, v->storage);
+        view->keeper = v;
+    }
+    return view;
+}
+
+/* Without a header, v itself is the view (wb_rt_view_same). */
+static inline wb_tensor *wb_rt_view_own(wb_tensor *v, int requires_grad,
+                                        uint64_t dyn)
+{
+    v->flags = wb_rt_view_flags(requires_grad);
+    v->dyn_dims = dyn;
+    return v;
+}
+
+/* wb_rt_view_make out of line, so that wb_rt_commit_view's path without a
+   header saves no registers (gcc would save them on entry for both). */
+static WB_RT_NOINLINE wb_tensor *wb_rt_view_make_call(wb_tensor *view,
+                                                      wb_tensor *v,
+                                                      int requires_grad,
+                                                      uint64_t dyn)
+{
+    return wb_rt_view_make(view, v, requires_grad, dyn);
+}
+
+wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
+                             unsigned long long dyn)
+{
+    if (view)
+        return wb_rt_view_make_call(view, v, requires_grad, dyn);
+    return wb_rt_view_own(v, requires_grad, dyn);
+}
+
+wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v)
+{
+    if (view)
+        return wb_rt_view_make_call(view, v, 0, 0);
+    return wb_rt_view_own(v, 0, 0);
+}
+
+/* wb_rt_commit_views with headers: out of line, as what it inlines makes
+   gcc save registers on entry. */
+static WB_RT_NOINLINE void wb_rt_commit_views_made(wb_tensor **outs,
+                                                   wb_tensor *const *views,
+                                                   wb_tensor *const *r, int n,
+                                                   int requires_grad,
+                                                   uint64_t dyn)
+{
+    for (int i = 0; i < n; i++)
+        outs[i] = views[i] ? wb_rt_view_make(views[i], r[i], requires_grad,
+                                             dyn)
+                           : wb_rt_view_own(r[i], requires_grad, dyn);
+}
+
+/* Handed-over values first, with nothing to save, then the rest in a tail
+   call; inline, so that the plain run's flags fold away. */
+static inline void wb_rt_commit_views_n(wb_tensor **outs,
+                                        wb_tensor *const *views,
+                                        wb_tensor *const *r, int n,
+                                        int requires_grad, uint64_t dyn)
+{
+    for (long i = 0; i < n; i++) {
+        if (views[i]) {
+            WB_RT_OPAQUE(i);
+            wb_rt_commit_views_made(outs + i, views + i, r + i, n - (int)i,
+                                    requires_grad, dyn);
+            return;
+        }
+        outs[i] = wb_rt_view_own(r[i], requires_grad, dyn);
+    }
+}
+
+void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
+                        wb_tensor *const *r, int n, int requires_grad,
+                        unsigned long long dyn)
+{
+    wb_rt_commit_views_n(outs, views, r, n, requires_grad, dyn);
+}
+
+void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
+                              wb_tensor *const *r, int n)
+{
+    wb_rt_commit_views_n(outs, views, r, n, 0, 0);
+}
+
+wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
+                           unsigned long long dyn)
+{
+    if (requires_grad > 0)
+        t->flags |= WB_TENSOR_REQUIRES_GRAD;
+    else if (requires_grad == 0)
+        t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
+    t->dyn_dims |= dyn;
+    return t;
+}
+
+wb_tensor *wb_rt_out_plain(wb_tensor *t)
+{
+    t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
+    return t;
+}
+
+int wb_rt_out_plain_end(wb_tensor **out, wb_tensor *t)
+{
+    *out = wb_rt_out_plain(t);
+    return WB_OK;
+}
+
+wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn)
+{
+    /* The caller's tensor may be in use by other threads: write only when
+       there is something to record. */
+    if (dyn)
+        t->dyn_dims |= dyn;
+    atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+
+void wb_rt_release_all(wb_tensor **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i])
+            wb_rt_release(v[i]);
+}
