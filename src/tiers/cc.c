@@ -36,6 +36,7 @@
 
 #include "disk.h"
 #include "tiers.h"
+#include "../spec/spec.h"
 #include "../gen/gen.h"
 
 extern char **environ;
@@ -508,4 +509,37 @@ wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
     if (share)
         wb_cache_insert(*out);
     return WB_OK;
+}
+
+/* Why a cc wrapper of spec would hit or miss the disk cache: the key it
+   would look up (the generated C, the compiler, the flags), then what
+   the cache holds under it (disk.c). */
+wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
+                           char **out)
+{
+    char *source = NULL, name[300];
+    wb_spec *copy = NULL;
+    wb_cc_opts cc;
+    wb_disk_key k;
+    wb_status st;
+    if (!spec || !out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: NULL spec or "
+                          "out");
+    if (options && (options->flags & ~WB_OPT_ALL))
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: unknown option "
+                          "flags 0x%x", options->flags & ~WB_OPT_ALL);
+    if ((st = wb_spec_clone(spec, &copy)) != WB_OK ||
+        (st = wb_spec_validate(copy)) != WB_OK ||
+        (st = wb_emit(copy, WB_EMIT_FN, WB_EMIT_LINES, &source)) != WB_OK ||
+        (st = wb_cc_opts_init(options, &cc)) != WB_OK) {
+        wb_spec_free(copy);
+        free(source);
+        return st;
+    }
+    wb_disk_key_make(source, &cc, &k);
+    wb_cc_opts_free(&cc);
+    free(source);
+    wb_spec_free(copy);
+    wb_spec_print_name(spec->name, name, sizeof name);
+    return wb_disk_explain(&k, name, out);
 }

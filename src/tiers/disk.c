@@ -48,8 +48,6 @@
 #include <unistd.h>
 
 #include "disk.h"
-#include "../spec/spec.h"
-#include "../gen/gen.h"
 
 /* ---- names and trust ---- */
 
@@ -712,36 +710,11 @@ static void wb_disk_explain_miss(const wb_disk *d, const wb_disk_key *k,
     }
 }
 
-wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
-                           char **out)
+wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
+                          char **out)
 {
-    char *source = NULL, name[300];
-    wb_spec *copy = NULL;
-    wb_cc_opts cc;
-    wb_disk_key k;
     wb_disk_meta m;
     wb_disk d;
-    wb_status st;
-    if (!spec || !out)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: NULL spec or "
-                          "out");
-    if (options && (options->flags & ~WB_OPT_ALL))
-        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: unknown option "
-                          "flags 0x%x", options->flags & ~WB_OPT_ALL);
-    if ((st = wb_spec_clone(spec, &copy)) != WB_OK ||
-        (st = wb_spec_validate(copy)) != WB_OK ||
-        (st = wb_emit(copy, WB_EMIT_FN, WB_EMIT_LINES, &source)) != WB_OK ||
-        (st = wb_cc_opts_init(options, &cc)) != WB_OK) {
-        wb_spec_free(copy);
-        free(source);
-        return st;
-    }
-    wb_disk_key_make(source, &cc, &k);
-    wb_cc_opts_free(&cc);
-    free(source);
-    wb_spec_free(copy);
-    wb_spec_print_name(spec->name, name, sizeof name);
-
     size_t len = 0;
     char *s = calloc(1, 1);
     bool open = wb_disk_open(&d, false);
@@ -753,29 +726,29 @@ wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
         free(s);
         return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: %s", d.why);
     } else {
-        switch (open ? wb_disk_find(&d, &k, &m, NULL) : WB_DISK_NONE) {
+        switch (open ? wb_disk_find(&d, k, &m, NULL) : WB_DISK_NONE) {
         case WB_DISK_HIT:
             wb_say(&s, &len, "hit: entry %s in %s (object %.16s, %lld bytes, "
-                   "%.1f ms to compile)", k.key, d.path, m.object, m.bytes,
+                   "%.1f ms to compile)", k->key, d.path, m.object, m.bytes,
                    m.compile_ms);
             break;
         case WB_DISK_BAD_OBJECT:
             wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
                    "its object %.16s is missing, cut short or altered",
-                   k.key, d.path, m.object);
+                   k->key, d.path, m.object);
             break;
         case WB_DISK_BAD_RECORD:
             wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
                    "its record is unreadable or does not match its key",
-                   k.key, d.path);
+                   k->key, d.path);
             break;
         case WB_DISK_FOREIGN:
             wb_say(&s, &len, "miss: %s.meta in %s is not a regular file of "
                    "this user's, writable by nobody else: it is ignored, "
-                   "and this entry cannot be stored", k.key, d.path);
+                   "and this entry cannot be stored", k->key, d.path);
             break;
         case WB_DISK_NONE:
-            wb_disk_explain_miss(&d, &k, name, &s, &len);
+            wb_disk_explain_miss(&d, k, name, &s, &len);
             break;
         }
     }

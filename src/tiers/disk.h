@@ -80,6 +80,12 @@ void wb_disk_touch(const wb_disk *d, const wb_disk_key *k);
 int wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
                   size_t n, double ms, const char *spec);
 
+/* What the cache holds under k, in words, into *out (malloc'ed): a hit,
+   a damaged or foreign entry, the nearest entry on a miss (name is the
+   spec's printable name), or why the cache is off; wb_cache_explain. */
+wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
+                          char **out);
+
 /* Opens name under dirfd (AT_FDCWD for a path) for reading without
    following a link or blocking on a FIFO.  The file must be regular and
    of at most max bytes; when strict, it must also belong to the effective
