@@ -7,6 +7,11 @@
  * loop over anything known ahead of time.  It includes no header; it
  * declares the few types it needs and the runtime helpers it calls.
  *
+ * Every helper's name comes from the symbol table helpers.def expands to
+ * (wb_emit_helper_name): the helpers of mutations and outputs from their
+ * rows of the step table (steps.c), through which the interpreter calls
+ * them, the rest by id.  So the emitter holds no helper name of its own.
+ *
  * Names from the spec reach the output only through wb_spec_safe_name,
  * inside comments; #line file names keep only [A-Za-z0-9_.-].  No other text
  * from a spec is ever formatted into code.
@@ -46,6 +51,19 @@ typedef struct wb_emitter {
 } wb_emitter;
 
 /* ---- small pieces ---- */
+
+/* The name generated code calls helper id by.  Every helper's name
+   reaches the text through here, from the table helpers.def expands to,
+   never from a literal of the emitter's own: a step's helper comes from
+   its row of the step table (wb_gen_steps), the rest by id. */
+static const char *wb_emit_helper_name(wb_abi_id id)
+{
+    return wb_rt_symbols[id].name;
+}
+
+/* The name of helper `name` of helpers.def; an unknown one fails to
+   compile. */
+#define WB_EMIT_NAME(name) wb_emit_helper_name(WB_ABI_ID_##name)
 
 static void wb_emit_file_name(const char *name, char *buf, size_t n)
 {
@@ -414,7 +432,8 @@ static void wb_emit_term(wb_emitter *x, wb_buf *b, int *k, const char *fmt,
 static void wb_emit_zero(wb_buf *b, const char *array, int n)
 {
     if (n > 16) {
-        wb_buf_line(b, "memset(%s, 0, sizeof %s);", array, array);
+        wb_buf_line(b, "%s(%s, 0, sizeof %s);", WB_EMIT_NAME(memset), array,
+                    array);
         return;
     }
     size_t indent = (size_t)b->indent * 4, col = indent;
@@ -445,6 +464,34 @@ static bool wb_emit_call_wrapped(const wb_spec *s)
     return s->nguards || s->ndetached || s->before_call;
 }
 
+/* A data mutation of an input declared with 1 to WB_RT_MAX_ND dimensions
+   uses the primitives unrolled for that count: their number, else 0. */
+static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
+{
+    const wb_input *in = &s->inputs[m->input];
+    return m->kind == WB_MUT_DATA && in->ndim >= 1 &&
+                   in->ndim <= WB_RT_MAX_ND &&
+                   in->device.device_type != kDLCUDA
+               ? in->ndim : 0;
+}
+
+/* The row of the step table that mutation m takes its helpers from: that
+   of the unrolled data primitives where wb_emit_nd says so, else its
+   kind's. */
+static const wb_gen_step *wb_emit_mut_step(const wb_spec *s,
+                                           const wb_spec_mut *m)
+{
+    int nd = wb_emit_nd(s, m);
+    return nd ? &wb_gen_steps.data_nd[nd] : &wb_gen_steps.mut[m->kind];
+}
+
+/* Whether mutation m's check plans a growth that its commit applies (or
+   the failure path frees), which the code holds in a local of its own. */
+static bool wb_emit_grows(const wb_spec_mut *m)
+{
+    return wb_gen_steps.mut[m->kind].check.args == WB_GEN_ARGS_prep_grow;
+}
+
 static bool wb_emit_checks_inline(const wb_emitter *x);
 
 static void wb_emit_locals(wb_emitter *x, wb_buf *b)
@@ -456,7 +503,7 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "wb_tensor *v[%d]; /* views for aliased outputs */",
                     s->nviews);
     for (int j = 0; j < s->nupdated; j++)
-        if (s->muts[j].kind == WB_MUT_RESIZE)
+        if (wb_emit_grows(&s->muts[j]))
             wb_buf_line(b, "wb_rt_grow g%d = {0}; /* growth for input %d */",
                         j, s->muts[j].input);
     if (s->ndetached)
@@ -549,6 +596,16 @@ static bool wb_emit_checks_inline(const wb_emitter *x)
     return false;
 }
 
+/* The check of n (3 to 16) tensors with full words: helpers.def lists
+   one helper per count, in order. */
+static const char *wb_emit_args_bad_n(int n)
+{
+    _Static_assert(WB_ABI_ID_wb_rt_args_bad16 - WB_ABI_ID_wb_rt_args_bad3 ==
+                       13, "the checks of 3 to 16 tensors, in order");
+    return wb_emit_helper_name(
+        (wb_abi_id)(WB_ABI_ID_wb_rt_args_bad3 + (n - 3)));
+}
+
 /* The condition of the argument checks, "if (...)".  With runs set, the
    condition for libtcc: each run is one call of the runtime's loop, and
    the text opens with the "#ifdef __TINYC__" that the caller's #else
@@ -581,16 +638,18 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
             char from[24];
             wb_emit_from(from, "a", i);
             if (!mask)
-                wb_emit_term(x, b, &k, "wb_rt_args_missing(%s, %d)", from, n);
+                wb_emit_term(x, b, &k, "%s(%s, %d)",
+                             WB_EMIT_NAME(wb_rt_args_missing), from, n);
             else if (mask == ~0ull && n <= 16)
-                wb_emit_term(x, b, &k, "wb_rt_args_bad%d(%s, 0x%llxull)",
-                             n, from, want);
+                wb_emit_term(x, b, &k, "%s(%s, 0x%llxull)",
+                             wb_emit_args_bad_n(n), from, want);
             else if (mask == ~0ull)
-                wb_emit_term(x, b, &k, "wb_rt_args_bad(%s, %d, 0x%llxull)",
-                             from, n, want);
+                wb_emit_term(x, b, &k, "%s(%s, %d, 0x%llxull)",
+                             WB_EMIT_NAME(wb_rt_args_bad), from, n, want);
             else
-                wb_emit_term(x, b, &k, "wb_rt_args_bad_masked(%s, %d, "
-                             "0x%llxull, 0x%llxull)", from, n, mask, want);
+                wb_emit_term(x, b, &k, "%s(%s, %d, 0x%llxull, 0x%llxull)",
+                             WB_EMIT_NAME(wb_rt_args_bad_masked), from, n,
+                             mask, want);
         } else if (!mask) {
             wb_emit_term(x, b, &k, "!a[%d].t", i);
         } else if (mask == ~0ull) {
@@ -615,7 +674,8 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
     wb_emit_comment(x, b, "/* %d arguments, room for at least %d outputs */",
                     s->ninputs, s->noutputs);
     wb_buf_line(b, "if (nargs != %d || nouts < %d)", s->ninputs, s->noutputs);
-    wb_buf_line(b, "    return wb_rt_err_arity(e, nargs, nouts);");
+    wb_buf_line(b, "    return %s(e, nargs, nouts);",
+                WB_EMIT_NAME(wb_rt_err_arity));
     if (s->ntensor_inputs) {
         /* Each tensor present, then its declared dtype, dimensions and
            device, read from the leading members the prelude declares, so
@@ -630,18 +690,20 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
         if (!runs || !x->libtcc)
             wb_emit_arg_checks(x, b, false);
         wb_emit_run_end(x, b, runs);
-        wb_buf_line(b, "    return wb_rt_err_inputs(e, a);");
+        wb_buf_line(b, "    return %s(e, a);", WB_EMIT_NAME(wb_rt_err_inputs));
     }
     if (s->nreshaped) {
         wb_emit_comment(x, b, "/* inputs whose view or storage changes are "
                         "not passed twice */");
-        wb_buf_line(b, "if ((st = wb_rt_check_distinct(e, a)) != 0)");
+        wb_buf_line(b, "if ((st = %s(e, a)) != 0)",
+                    WB_EMIT_NAME(wb_rt_check_distinct));
         wb_buf_line(b, "    return st;");
     }
     if (s->first_call) {
         wb_emit_at(x, 1);
         wb_emit_comment(x, b, "/* the first-call hook, once per wrapper */");
-        wb_buf_line(b, "if ((st = wb_rt_first_call(e)) != 0)");
+        wb_buf_line(b, "if ((st = %s(e)) != 0)",
+                    WB_EMIT_NAME(wb_rt_first_call));
         wb_buf_line(b, "    return st;");
     }
     wb_buf_printf(b, "\n");
@@ -659,7 +721,7 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, wb_emit_input_line(i));
         wb_emit_comment(x, b, "/* %s: the graph writes it */",
                         wb_emit_in_desc(x, i));
-        wb_buf_line(b, "wb_rt_bump(a[%d].t);", i);
+        wb_buf_line(b, "%s(a[%d].t);", WB_EMIT_NAME(wb_rt_bump), i);
     }
     if (!wb_emit_call_wrapped(s))
         return;  /* made in the check's condition (wb_emit_checks) */
@@ -667,21 +729,24 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     wb_emit_comment(x, b, "/* the call: %d guards, grad mode %s */",
                     s->nguards, s->training ? "on" : "off");
     for (int g = 0; g < s->nguards; g++) {
-        wb_buf_line(b, "if ((st = wb_rt_guard_enter(e, %d)) != 0)", g);
+        wb_buf_line(b, "if ((st = %s(e, %d)) != 0)",
+                    WB_EMIT_NAME(wb_rt_guard_enter), g);
         wb_buf_line(b, "    goto leave%d;", g);
     }
-    wb_buf_line(b, "grad = wb_rt_grad_swap(%d);", s->training ? 1 : 0);
+    wb_buf_line(b, "grad = %s(%d);", WB_EMIT_NAME(wb_rt_grad_swap),
+                s->training ? 1 : 0);
     if (s->ndetached)
-        wb_buf_line(b, "memcpy(ca, a, sizeof ca);");
+        wb_buf_line(b, "%s(ca, a, sizeof ca);", WB_EMIT_NAME(memcpy));
     for (int d = 0; d < s->ndetached; d++) {
         int i = s->detached[d];
         wb_emit_at(x, wb_emit_input_line(i));
-        wb_buf_line(b, "if ((st = wb_rt_detach(e, %d, a[%d].t, &ca[%d])) != 0)",
-                    i, i, i);
+        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, &ca[%d])) != 0)",
+                    WB_EMIT_NAME(wb_rt_detach), i, i, i);
         wb_buf_line(b, "    goto undetach%d;", d);
     }
     if (s->before_call) {
-        wb_buf_line(b, "if ((st = wb_rt_before_call(e)) != 0)");
+        wb_buf_line(b, "if ((st = %s(e)) != 0)",
+                    WB_EMIT_NAME(wb_rt_before_call));
         wb_buf_line(b, "    goto undetach%d;", s->ndetached);
     }
     wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, r, %d);", args,
@@ -690,52 +755,20 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
         if (d < s->ndetached || s->before_call)
             wb_buf_printf(b, "undetach%d:\n", d);
         if (d > 0)
-            wb_buf_line(b, "wb_tensor_release(ca[%d].t);", s->detached[d - 1]);
+            wb_buf_line(b, "%s(ca[%d].t);", WB_EMIT_NAME(wb_tensor_release),
+                        s->detached[d - 1]);
     }
-    wb_buf_line(b, "wb_rt_grad_set(grad);");
+    wb_buf_line(b, "%s(grad);", WB_EMIT_NAME(wb_rt_grad_set));
     for (int g = s->nguards - 1; g >= 0; g--) {
         if (g + 1 < s->nguards)
             wb_buf_printf(b, "leave%d:\n", g + 1);
-        wb_buf_line(b, "wb_rt_guard_leave(e, %d);", g);
+        wb_buf_line(b, "%s(e, %d);", WB_EMIT_NAME(wb_rt_guard_leave), g);
     }
     if (s->nguards)
         wb_buf_printf(b, "leave0:\n");
     wb_buf_line(b, "if (st != 0)");
     wb_buf_line(b, "    %s;", bail);
     wb_buf_printf(b, "\n");
-}
-
-/* A data mutation of an input declared with 1 to WB_RT_MAX_ND dimensions
-   uses the primitives unrolled for that count: their number, else 0. */
-static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
-{
-    const wb_input *in = &s->inputs[m->input];
-    return m->kind == WB_MUT_DATA && in->ndim >= 1 &&
-                   in->ndim <= WB_RT_MAX_ND &&
-                   in->device.device_type != kDLCUDA
-               ? in->ndim : 0;
-}
-
-static const char *wb_emit_prep_fn(wb_mutation m)
-{
-    switch (m) {
-    case WB_MUT_DATA: return "wb_rt_prep_data";
-    case WB_MUT_METADATA: return "wb_rt_prep_meta";
-    case WB_MUT_DATA_METADATA: return "wb_rt_prep_data_meta";
-    case WB_MUT_STORAGE: return "wb_rt_prep_storage";
-    default: return "wb_rt_prep_resize";
-    }
-}
-
-static const char *wb_emit_commit_fn(wb_mutation m)
-{
-    switch (m) {
-    case WB_MUT_DATA: return "wb_rt_commit_data";
-    case WB_MUT_METADATA: return "wb_rt_commit_meta";
-    case WB_MUT_DATA_METADATA: return "wb_rt_commit_data_meta";
-    case WB_MUT_STORAGE: return "wb_rt_commit_storage";
-    default: return "wb_rt_commit_resize";
-    }
 }
 
 /* The tensor whose storage a view output will share (see wb_interp_holder). */
@@ -754,30 +787,30 @@ static const char *wb_emit_holder(wb_emitter *x, const wb_spec_out *d)
 /* Mutation j's check. */
 static void wb_emit_prep_mut(wb_emitter *x, wb_buf *b, int j)
 {
-    const wb_spec *s = x->s;
-    const wb_spec_mut *m = &s->muts[j];
-    if (m->kind == WB_MUT_RESIZE)
-        wb_buf_line(b, "if ((st = wb_rt_prep_resize(e, %d, a[%d].t, r[%d], "
-                    "&g%d)) != 0)", m->input, m->input, j, j);
-    else if (wb_emit_nd(s, m))
-        wb_buf_line(b, "if ((st = wb_rt_prep_data_%dd(e, %d, a[%d].t, "
-                    "r[%d])) != 0)", wb_emit_nd(s, m), m->input, m->input, j);
+    const wb_spec_mut *m = &x->s->muts[j];
+    const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->check;
+    const char *fn = wb_emit_helper_name(h->id);
+    if (h->args == WB_GEN_ARGS_prep_grow)
+        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d], &g%d)) != 0)",
+                    fn, m->input, m->input, j, j);
     else
-        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d])) != 0)",
-                    wb_emit_prep_fn(m->kind), m->input, m->input, j);
+        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d])) != 0)", fn,
+                    m->input, m->input, j);
     wb_buf_line(b, "    goto fail;");
 }
 
-/* Whether output d is made from a view prepared in the check phase. */
+/* Whether output d is made from a view prepared in the check phase: its
+   row has a check. */
 static bool wb_emit_is_view(const wb_spec_out *d)
 {
-    return d->kind != WB_OUT_NON_ALIAS && d->kind != WB_OUT_IS_INPUT;
+    return wb_gen_steps.out[d->kind].check.args != WB_GEN_ARGS_none;
 }
 
 /* The check of output k, a view, into v[vi]. */
 static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
 {
     const wb_spec_out *d = &x->s->outs[k];
+    const wb_gen_step *o = &wb_gen_steps.out[d->kind];
     char holder[32], grown[32];
     const char *h = wb_emit_holder(x, d);
     memcpy(holder, h, strlen(h) + 1);
@@ -788,26 +821,23 @@ static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
     /* A value on the very storage its base will hold needs at most a
        header; anything else, or a failed allocation, gets the full check,
        which words the message. */
-    wb_buf_line(b, "if (wb_rt_prep_same(%s, r[%d], &v[%d]))", holder,
-                d->value, vi);
-    wb_buf_line(b, "    if ((st = wb_rt_prep_view(e, %d, %s, %s, r[%d], "
-                "&v[%d])) != 0)", k, holder, grown, d->value, vi);
+    wb_buf_line(b, "if (%s(%s, r[%d], &v[%d]))",
+                wb_emit_helper_name(o->check_first.id), holder, d->value, vi);
+    wb_buf_line(b, "    if ((st = %s(e, %d, %s, %s, r[%d], &v[%d])) != 0)",
+                wb_emit_helper_name(o->check.id), k, holder, grown, d->value,
+                vi);
     wb_buf_line(b, "        goto fail;");
 }
 
 static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
 {
-    const wb_spec *s = x->s;
-    const wb_spec_mut *m = &s->muts[j];
-    if (m->kind == WB_MUT_RESIZE)
-        wb_buf_line(b, "wb_rt_commit_resize(a[%d].t, r[%d], &g%d);",
-                    m->input, j, j);
-    else if (wb_emit_nd(s, m))
-        wb_buf_line(b, "wb_rt_commit_data_%dd(a[%d].t, r[%d]);",
-                    wb_emit_nd(s, m), m->input, j);
+    const wb_spec_mut *m = &x->s->muts[j];
+    const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->commit;
+    const char *fn = wb_emit_helper_name(h->id);
+    if (h->args == WB_GEN_ARGS_commit_grow)
+        wb_buf_line(b, "%s(a[%d].t, r[%d], &g%d);", fn, m->input, j, j);
     else
-        wb_buf_line(b, "%s(a[%d].t, r[%d]);", wb_emit_commit_fn(m->kind),
-                    m->input, j);
+        wb_buf_line(b, "%s(a[%d].t, r[%d]);", fn, m->input, j);
 }
 
 /* Whether the call ends with its last output, one that aliases nothing,
@@ -817,40 +847,52 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
 static bool wb_emit_ends_plain(const wb_spec *s)
 {
     const wb_spec_out *d = s->noutputs ? &s->outs[s->noutputs - 1] : NULL;
-    return d && d->kind == WB_OUT_NON_ALIAS && !d->requires_grad && !d->dyn &&
+    return d &&
+           wb_gen_steps.out[d->kind].commit_end.args != WB_GEN_ARGS_none &&
+           !d->requires_grad && !d->dyn &&
            !s->nbases && s->grad_at_end < 0 && !s->device_copies;
 }
 
-/* Output k, from v[vi] when it is a view. */
+/* Output k, from v[vi] when it is a view: its row's commit, or the
+   cheaper one for an output without flags, or for one that ends the
+   call. */
 static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
 {
     const wb_spec_out *d = &x->s->outs[k];
+    const wb_gen_step *o = &wb_gen_steps.out[d->kind];
+    const wb_gen_helper *h = &o->commit;
     unsigned long long dyn = (unsigned long long)d->dyn;
-    bool plain = !d->requires_grad && !dyn;
     char at[24];
-    switch (d->kind) {
-    case WB_OUT_NON_ALIAS:
-        if (k == x->s->noutputs - 1 && wb_emit_ends_plain(x->s))
-            wb_buf_line(b, "return wb_rt_out_plain_end(%s, r[%d]);",
-                        wb_emit_from(at, "outs", k), d->value);
-        else if (plain)
-            wb_buf_line(b, "outs[%d] = wb_rt_out_plain(r[%d]);", k, d->value);
-        else
-            wb_buf_line(b, "outs[%d] = wb_rt_out_flags(r[%d], %d, 0x%llxull);",
-                        k, d->value, d->requires_grad, dyn);
+    if (k == x->s->noutputs - 1 && wb_emit_ends_plain(x->s))
+        h = &o->commit_end;
+    else if (!d->requires_grad && !dyn &&
+             o->commit_plain.args != WB_GEN_ARGS_none)
+        h = &o->commit_plain;
+    const char *fn = wb_emit_helper_name(h->id);
+    switch (h->args) {
+    case WB_GEN_ARGS_out_plain_end:
+        wb_buf_line(b, "return %s(%s, r[%d]);", fn,
+                    wb_emit_from(at, "outs", k), d->value);
         break;
-    case WB_OUT_IS_INPUT:
-        wb_buf_line(b, "outs[%d] = wb_rt_out_input(a[%d].t, 0x%llxull);",
-                    k, d->base, dyn);
-        wb_buf_line(b, "wb_tensor_release(r[%d]);", d->value);
+    case WB_GEN_ARGS_out_plain:
+        wb_buf_line(b, "outs[%d] = %s(r[%d]);", k, fn, d->value);
         break;
-    default:
-        if (plain)
-            wb_buf_line(b, "outs[%d] = wb_rt_commit_view_plain(v[%d], r[%d]);",
-                        k, vi, d->value);
-        else
-            wb_buf_line(b, "outs[%d] = wb_rt_commit_view(v[%d], r[%d], %d, "
-                        "0x%llxull);", k, vi, d->value, d->requires_grad, dyn);
+    case WB_GEN_ARGS_out_flags:
+        wb_buf_line(b, "outs[%d] = %s(r[%d], %d, 0x%llxull);", k, fn,
+                    d->value, d->requires_grad, dyn);
+        break;
+    case WB_GEN_ARGS_out_input:
+        wb_buf_line(b, "outs[%d] = %s(a[%d].t, 0x%llxull);", k, fn, d->base,
+                    dyn);
+        wb_buf_line(b, "%s(r[%d]);", WB_EMIT_NAME(wb_tensor_release),
+                    d->value);
+        break;
+    case WB_GEN_ARGS_commit_view_plain:
+        wb_buf_line(b, "outs[%d] = %s(v[%d], r[%d]);", k, fn, vi, d->value);
+        break;
+    default: /* commit_view */
+        wb_buf_line(b, "outs[%d] = %s(v[%d], r[%d], %d, 0x%llxull);", k, fn,
+                    vi, d->value, d->requires_grad, dyn);
         break;
     }
 }
@@ -925,15 +967,16 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
        compares the count it returned as it stores it, where a statement of
        its own would store and reload it. */
     if (call)
-        wb_emit_term(x, b, &k, "(n = wb_rt_call_%s(e, a, %d, r, %d)) != %d",
-                     s->training ? "grad" : "nograd", s->ninputs, s->nvalues,
-                     s->nvalues);
+        wb_emit_term(x, b, &k, "(n = %s(e, a, %d, r, %d)) != %d",
+                     s->training ? WB_EMIT_NAME(wb_rt_call_grad)
+                                 : WB_EMIT_NAME(wb_rt_call_nograd),
+                     s->ninputs, s->nvalues, s->nvalues);
     else
         wb_emit_term(x, b, &k, "n != %d", s->nvalues);
     for (int i = 0; i < s->nvalues; i++)
         wb_emit_term(x, b, &k, "!r[%d]", i);
     wb_buf_printf(b, ") {\n");
-    wb_buf_line(b, "    st = wb_rt_err_values(e, n, r);");
+    wb_buf_line(b, "    st = %s(e, n, r);", WB_EMIT_NAME(wb_rt_err_values));
     wb_buf_line(b, "    goto fail;");
     wb_buf_line(b, "}");
     for (int j = 0, n; j < s->nupdated; j += n) {
@@ -944,8 +987,9 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
             wb_emit_comment(x, b, "/* %s, from value %d */",
                             wb_emit_in_desc(x, m->input + i), j + i);
         if (n > 1)
-            wb_emit_run_call(x, b, true, "if ((st = wb_rt_prep_data_%dd_run("
-                             "e, %d, %s, %s, %d)) != 0)", wb_emit_nd(s, m),
+            wb_emit_run_call(x, b, true, "if ((st = %s(e, %d, %s, %s, %d)) "
+                             "!= 0)", wb_emit_helper_name(
+                                 wb_emit_mut_step(s, m)->check_run.id),
                              m->input, wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
         for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
@@ -959,7 +1003,8 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, 1);
         wb_emit_comment(x, b, "/* no view's base is an input that set_ "
                         "gives a new storage */");
-        wb_buf_line(b, "if ((st = wb_rt_check_bases(e, a, r)) != 0)");
+        wb_buf_line(b, "if ((st = %s(e, a, r)) != 0)",
+                    WB_EMIT_NAME(wb_rt_check_bases));
         wb_buf_line(b, "    goto fail;");
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
@@ -971,8 +1016,9 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         for (int i = 0; i < n; i++)
             wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1)
-            wb_emit_run_call(x, b, true, "if ((st = wb_rt_prep_views(e, %d, "
-                             "%s, %s, %s, %d)) != 0)", k,
+            wb_emit_run_call(x, b, true, "if ((st = %s(e, %d, %s, %s, %s, "
+                             "%d)) != 0)", wb_emit_helper_name(
+                                 wb_gen_steps.out[d->kind].check_run.id), k,
                              wb_emit_from(f1, "a", d->base),
                              wb_emit_from(f2, "r", d->value),
                              wb_emit_from(f3, "v", vi), n);
@@ -1002,8 +1048,9 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         n = wb_emit_mut_run(s, j);
         wb_emit_at(x, wb_emit_input_line(m->input));
         if (n > 1)
-            wb_emit_run_call(x, b, false, "wb_rt_commit_data_%dd_run(%s, %s, "
-                             "%d);", wb_emit_nd(s, m),
+            wb_emit_run_call(x, b, false, "%s(%s, %s, %d);",
+                             wb_emit_helper_name(
+                                 wb_emit_mut_step(s, m)->commit_run.id),
                              wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
         for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
@@ -1015,18 +1062,21 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {
         const wb_spec_out *d = &s->outs[k];
+        const wb_gen_step *o = &wb_gen_steps.out[d->kind];
         n = wb_emit_view_run(s, k);
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
             wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1 && !d->requires_grad && !d->dyn)
-            wb_emit_run_call(x, b, false, "wb_rt_commit_views_plain(%s, %s, "
-                             "%s, %d);", wb_emit_from(f1, "outs", k),
+            wb_emit_run_call(x, b, false, "%s(%s, %s, %s, %d);",
+                             wb_emit_helper_name(o->commit_run_plain.id),
+                             wb_emit_from(f1, "outs", k),
                              wb_emit_from(f2, "v", vi),
                              wb_emit_from(f3, "r", d->value), n);
         else if (n > 1)
-            wb_emit_run_call(x, b, false, "wb_rt_commit_views(%s, %s, %s, "
-                             "%d, %d, 0x%llxull);", wb_emit_from(f1, "outs", k),
+            wb_emit_run_call(x, b, false, "%s(%s, %s, %s, %d, %d, 0x%llxull);",
+                             wb_emit_helper_name(o->commit_run.id),
+                             wb_emit_from(f1, "outs", k),
                              wb_emit_from(f2, "v", vi),
                              wb_emit_from(f3, "r", d->value), n,
                              d->requires_grad, (unsigned long long)d->dyn);
@@ -1042,19 +1092,20 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
     if (s->nbases) {
         wb_emit_at(x, 1);
         wb_emit_comment(x, b, "/* the intermediate bases are not returned */");
-        wb_buf_line(b, "wb_rt_release_all(r + %d, %d);",
+        wb_buf_line(b, "%s(r + %d, %d);", WB_EMIT_NAME(wb_rt_release_all),
                     s->nupdated + s->noutputs, s->nbases);
     }
     if (s->grad_at_end >= 0) {
         wb_emit_at(x, 1);
-        wb_buf_line(b, "wb_rt_grad_set(%d); /* grad mode at the end */",
-                    s->grad_at_end);
+        wb_buf_line(b, "%s(%d); /* grad mode at the end */",
+                    WB_EMIT_NAME(wb_rt_grad_set), s->grad_at_end);
     }
     if (s->device_copies) {
         wb_emit_at(x, 1);
         wb_emit_comment(x, b, "/* device copies, all at once on the call's "
                         "stream */");
-        wb_buf_line(b, "return wb_rt_flush(e, outs, %d);", s->noutputs);
+        wb_buf_line(b, "return %s(e, outs, %d);", WB_EMIT_NAME(wb_rt_flush),
+                    s->noutputs);
     } else if (!wb_emit_ends_plain(s)) {
         wb_buf_line(b, "return 0;");
     }
@@ -1067,15 +1118,16 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     wb_emit_comment(x, b, "/* after the graph ran, its in-graph writes and "
                     "their version bumps stand */");
     wb_buf_printf(b, "fail:\n");
-    wb_buf_line(b, "wb_rt_release_all(r, %d);", s->nvalues);
+    const char *release = WB_EMIT_NAME(wb_rt_release_all);
+    wb_buf_line(b, "%s(r, %d);", release, s->nvalues);
     if (s->nviews)
-        wb_buf_line(b, "wb_rt_release_all(v, %d);", s->nviews);
+        wb_buf_line(b, "%s(v, %d);", release, s->nviews);
     for (int j = 0; j < s->nupdated; j++)
-        if (s->muts[j].kind == WB_MUT_RESIZE)
-            wb_buf_line(b, "wb_rt_grow_free(&g%d);", j);
+        if (wb_emit_grows(&s->muts[j]))
+            wb_buf_line(b, "%s(&g%d);", WB_EMIT_NAME(wb_rt_grow_free), j);
     if (s->device_copies)
-        wb_buf_line(b, "wb_rt_drop_copies(e); /* the device copies checked "
-                    "*/");
+        wb_buf_line(b, "%s(e); /* the device copies checked */",
+                    WB_EMIT_NAME(wb_rt_drop_copies));
     wb_buf_line(b, "return st;");
     /* Only a guard, a detach or the before-call hook can bail out after
        the bumps and before the call; without one the label would be
@@ -1083,7 +1135,8 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     if (s->nbumped && wb_emit_call_wrapped(s)) {
         wb_buf_printf(b, "unbump:\n");
         for (int k = 0; k < s->nbumped; k++)
-            wb_buf_line(b, "wb_rt_unbump(a[%d].t);", s->bumped[k]);
+            wb_buf_line(b, "%s(a[%d].t);", WB_EMIT_NAME(wb_rt_unbump),
+                        s->bumped[k]);
         wb_buf_line(b, "return st;");
     }
 }

@@ -1,16 +1,126 @@
 /*
- * wrappers.h -- the two consumers of a validated spec (internal): the
- * reference interpreter and the C emitter, and the growable text buffer the
- * emitter writes through.
+ * gen.h -- the two consumers of a validated spec (internal): the
+ * reference interpreter and the C emitter, the table of steps both take
+ * their helpers from, and the growable text buffer the emitter writes
+ * through.
  */
-#ifndef WB_WRAPPERS_H
-#define WB_WRAPPERS_H
+#ifndef WB_GEN_H
+#define WB_GEN_H
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "../abi/abi.h"
+
+/* ---- steps: the helper behind each kind of step (steps.c) ---- */
+
+/* How a step's helper is called: its argument list, which the
+   interpreter passes and the emitter writes, and so which member of
+   wb_gen_fn holds its address.  none marks a step a row does not have. */
+typedef enum wb_gen_args {
+    WB_GEN_ARGS_none = 0,
+    /* Mutations of input `input`, t, from its updated value v. */
+    WB_GEN_ARGS_prep,               /* int (e, input, t, v) */
+    WB_GEN_ARGS_prep_grow,          /* int (e, input, t, v, &grow) */
+    WB_GEN_ARGS_prep_run,           /* int (e, input, a, r, n) */
+    WB_GEN_ARGS_commit,             /* void (t, v) */
+    WB_GEN_ARGS_commit_grow,        /* void (t, v, &grow) */
+    WB_GEN_ARGS_commit_run,         /* void (a, r, n) */
+    /* Outputs, from the graph's value v, and views. */
+    WB_GEN_ARGS_out_flags,          /* tensor (v, requires_grad, dyn) */
+    WB_GEN_ARGS_out_plain,          /* tensor (v) */
+    WB_GEN_ARGS_out_plain_end,      /* int (&outs[k], v) */
+    WB_GEN_ARGS_out_input,          /* tensor (input, dyn) */
+    WB_GEN_ARGS_prep_same,          /* int (holder, v, &view) */
+    WB_GEN_ARGS_prep_view,          /* int (e, output, holder, grown, v,
+                                       &view) */
+    WB_GEN_ARGS_prep_views,         /* int (e, output, a, r, views, n) */
+    WB_GEN_ARGS_commit_view,        /* tensor (view, v, requires_grad,
+                                       dyn) */
+    WB_GEN_ARGS_commit_view_plain,  /* tensor (view, v) */
+    WB_GEN_ARGS_commit_views,       /* void (outs, views, r, n,
+                                       requires_grad, dyn) */
+    WB_GEN_ARGS_commit_views_plain  /* void (outs, views, r, n) */
+} wb_gen_args;
+
+/* A helper's address, in the type of its argument list. */
+typedef union wb_gen_fn {
+    int (*prep)(const wb_env *e, int input, const wb_tensor *t,
+                const wb_tensor *v);
+    int (*prep_grow)(const wb_env *e, int input, const wb_tensor *t,
+                     const wb_tensor *v, wb_rt_grow *g);
+    int (*prep_run)(const wb_env *e, int input, const wb_arg *a,
+                    wb_tensor *const *r, int n);
+    void (*commit)(wb_tensor *t, wb_tensor *v);
+    void (*commit_grow)(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
+    void (*commit_run)(const wb_arg *a, wb_tensor *const *r, int n);
+    wb_tensor *(*out_flags)(wb_tensor *t, int requires_grad,
+                            unsigned long long dyn);
+    wb_tensor *(*out_plain)(wb_tensor *t);
+    int (*out_plain_end)(wb_tensor **out, wb_tensor *t);
+    wb_tensor *(*out_input)(wb_tensor *t, unsigned long long dyn);
+    int (*prep_same)(const wb_tensor *holder, const wb_tensor *v,
+                     wb_tensor **view);
+    int (*prep_view)(const wb_env *e, int output, const wb_tensor *holder,
+                     const wb_rt_grow *grown, const wb_tensor *v,
+                     wb_tensor **view);
+    int (*prep_views)(const wb_env *e, int output, const wb_arg *a,
+                      wb_tensor *const *r, wb_tensor **views, int n);
+    wb_tensor *(*commit_view)(wb_tensor *view, wb_tensor *v,
+                              int requires_grad, unsigned long long dyn);
+    wb_tensor *(*commit_view_plain)(wb_tensor *view, wb_tensor *v);
+    void (*commit_views)(wb_tensor **outs, wb_tensor *const *views,
+                         wb_tensor *const *r, int n, int requires_grad,
+                         unsigned long long dyn);
+    void (*commit_views_plain)(wb_tensor **outs, wb_tensor *const *views,
+                               wb_tensor *const *r, int n);
+} wb_gen_fn;
+
+/* One helper of a step: its id, from which the emitter writes its name
+   (wb_rt_symbols[id].name), and its address, through which the
+   interpreter calls it. */
+typedef struct wb_gen_helper {
+    wb_abi_id id;
+    wb_gen_args args;
+    wb_gen_fn fn;
+} wb_gen_helper;
+
+/* A helper named once, with the argument list it is called with: the id
+   and the address come from the one name, so the emitter and the
+   interpreter cannot call different helpers, and the compiler checks the
+   helper's type against the argument list. */
+#define WB_GEN_HELPER(args, name) \
+    {WB_ABI_ID_##name, WB_GEN_ARGS_##args, {.args = name}}
+
+/* What one kind of step calls: a row of wb_gen_steps.  Each member is a
+   helper or none (args WB_GEN_ARGS_none). */
+typedef struct wb_gen_step {
+    wb_gen_helper check;        /* the check phase; may fail */
+    wb_gen_helper check_first;  /* a cheaper check tried first, nonzero
+                                   when check must run (views) */
+    wb_gen_helper commit;       /* the commit phase; cannot fail */
+    wb_gen_helper commit_plain; /* the commit of an output that neither
+                                   requires grad nor has dynamic dims */
+    wb_gen_helper commit_end;   /* that of such an output ending the call */
+    wb_gen_helper check_run;    /* check of n consecutive like steps */
+    wb_gen_helper commit_run;   /* their commit */
+    wb_gen_helper commit_run_plain; /* their commit, when plain */
+} wb_gen_step;
+
+/* The table of steps, which the interpreter and the emitter both walk. */
+typedef struct wb_gen_step_table {
+    /* By mutation kind (wb_spec_mut.kind); none and in-graph have no
+       step after the call. */
+    wb_gen_step mut[WB_MUT_IN_GRAPH + 1];
+    /* Data mutations of inputs declared with nd dims, at nd (1 to
+       WB_RT_MAX_ND), which the emitter uses for those not on a CUDA
+       device: the primitives unrolled for that count, and their runs. */
+    wb_gen_step data_nd[WB_RT_MAX_ND + 1];
+    /* By output alias kind (wb_spec_out.kind). */
+    wb_gen_step out[WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT + 1];
+} wb_gen_step_table;
+extern const wb_gen_step_table wb_gen_steps;
 
 /* The interpreter's entry point (a wb_entry_fn). */
 int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
@@ -62,4 +172,4 @@ typedef enum wb_emit_form {
 wb_status wb_emit(const wb_spec *spec, const char *fn_name, wb_emit_form form,
                   char **out);
 
-#endif /* WB_WRAPPERS_H */
+#endif /* WB_GEN_H */

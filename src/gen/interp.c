@@ -4,7 +4,9 @@
  * It walks the compact lists that wb_spec_validate derived, so a call visits
  * only the inputs and outputs that need work.  The emitter (emit.c) writes
  * the same steps, in the same order, as straight-line C; any difference in
- * what the two observably do is a bug in the emitter.
+ * what the two observably do is a bug in the emitter.  Both take the helper
+ * of each mutation and output from the same row of the step table
+ * (steps.c): the interpreter calls it, the emitter writes its name.
  */
 #include <string.h>
 
@@ -25,28 +27,27 @@ static const wb_tensor *wb_interp_holder(const wb_spec_out *d,
     return d->kind == WB_OUT_ALIAS_OF_INPUT ? args[d->base].t : r[d->base];
 }
 
+/* Mutation m's check, as its row of the step table says: the helper,
+   called with the arguments its argument list names. */
 static wb_status wb_interp_prep_mut(const wb_env *e, const wb_spec_mut *m,
                                     wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
 {
-    switch (m->kind) {
-    case WB_MUT_DATA: return wb_rt_prep_data(e, m->input, t, v);
-    case WB_MUT_METADATA: return wb_rt_prep_meta(e, m->input, t, v);
-    case WB_MUT_DATA_METADATA: return wb_rt_prep_data_meta(e, m->input, t, v);
-    case WB_MUT_STORAGE: return wb_rt_prep_storage(e, m->input, t, v);
-    case WB_MUT_RESIZE: return wb_rt_prep_resize(e, m->input, t, v, g);
+    const wb_gen_helper *h = &wb_gen_steps.mut[m->kind].check;
+    switch (h->args) {
+    case WB_GEN_ARGS_prep: return h->fn.prep(e, m->input, t, v);
+    case WB_GEN_ARGS_prep_grow: return h->fn.prep_grow(e, m->input, t, v, g);
     default: return WB_OK;
     }
 }
 
+/* Mutation m's commit, the same way. */
 static void wb_interp_commit_mut(const wb_spec_mut *m, wb_tensor *t,
                                  wb_tensor *v, wb_rt_grow *g)
 {
-    switch (m->kind) {
-    case WB_MUT_DATA: wb_rt_commit_data(t, v); break;
-    case WB_MUT_METADATA: wb_rt_commit_meta(t, v); break;
-    case WB_MUT_DATA_METADATA: wb_rt_commit_data_meta(t, v); break;
-    case WB_MUT_STORAGE: wb_rt_commit_storage(t, v); break;
-    case WB_MUT_RESIZE: wb_rt_commit_resize(t, v, g); break;
+    const wb_gen_helper *h = &wb_gen_steps.mut[m->kind].commit;
+    switch (h->args) {
+    case WB_GEN_ARGS_commit: h->fn.commit(t, v); break;
+    case WB_GEN_ARGS_commit_grow: h->fn.commit_grow(t, v, g); break;
     default: break;
     }
 }
@@ -133,13 +134,15 @@ leave_guards:
     }
     if (s->set_bases && (st = wb_rt_check_bases(e, args, r)) != WB_OK)
         goto fail;
-    for (i = 0, nd = 0; i < s->noutputs; i++) {
+    /* Only views have a check; the loop ends with the last of them. */
+    for (i = 0, nd = 0; nd < s->nviews; i++) {
         const wb_spec_out *d = &s->outs[i];
+        const wb_gen_helper *h = &wb_gen_steps.out[d->kind].check;
         const wb_rt_grow *grown;
-        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT)
+        if (h->args != WB_GEN_ARGS_prep_view)
             continue;
-        const wb_tensor *h = wb_interp_holder(d, args, r, grows, &grown);
-        st = wb_rt_prep_view(e, i, h, grown, r[d->value], &views[nd++]);
+        const wb_tensor *holder = wb_interp_holder(d, args, r, grows, &grown);
+        st = h->fn.prep_view(e, i, holder, grown, r[d->value], &views[nd++]);
         if (st != WB_OK)
             goto fail;
     }
@@ -151,21 +154,24 @@ leave_guards:
                              &grows[i]);
     for (i = 0, nd = 0; i < s->noutputs; i++) {
         const wb_spec_out *d = &s->outs[i];
-        switch (d->kind) {
-        case WB_OUT_NON_ALIAS:
-            outs[i] = wb_rt_out_flags(r[d->value], d->requires_grad, d->dyn);
+        const wb_gen_helper *h = &wb_gen_steps.out[d->kind].commit;
+        switch (h->args) {
+        case WB_GEN_ARGS_out_flags:
+            outs[i] = h->fn.out_flags(r[d->value], d->requires_grad, d->dyn);
             break;
-        case WB_OUT_IS_INPUT:
-            outs[i] = wb_rt_out_input(args[d->base].t, d->dyn);
+        case WB_GEN_ARGS_out_input:
+            outs[i] = h->fn.out_input(args[d->base].t, d->dyn);
             wb_tensor_release(r[d->value]);
             break;
-        default:
-            outs[i] = wb_rt_commit_view(views[nd++], r[d->value],
+        default: /* commit_view, of the view the check phase made */
+            outs[i] = h->fn.commit_view(views[nd++], r[d->value],
                                         d->requires_grad, d->dyn);
             break;
         }
     }
-    wb_rt_release_all(r + M + s->noutputs, s->nbases);
+    /* The intermediate bases are not returned. */
+    if (s->nbases)
+        wb_rt_release_all(r + M + s->noutputs, s->nbases);
     if (s->grad_at_end >= 0)
         wb_rt_grad_set(s->grad_at_end);
     return s->device_copies ? wb_rt_flush(e, outs, s->noutputs) : WB_OK;
