@@ -163,7 +163,7 @@ $(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
 # build: the files that define them are built a second time with the
 # hooks into libwrapbake-test.a, which the test suite links in place of
 # libwrapbake.a.  tests/exports.sh checks libwrapbake.a holds none.
-HOOK_SRC := src/tiers/jit.c src/tiers/jitheap.c
+HOOK_SRC := src/abi/symbols.c src/tiers/jit.c src/tiers/jitheap.c
 HOOK_OBJ := $(HOOK_SRC:%.c=$(BUILD)/obj/%.hooks.o)
 TEST_LIB := $(BUILD)/lib/libwrapbake-test.a
 $(BUILD)/obj/%.hooks.o: %.c $(DEPS)

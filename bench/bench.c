@@ -481,7 +481,8 @@ static double bench_libtcc_once(void)
     wb_jit_code *code;
     void *entry;
     double t0 = bench_now_ns();
-    bench_ok(wb_jit_compile(src, "wb_bench_floor", &code, &entry), "libtcc");
+    bench_ok(wb_jit_compile(src, "wb_bench_floor", NULL, &code, &entry),
+             "libtcc");
     wb_jit_free(code);
     return (bench_now_ns() - t0) / 1e3;
 }

@@ -133,8 +133,8 @@ static wb_spec *diff_bench_spec(int nargs, int nmut, int nalias)
 
 /* The text the tcc tier compiles (WB_EMIT_LIBTCC) is the whole text, which
    wb_wrapper_source gives and the cc tier compiles (WB_EMIT_LINES), as
-   libtcc reads it (wb_jit_as_read) and less its comments: libtcc's branch
-   of every run, the same code line for line.  The differential test runs
+   libtcc reads it (wb_test_jit_as_read) and less its comments: libtcc's
+   branch of every run, the same code line for line.  The differential test runs
    both texts against the interpreter; this holds them to each other. */
 Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
 {
@@ -160,7 +160,7 @@ Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
         WBT_OK(wb_emit(s, WB_EMIT_FN, WB_EMIT_LIBTCC, &own));
         char *read = malloc(strlen(whole) + 1);
         cr_assert(read, "out of memory");
-        wb_jit_as_read(read, whole);
+        wb_test_jit_as_read(read, whole);
         /* Benchmark cases 0 to 4, then random seeds from 0. */
         const char *what = seed < 5 ? "benchmark case" : "seed";
         unsigned long long which = seed < 5 ? seed : seed - 5;
@@ -174,6 +174,63 @@ Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
         wb_spec_free(s);
     }
     cr_log_info("libtcc's text: %d of 2005 specs with runs", runs);
+}
+
+/* The emitter records which helpers a function calls, and who reads each
+   call, as it writes them (wb_emitted.used): the prelude declares them
+   and the JIT registers them from the record alone.  Read back from the
+   text, in every form, the calls are exactly the ones recorded; the
+   prelude is the prelude of the whole text, and the function what
+   follows it. */
+Test(diff, the_emitter_records_the_helpers_it_calls)
+{
+    static const wb_emit_form forms[] = {WB_EMIT_PLAIN, WB_EMIT_LINES,
+                                         WB_EMIT_LIBTCC};
+    /* The benchmark's cases A to E, whose runs call helpers that only
+       other compilers read, then random specs. */
+    static const int bench[][3] = {{5, 0, 0}, {5, 0, 2}, {5, 2, 0},
+                                   {10, 1, 3}, {20, 3, 5}};
+    int cc_only = 0;
+    for (uint64_t seed = 0; seed < 2000 + 5; seed++) {
+        wb_spec *s;
+        if (seed < 5) {
+            s = diff_bench_spec(bench[seed][0], bench[seed][1],
+                                bench[seed][2]);
+        } else {
+            diff_rng r = {(seed - 5) * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
+            diff_spec d;
+            s = diff_make_spec(&r, &d);
+            diff_rng h = {diff_next(&r) | 1, NULL, 0};
+            diff_add_hooks(&h, s, &diff_case_world);
+        }
+        WBT_OK(wb_spec_validate(s));
+        for (int f = 0; f < 3; f++) {
+            wb_emitted parts;
+            unsigned char read[WB_ABI_COUNT];
+            char *whole;
+            WBT_OK(wb_emit_parts(s, WB_EMIT_FN, forms[f], &parts));
+            WBT_OK(wb_emit(s, WB_EMIT_FN, forms[f], &whole));
+            size_t n = strlen(parts.prelude);
+            cr_assert(!strncmp(whole, parts.prelude, n) &&
+                      !strcmp(whole + n, parts.body),
+                      "seed %llu, form %d: the parts are not the text",
+                      (unsigned long long)seed, f);
+            cr_assert_str_eq(parts.entry, WB_EMIT_FN);
+            wb_test_symbols_used(parts.body, strlen(parts.body), read);
+            for (int i = 0; i < WB_ABI_COUNT; i++) {
+                cr_assert_eq(parts.used[i], read[i], "seed %llu, form %d: "
+                             "%s recorded %u, read %u",
+                             (unsigned long long)seed, f,
+                             wb_rt_symbols[i].name, parts.used[i], read[i]);
+                cc_only += parts.used[i] == WB_RT_READ_CC;
+            }
+            free(whole);
+            wb_emitted_free(&parts);
+        }
+        wb_spec_free(s);
+    }
+    /* The runs' steps, which libtcc does not read, were among them. */
+    cr_assert_gt(cc_only, 0);
 }
 
 /* ---- the aot tier ---- */

@@ -24,12 +24,22 @@
 
 typedef int (*jit_int_fn)(int);
 
+/* Compiles a source of the test's own; the helpers it calls are found by
+   reading it, as the emitter would have recorded them. */
+static wb_status jit_compile(const char *src, const char *fn,
+                             wb_jit_code **code, void **entry)
+{
+    unsigned char used[WB_ABI_COUNT];
+    wb_test_symbols_used(src, strlen(src), used);
+    return wb_jit_compile(src, fn, used, code, entry);
+}
+
 static jit_int_fn jit_compile_ok(const char *src, const char *fn,
                                  wb_jit_code **code)
 {
     void *entry;
     jit_int_fn f;
-    WBT_OK(wb_jit_compile(src, fn, code, &entry));
+    WBT_OK(jit_compile(src, fn, code, &entry));
     memcpy(&f, &entry, sizeof f);
     return f;
 }
@@ -47,12 +57,12 @@ Test(jit, messages_point_into_the_spec)
 {
     wb_jit_code *code = NULL;
     void *entry = NULL;
-    WBT_FAILS(wb_jit_compile("#line 7 \"decode_step\"\n"
+    WBT_FAILS(jit_compile("#line 7 \"decode_step\"\n"
                              "int f(void) { return no_such_name; }",
                              "f", &code, &entry),
               WB_ERR_COMPILE, "decode_step:7");
     cr_assert_null(code);
-    WBT_FAILS(wb_jit_compile("int f(void) { return 1; }", "g", &code, &entry),
+    WBT_FAILS(jit_compile("int f(void) { return 1; }", "g", &code, &entry),
               WB_ERR_COMPILE, "no function 'g'");
 }
 
@@ -90,7 +100,7 @@ Test(jit, libtcc_reads_its_own_branches_alone)
         "\n"
         "b(";
     char out[256];
-    char *end = wb_jit_as_read(out, src);
+    char *end = wb_test_jit_as_read(out, src);
     cr_assert_str_eq(out, want);
     cr_assert_eq(end, out + strlen(want));
 
@@ -124,8 +134,8 @@ Test(jit, helpers_are_found_with_who_calls_them)
         "wb_rt_release_all(v, 1);\n"
         "#endif\n"
         "wb_rt_not_a_helper(); memset(p, 0, 1); x_wb_rt_grad_swap(1);\n";
-    unsigned char used[WB_RT_MAX_SYMBOLS];
-    cr_assert_eq(wb_rt_symbols_used(src, strlen(src), used), 5);
+    unsigned char used[WB_ABI_COUNT];
+    cr_assert_eq(wb_test_symbols_used(src, strlen(src), used), 5);
     for (int i = 0; wb_rt_symbols[i].name; i++) {
         const char *name = wb_rt_symbols[i].name;
         unsigned want = !strcmp(name, "wb_rt_grad_set") ||
@@ -161,10 +171,10 @@ Test(jit, the_preamble_is_the_target_s_defines_alone)
     /* __builtin_va_list is no type, and __builtin_strlen undeclared. */
     void *entry = NULL;
     code = NULL;
-    WBT_FAILS(wb_jit_compile("__builtin_va_list ap;\n"
+    WBT_FAILS(jit_compile("__builtin_va_list ap;\n"
                              "int f(void) { return 0; }", "f", &code, &entry),
               WB_ERR_COMPILE, "(got \"ap\")");
-    WBT_FAILS(wb_jit_compile("int f(char *p) {\n"
+    WBT_FAILS(jit_compile("int f(char *p) {\n"
                              "    return (int)__builtin_strlen(p);\n}",
                              "f", &code, &entry),
               WB_ERR_COMPILE, "__builtin_strlen");
@@ -196,14 +206,14 @@ Test(jit, c_compiles_without_the_assembler_s_keywords)
     void *entry = NULL;
     code = NULL;
     if (!WB_TCC_ASM_KEYWORDS_CUT) {
-        WBT_OK(wb_jit_compile(nop, "f", &code, &entry));
+        WBT_OK(jit_compile(nop, "f", &code, &entry));
         wb_jit_free(code);
         cr_skip_test("this libtcc's keyword list is not the one "
                      "scripts/trim-libtcc.sh knows; it was not cut");
     }
-    WBT_FAILS(wb_jit_compile(nop, "f", &code, &entry), WB_ERR_COMPILE,
+    WBT_FAILS(jit_compile(nop, "f", &code, &entry), WB_ERR_COMPILE,
               "opcode 'nop'");
-    WBT_FAILS(wb_jit_compile("#pragma pack(push, 1)\n"
+    WBT_FAILS(jit_compile("#pragma pack(push, 1)\n"
                              "int f(void) { return 1; }", "f", &code, &entry),
               WB_ERR_COMPILE, "malformed #pragma");
     cr_assert_null(code);
@@ -520,7 +530,7 @@ static char *jit_big_source(void)
 static void *jit_entry(const char *src, const char *fn, wb_jit_code **code)
 {
     void *entry;
-    WBT_OK(wb_jit_compile(src, fn, code, &entry));
+    WBT_OK(jit_compile(src, fn, code, &entry));
     return entry;
 }
 

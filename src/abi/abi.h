@@ -110,12 +110,11 @@ typedef struct wb_rt_symbol {
     bool cold;          /* called only once a call has failed */
 } wb_rt_symbol;
 extern const wb_rt_symbol wb_rt_symbols[];
-#define WB_RT_MAX_SYMBOLS WB_ABI_COUNT
 
 /* Generated code says what only libtcc compiles between "#ifdef __TINYC__"
    and "#else", and what only other compilers compile from there to
    "#endif" or between "#ifndef __TINYC__" and "#endif", each directive a
-   line of its own, never nested.  The kind of the line at p: */
+   line of its own, never nested. */
 typedef enum wb_rt_cond {
     WB_RT_COND_NONE,    /* not one of these directives */
     WB_RT_COND_TCC,     /* #ifdef __TINYC__ */
@@ -123,7 +122,6 @@ typedef enum wb_rt_cond {
     WB_RT_COND_ELSE,    /* #else */
     WB_RT_COND_END      /* #endif */
 } wb_rt_cond;
-wb_rt_cond wb_rt_cond_at(const char *p);
 
 /* Who reads a piece of generated code: libtcc, other compilers, or both. */
 #define WB_RT_READ_TCC 1u
@@ -132,12 +130,17 @@ wb_rt_cond wb_rt_cond_at(const char *p);
    when *in is the kind of the conditional open before it (NONE, TCC or
    NOT_TCC), which it updates. */
 unsigned wb_rt_cond_next(wb_rt_cond c, wb_rt_cond *in);
-/* Sets used[i] for each symbol i that the n bytes at src call or declare
-   (its name followed by an opening parenthesis) to who reads those calls
-   or declarations (WB_RT_READ_*, or-ed), 0 for the rest, in one pass;
-   returns how many symbols are used. */
-int wb_rt_symbols_used(const char *src, size_t n,
-                       unsigned char used[WB_RT_MAX_SYMBOLS]);
+
+#ifdef WB_TEST_HOOKS
+/* Test hooks that read generated text back, to hold the emitter's record
+   of it (wb_emitted.used) and libtcc's form to the text: the kind of the
+   directive line at p; used[i] set, for each helper i that the n bytes at
+   src call or declare, to who reads those calls (WB_RT_READ_*, or-ed), 0
+   for the rest, and how many are used. */
+wb_rt_cond wb_test_cond_at(const char *p);
+int wb_test_symbols_used(const char *src, size_t n,
+                         unsigned char used[WB_ABI_COUNT]);
+#endif
 
 /* Check phase of a copy into input t (on a CUDA device) from v: one device
    per call, the call's stream, a layout the copy kernel takes. */

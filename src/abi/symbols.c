@@ -1,10 +1,12 @@
 /*
  * symbols.c -- the table of the helpers generated code may call
- * (helpers.def), and the scanner that finds which of them a piece of
- * generated code calls and who reads it (libtcc, other compilers).
+ * (helpers.def), and who reads a piece of generated code.
  *
  * The JIT's symbol table and the cc tier's binding header are built from
- * this table; the scanner lets each compile declare only what it uses.
+ * the table.  The emitter records which helpers it calls as it writes
+ * them (wb_emitted.used), so nothing reads generated text back; the
+ * scanner that does, under WB_TEST_HOOKS, is for the tests, which hold
+ * the record to the text.
  */
 #include <pthread.h>
 #include <string.h>
@@ -22,6 +24,44 @@ const wb_rt_symbol wb_rt_symbols[] = {
 #include "helpers.def"
     {NULL, 0, NULL, NULL, false},
 };
+
+unsigned wb_rt_cond_next(wb_rt_cond c, wb_rt_cond *in)
+{
+    switch (c) {
+    case WB_RT_COND_TCC:
+    case WB_RT_COND_NOT_TCC:
+        *in = c;
+        break;
+    case WB_RT_COND_ELSE:
+        *in = *in == WB_RT_COND_TCC ? WB_RT_COND_NOT_TCC : WB_RT_COND_TCC;
+        break;
+    case WB_RT_COND_END:
+        *in = WB_RT_COND_NONE;
+        break;
+    default:
+        break;
+    }
+    return *in == WB_RT_COND_TCC ? WB_RT_READ_TCC
+         : *in == WB_RT_COND_NOT_TCC ? WB_RT_READ_CC
+                                     : WB_RT_READ_TCC | WB_RT_READ_CC;
+}
+
+#ifdef WB_TEST_HOOKS
+wb_rt_cond wb_test_cond_at(const char *p)
+{
+    /* Most directives are #line: the second byte rules them out. */
+    if (p[0] != '#')
+        return WB_RT_COND_NONE;
+    if (p[1] == 'i')
+        return !strncmp(p, "#ifdef __TINYC__\n", 17) ? WB_RT_COND_TCC
+             : !strncmp(p, "#ifndef __TINYC__\n", 18) ? WB_RT_COND_NOT_TCC
+                                                      : WB_RT_COND_NONE;
+    if (p[1] == 'e')
+        return !strncmp(p, "#else\n", 6) ? WB_RT_COND_ELSE
+             : !strncmp(p, "#endif\n", 7) ? WB_RT_COND_END
+                                          : WB_RT_COND_NONE;
+    return WB_RT_COND_NONE;
+}
 
 static bool wb_rt_ident_char(char c)
 {
@@ -54,61 +94,24 @@ static void wb_rt_slots_fill(void)
     }
 }
 
-wb_rt_cond wb_rt_cond_at(const char *p)
-{
-    /* Most directives are #line: the second byte rules them out. */
-    if (p[0] != '#')
-        return WB_RT_COND_NONE;
-    if (p[1] == 'i')
-        return !strncmp(p, "#ifdef __TINYC__\n", 17) ? WB_RT_COND_TCC
-             : !strncmp(p, "#ifndef __TINYC__\n", 18) ? WB_RT_COND_NOT_TCC
-                                                      : WB_RT_COND_NONE;
-    if (p[1] == 'e')
-        return !strncmp(p, "#else\n", 6) ? WB_RT_COND_ELSE
-             : !strncmp(p, "#endif\n", 7) ? WB_RT_COND_END
-                                          : WB_RT_COND_NONE;
-    return WB_RT_COND_NONE;
-}
-
-unsigned wb_rt_cond_next(wb_rt_cond c, wb_rt_cond *in)
-{
-    switch (c) {
-    case WB_RT_COND_TCC:
-    case WB_RT_COND_NOT_TCC:
-        *in = c;
-        break;
-    case WB_RT_COND_ELSE:
-        *in = *in == WB_RT_COND_TCC ? WB_RT_COND_NOT_TCC : WB_RT_COND_TCC;
-        break;
-    case WB_RT_COND_END:
-        *in = WB_RT_COND_NONE;
-        break;
-    default:
-        break;
-    }
-    return *in == WB_RT_COND_TCC ? WB_RT_READ_TCC
-         : *in == WB_RT_COND_NOT_TCC ? WB_RT_READ_CC
-                                     : WB_RT_READ_TCC | WB_RT_READ_CC;
-}
-
 /* Every helper's name starts "wb_" or "mem", so only identifiers before a
    parenthesis that start so are looked up.  Directives are found between
    the parentheses, by the '#' that opens a line. */
-int wb_rt_symbols_used(const char *src, size_t n,
-                       unsigned char used[WB_RT_MAX_SYMBOLS])
+int wb_test_symbols_used(const char *src, size_t n,
+                         unsigned char used[WB_ABI_COUNT])
 {
     int count = 0;
     const char *end = src + n, *hash = memchr(src, '#', n);
     wb_rt_cond in = WB_RT_COND_NONE;
     unsigned who = WB_RT_READ_TCC | WB_RT_READ_CC;
     pthread_once(&wb_rt_slots_once, wb_rt_slots_fill);
-    memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
+    memset(used, 0, sizeof *used * WB_ABI_COUNT);
     for (const char *p = memchr(src, '(', n); p;
          p = memchr(p + 1, '(', (size_t)(end - p - 1))) {
         for (; hash && hash < p;
              hash = memchr(hash + 1, '#', (size_t)(end - hash - 1)))
             if (hash == src || hash[-1] == '\n')
-                who = wb_rt_cond_next(wb_rt_cond_at(hash), &in);
+                who = wb_rt_cond_next(wb_test_cond_at(hash), &in);
         const char *q = p;
         while (q > src && wb_rt_ident_char(q[-1]))
             q--;
@@ -128,3 +131,4 @@ int wb_rt_symbols_used(const char *src, size_t n,
     }
     return count;
 }
+#endif

@@ -48,22 +48,45 @@ typedef struct wb_emitter {
     bool libtcc;    /* libtcc's text alone: one branch, few comments */
     bool named;     /* one has named the file; the rest keep it */
     char file[80];  /* their file name */
+    /* Who reads the text being written (WB_RT_READ_*), as the
+       conditionals written so far say, and the one open; each helper
+       named is recorded in used with it. */
+    unsigned reader;
+    wb_rt_cond cond;
+    unsigned char used[WB_ABI_COUNT];
 } wb_emitter;
 
 /* ---- small pieces ---- */
 
-/* The name generated code calls helper id by.  Every helper's name
-   reaches the text through here, from the table helpers.def expands to,
-   never from a literal of the emitter's own: a step's helper comes from
-   its row of the step table (wb_gen_steps), the rest by id. */
-static const char *wb_emit_helper_name(wb_abi_id id)
+/* The name generated code calls helper id by, recorded as called by
+   whoever reads the text being written.  Every helper's name reaches the
+   text through here, from the table helpers.def expands to, never from a
+   literal of the emitter's own: a step's helper comes from its row of the
+   step table (wb_gen_steps), the rest by id.  So the prelude declares, and
+   the JIT registers, what was written, without reading the text again. */
+static const char *wb_emit_helper_name(wb_emitter *x, wb_abi_id id)
 {
+    x->used[id] |= (unsigned char)x->reader;
     return wb_rt_symbols[id].name;
 }
 
-/* The name of helper `name` of helpers.def; an unknown one fails to
-   compile. */
-#define WB_EMIT_NAME(name) wb_emit_helper_name(WB_ABI_ID_##name)
+/* The name of helper `name` of helpers.def, for emitter x; an unknown one
+   fails to compile. */
+#define WB_EMIT_NAME(name) wb_emit_helper_name(x, WB_ABI_ID_##name)
+
+/* Writes a conditional directive of kind c (never NONE) as a line of its
+   own, and follows who reads what comes after it. */
+static void wb_emit_cond(wb_emitter *x, wb_buf *b, wb_rt_cond c)
+{
+    static const char *const text[] = {
+        [WB_RT_COND_TCC] = "#ifdef __TINYC__\n",
+        [WB_RT_COND_NOT_TCC] = "#ifndef __TINYC__\n",
+        [WB_RT_COND_ELSE] = "#else\n",
+        [WB_RT_COND_END] = "#endif\n",
+    };
+    wb_buf_write(b, text[c], strlen(text[c]));
+    x->reader = wb_rt_cond_next(c, &x->cond);
+}
 
 static void wb_emit_file_name(const char *name, char *buf, size_t n)
 {
@@ -306,7 +329,9 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
     wb_buf_write(b, "\n", 1);
 }
 
-static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
+/* The types generated code needs, and the prototypes of the helpers the
+   body calls (used, as the body's emitter recorded them). */
+static void wb_emit_prelude(wb_emitter *x, const unsigned char *used)
 {
     wb_buf *b = &x->out;
     /* A batch compiled as one unit keeps the banner and these from its
@@ -334,9 +359,7 @@ static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
     /* Prototypes of exactly the helpers the body calls; those that only
        the steps of runs call, which libtcc does not read, libtcc does not
        read either. */
-    unsigned char used[WB_RT_MAX_SYMBOLS];
     bool steps = false;
-    wb_rt_symbols_used(body->p, body->len, used);
     for (int i = 0; wb_rt_symbols[i].name; i++) {
         if (used[i] & WB_RT_READ_TCC)
             wb_emit_proto(b, wb_rt_symbols[i].proto);
@@ -358,27 +381,34 @@ static void wb_emit_prelude(wb_emitter *x, const wb_buf *body)
    runtime loop that stands for them under libtcc (with check, a call
    that goes to fail when it fails), then "#else", after which the caller
    writes the steps one by one (when wb_emit_steps says so) and
-   wb_emit_run_end closes the run.  libtcc's text has the call alone. */
-static void wb_emit_run_call(const wb_emitter *x, wb_buf *b, bool check,
-                             const char *fmt, ...)
+   wb_emit_run_end closes the run.  libtcc's text has the call alone.  The
+   call's line is head, the name of helper id, then args formatted; the
+   name is taken once the "#ifdef" is written, so that it is recorded as
+   libtcc's. */
+static void wb_emit_run_call(wb_emitter *x, wb_buf *b, bool check,
+                             const char *head, wb_abi_id id,
+                             const char *args, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
+    __attribute__((format(printf, 6, 7)))
 #endif
     ;
 
-static void wb_emit_run_call(const wb_emitter *x, wb_buf *b, bool check,
-                             const char *fmt, ...)
+static void wb_emit_run_call(wb_emitter *x, wb_buf *b, bool check,
+                             const char *head, wb_abi_id id,
+                             const char *args, ...)
 {
     va_list ap;
     if (!x->libtcc)
-        wb_buf_write(b, "#ifdef __TINYC__\n", 17);
-    va_start(ap, fmt);
-    wb_buf_vline(b, fmt, ap);
+        wb_emit_cond(x, b, WB_RT_COND_TCC);
+    va_start(ap, args);
+    wb_buf_vprintf(wb_emit_tmp(x), args, ap);
     va_end(ap);
+    wb_buf_line(b, "%s%s%s", head, wb_emit_helper_name(x, id),
+                wb_emit_tmp_text(x));
     if (check)
         wb_buf_line(b, "    goto fail;");
     if (!x->libtcc)
-        wb_buf_write(b, "#else\n", 6);
+        wb_emit_cond(x, b, WB_RT_COND_ELSE);
 }
 
 /* Whether the n steps from here are written one by one: n is 1, or the
@@ -388,10 +418,10 @@ static bool wb_emit_steps(const wb_emitter *x, int n)
     return n == 1 || !x->libtcc;
 }
 
-static void wb_emit_run_end(const wb_emitter *x, wb_buf *b, bool run)
+static void wb_emit_run_end(wb_emitter *x, wb_buf *b, bool run)
 {
     if (run && !x->libtcc)
-        wb_buf_write(b, "#endif\n", 7);
+        wb_emit_cond(x, b, WB_RT_COND_END);
 }
 
 /* A condition of terms joined by ||, wrapped before column 78 with the
@@ -429,7 +459,7 @@ static void wb_emit_term(wb_emitter *x, wb_buf *b, int *k, const char *fmt,
     (*k)++;
 }
 
-static void wb_emit_zero(wb_buf *b, const char *array, int n)
+static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array, int n)
 {
     if (n > 16) {
         wb_buf_line(b, "%s(%s, 0, sizeof %s);", WB_EMIT_NAME(memset), array,
@@ -523,9 +553,9 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     /* Failure paths release every non-NULL slot.  Up to 16 stores beat
        the memset libtcc would call for an initializer; longer arrays take
        it. */
-    wb_emit_zero(b, "r", s->nvalues ? s->nvalues : 1);
+    wb_emit_zero(x, b, "r", s->nvalues ? s->nvalues : 1);
     if (s->nviews)
-        wb_emit_zero(b, "v", s->nviews);
+        wb_emit_zero(x, b, "v", s->nviews);
     /* A graph with no user outputs writes none; -Wextra rejects the unused
        parameter in ahead-of-time builds. */
     if (!s->noutputs)
@@ -598,12 +628,12 @@ static bool wb_emit_checks_inline(const wb_emitter *x)
 
 /* The check of n (3 to 16) tensors with full words: helpers.def lists
    one helper per count, in order. */
-static const char *wb_emit_args_bad_n(int n)
+static const char *wb_emit_args_bad_n(wb_emitter *x, int n)
 {
     _Static_assert(WB_ABI_ID_wb_rt_args_bad16 - WB_ABI_ID_wb_rt_args_bad3 ==
                        13, "the checks of 3 to 16 tensors, in order");
     return wb_emit_helper_name(
-        (wb_abi_id)(WB_ABI_ID_wb_rt_args_bad3 + (n - 3)));
+        x, (wb_abi_id)(WB_ABI_ID_wb_rt_args_bad3 + (n - 3)));
 }
 
 /* The condition of the argument checks, "if (...)".  With runs set, the
@@ -623,7 +653,7 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
         if (t == s->ntensor_inputs)
             return false;
         if (!x->libtcc)
-            wb_buf_write(b, "#ifdef __TINYC__\n", 17);
+            wb_emit_cond(x, b, WB_RT_COND_TCC);
     }
     wb_emit_if(x, b);
     for (int t = 0, n; t < s->ntensor_inputs; t += n) {
@@ -642,7 +672,7 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
                              WB_EMIT_NAME(wb_rt_args_missing), from, n);
             else if (mask == ~0ull && n <= 16)
                 wb_emit_term(x, b, &k, "%s(%s, 0x%llxull)",
-                             wb_emit_args_bad_n(n), from, want);
+                             wb_emit_args_bad_n(x, n), from, want);
             else if (mask == ~0ull)
                 wb_emit_term(x, b, &k, "%s(%s, %d, 0x%llxull)",
                              WB_EMIT_NAME(wb_rt_args_bad), from, n, want);
@@ -686,7 +716,7 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
                         s->ndeclared ? ", as declared" : "");
         bool runs = wb_emit_arg_checks(x, b, true);
         if (runs && !x->libtcc)
-            wb_buf_write(b, "#else\n", 6);
+            wb_emit_cond(x, b, WB_RT_COND_ELSE);
         if (!runs || !x->libtcc)
             wb_emit_arg_checks(x, b, false);
         wb_emit_run_end(x, b, runs);
@@ -789,7 +819,7 @@ static void wb_emit_prep_mut(wb_emitter *x, wb_buf *b, int j)
 {
     const wb_spec_mut *m = &x->s->muts[j];
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->check;
-    const char *fn = wb_emit_helper_name(h->id);
+    const char *fn = wb_emit_helper_name(x, h->id);
     if (h->args == WB_GEN_ARGS_prep_grow)
         wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d], &g%d)) != 0)",
                     fn, m->input, m->input, j, j);
@@ -822,9 +852,9 @@ static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
        header; anything else, or a failed allocation, gets the full check,
        which words the message. */
     wb_buf_line(b, "if (%s(%s, r[%d], &v[%d]))",
-                wb_emit_helper_name(o->check_first.id), holder, d->value, vi);
+                wb_emit_helper_name(x, o->check_first.id), holder, d->value, vi);
     wb_buf_line(b, "    if ((st = %s(e, %d, %s, %s, r[%d], &v[%d])) != 0)",
-                wb_emit_helper_name(o->check.id), k, holder, grown, d->value,
+                wb_emit_helper_name(x, o->check.id), k, holder, grown, d->value,
                 vi);
     wb_buf_line(b, "        goto fail;");
 }
@@ -833,7 +863,7 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
 {
     const wb_spec_mut *m = &x->s->muts[j];
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->commit;
-    const char *fn = wb_emit_helper_name(h->id);
+    const char *fn = wb_emit_helper_name(x, h->id);
     if (h->args == WB_GEN_ARGS_commit_grow)
         wb_buf_line(b, "%s(a[%d].t, r[%d], &g%d);", fn, m->input, j, j);
     else
@@ -868,7 +898,7 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
     else if (!d->requires_grad && !dyn &&
              o->commit_plain.args != WB_GEN_ARGS_none)
         h = &o->commit_plain;
-    const char *fn = wb_emit_helper_name(h->id);
+    const char *fn = wb_emit_helper_name(x, h->id);
     switch (h->args) {
     case WB_GEN_ARGS_out_plain_end:
         wb_buf_line(b, "return %s(%s, r[%d]);", fn,
@@ -987,9 +1017,9 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
             wb_emit_comment(x, b, "/* %s, from value %d */",
                             wb_emit_in_desc(x, m->input + i), j + i);
         if (n > 1)
-            wb_emit_run_call(x, b, true, "if ((st = %s(e, %d, %s, %s, %d)) "
-                             "!= 0)", wb_emit_helper_name(
-                                 wb_emit_mut_step(s, m)->check_run.id),
+            wb_emit_run_call(x, b, true, "if ((st = ",
+                             wb_emit_mut_step(s, m)->check_run.id,
+                             "(e, %d, %s, %s, %d)) != 0)",
                              m->input, wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
         for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
@@ -1016,9 +1046,9 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         for (int i = 0; i < n; i++)
             wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1)
-            wb_emit_run_call(x, b, true, "if ((st = %s(e, %d, %s, %s, %s, "
-                             "%d)) != 0)", wb_emit_helper_name(
-                                 wb_gen_steps.out[d->kind].check_run.id), k,
+            wb_emit_run_call(x, b, true, "if ((st = ",
+                             wb_gen_steps.out[d->kind].check_run.id,
+                             "(e, %d, %s, %s, %s, %d)) != 0)", k,
                              wb_emit_from(f1, "a", d->base),
                              wb_emit_from(f2, "r", d->value),
                              wb_emit_from(f3, "v", vi), n);
@@ -1048,10 +1078,9 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         n = wb_emit_mut_run(s, j);
         wb_emit_at(x, wb_emit_input_line(m->input));
         if (n > 1)
-            wb_emit_run_call(x, b, false, "%s(%s, %s, %d);",
-                             wb_emit_helper_name(
-                                 wb_emit_mut_step(s, m)->commit_run.id),
-                             wb_emit_from(f1, "a", m->input),
+            wb_emit_run_call(x, b, false, "",
+                             wb_emit_mut_step(s, m)->commit_run.id,
+                             "(%s, %s, %d);", wb_emit_from(f1, "a", m->input),
                              wb_emit_from(f2, "r", j), n);
         for (int i = 0; i < n && wb_emit_steps(x, n); i++) {
             if (i > 0)
@@ -1068,14 +1097,13 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         for (int i = 0; i < n; i++)
             wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
         if (n > 1 && !d->requires_grad && !d->dyn)
-            wb_emit_run_call(x, b, false, "%s(%s, %s, %s, %d);",
-                             wb_emit_helper_name(o->commit_run_plain.id),
-                             wb_emit_from(f1, "outs", k),
+            wb_emit_run_call(x, b, false, "", o->commit_run_plain.id,
+                             "(%s, %s, %s, %d);", wb_emit_from(f1, "outs", k),
                              wb_emit_from(f2, "v", vi),
                              wb_emit_from(f3, "r", d->value), n);
         else if (n > 1)
-            wb_emit_run_call(x, b, false, "%s(%s, %s, %s, %d, %d, 0x%llxull);",
-                             wb_emit_helper_name(o->commit_run.id),
+            wb_emit_run_call(x, b, false, "", o->commit_run.id,
+                             "(%s, %s, %s, %d, %d, 0x%llxull);",
                              wb_emit_from(f1, "outs", k),
                              wb_emit_from(f2, "v", vi),
                              wb_emit_from(f3, "r", d->value), n,
@@ -1168,13 +1196,14 @@ static bool wb_emit_ident_ok(const char *s)
     return true;
 }
 
-wb_status wb_emit(const wb_spec *spec, const char *fn_name, wb_emit_form form,
-                  char **out)
+wb_status wb_emit_parts(const wb_spec *spec, const char *fn_name,
+                        wb_emit_form form, wb_emitted *out)
 {
-    wb_buf body = {0}, tmp = {0}, descs = {0};
+    wb_buf tmp = {0}, descs = {0};
     wb_emitter x = {.s = spec, .lines = form != WB_EMIT_PLAIN,
                     .libtcc = form == WB_EMIT_LIBTCC, .tmp = &tmp,
-                    .descs = &descs};
+                    .descs = &descs, .reader = WB_RT_READ_TCC | WB_RT_READ_CC,
+                    .cond = WB_RT_COND_NONE};
     if (!spec || !out || !fn_name)
         return wb_rt_fail(WB_ERR_INVALID, "wb_emit: NULL argument");
     if (!spec->valid)
@@ -1193,27 +1222,56 @@ wb_status wb_emit(const wb_spec *spec, const char *fn_name, wb_emit_form form,
         x.desc_at = at;
     }
     wb_emit_file_name(spec->name, x.file, sizeof x.file);
-    /* The body goes first into its own buffer, so that the prelude can
-       declare exactly the helpers it calls. */
+    /* The body goes first, into a buffer of its own, so that the prelude
+       can declare exactly the helpers it called. */
     wb_emitter bx = x;
     wb_emit_function(&bx, &bx.out, fn_name);
-    body = bx.out;
     if (!x.libtcc)
         wb_emit_banner(&x);
-    if (!body.oom)
-        wb_emit_prelude(&x, &body);
-    if (!body.oom)
-        wb_buf_write(&x.out, body.p, body.len);
-    bool oom = body.oom || tmp.oom || descs.oom;
-    wb_buf_free(&body);
+    wb_emit_prelude(&x, bx.used);
+    bool oom = bx.out.oom || x.out.oom || tmp.oom || descs.oom;
+    memset(out, 0, sizeof *out);
+    out->prelude = wb_buf_take(&x.out);
+    out->body = wb_buf_take(&bx.out);
+    snprintf(out->entry, sizeof out->entry, "%s", fn_name);
+    memcpy(out->used, bx.used, sizeof out->used);
     wb_buf_free(&tmp);
     wb_buf_free(&descs);
     free(at);
-    char *text = wb_buf_take(&x.out);
-    if (oom || !text) {
-        free(text);
+    if (oom || !out->prelude || !out->body) {
+        wb_emitted_free(out);
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory emitting C");
     }
+    return WB_OK;
+}
+
+void wb_emitted_free(wb_emitted *e)
+{
+    if (e) {
+        free(e->prelude);
+        free(e->body);
+        e->prelude = e->body = NULL;
+    }
+}
+
+wb_status wb_emit(const wb_spec *spec, const char *fn_name, wb_emit_form form,
+                  char **out)
+{
+    wb_emitted parts;
+    wb_status st;
+    if (!out)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_emit: NULL argument");
+    if ((st = wb_emit_parts(spec, fn_name, form, &parts)) != WB_OK)
+        return st;
+    size_t a = strlen(parts.prelude), b = strlen(parts.body);
+    char *text = malloc(a + b + 1);
+    if (text) {
+        memcpy(text, parts.prelude, a);
+        memcpy(text + a, parts.body, b + 1);
+    }
+    wb_emitted_free(&parts);
+    if (!text)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory emitting C");
     *out = text;
     return WB_OK;
 }

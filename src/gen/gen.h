@@ -168,7 +168,27 @@ typedef enum wb_emit_form {
                        comments */
 } wb_emit_form;
 
-/* Emits the C for validated spec with entry point fn_name, in form. */
+/* What the emitter made of a spec, in parts, so that no one need read the
+   text again to learn what is in it: the text before the function (the
+   banner, the types, the prototypes of the helpers it calls), the
+   function, whose first line opens its definition, its name, and the
+   helpers it calls, recorded as each call was written: used[id] says who
+   reads a call of helper id (WB_RT_READ_TCC: libtcc, WB_RT_READ_CC: other
+   compilers, or-ed; 0 for a helper not called). */
+typedef struct wb_emitted {
+    char *prelude;
+    char *body;
+    char entry[65];
+    unsigned char used[WB_ABI_COUNT];
+} wb_emitted;
+
+/* Emits the C for validated spec with entry point fn_name (a C
+   identifier of at most 64 bytes), in form, in parts; on failure nothing
+   is left to free. */
+wb_status wb_emit_parts(const wb_spec *spec, const char *fn_name,
+                        wb_emit_form form, wb_emitted *out);
+void wb_emitted_free(wb_emitted *e);
+/* The same as one text: the prelude, then the function. */
 wb_status wb_emit(const wb_spec *spec, const char *fn_name, wb_emit_form form,
                   char **out);
 

@@ -250,25 +250,7 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d,
     return WB_OK;
 }
 
-/* Where an emitted source's function starts: at the line that opens its
-   definition, "int fn(", after the banner, the types and the prototypes
-   of exactly the helpers the function calls (see wb_emit).  Returns how
-   many bytes precede it, in which wb_rt_symbols_used finds the helpers,
-   and sets *fn_at there; a source without such a line is all function,
-   and all of it is scanned. */
-static size_t wb_jit_split(const char *src, const char *fn,
-                           const char **fn_at)
-{
-    size_t n = strlen(fn);
-    for (const char *p = strstr(src, fn); p; p = strstr(p + 1, fn))
-        if (p - src >= 5 && !memcmp(p - 5, "\nint ", 5) && p[n] == '(') {
-            *fn_at = p - 4;
-            return (size_t)(*fn_at - src);
-        }
-    *fn_at = src;
-    return strlen(src);
-}
-
+#ifdef WB_TEST_HOOKS
 /* The bytes from s to e, or only their newlines when not read. */
 static char *wb_jit_span(char *p, const char *s, const char *e, bool read)
 {
@@ -281,10 +263,11 @@ static char *wb_jit_span(char *p, const char *s, const char *e, bool read)
     return p;
 }
 
-/* libtcc would read every byte of the branches it skips, which cost it
-   41k instructions of the 285k it spent on the function of case E in a
-   batch; a copy without them costs a few thousand. */
-char *wb_jit_as_read(char *dst, const char *src)
+/* Copies src to dst as libtcc reads it: the lines only other compilers
+   read are left empty, and so are the directives, so that every line
+   keeps its number.  The tcc tier compiles libtcc's form, which has none
+   of them; the tests hold that form to this reading of the whole text. */
+char *wb_test_jit_as_read(char *dst, const char *src)
 {
     const char *s = src, *end = src + strlen(src);
     wb_rt_cond in = WB_RT_COND_NONE;
@@ -294,11 +277,11 @@ char *wb_jit_as_read(char *dst, const char *src)
          h = memchr(h + 1, '#', (size_t)(end - h - 1))) {
         wb_rt_cond c;
         if ((h > src && h[-1] != '\n') ||
-            (c = wb_rt_cond_at(h)) == WB_RT_COND_NONE)
+            (c = wb_test_cond_at(h)) == WB_RT_COND_NONE)
             continue;
         p = wb_jit_span(p, s, h, read);
         *p++ = '\n';
-        h = strchr(h, '\n');  /* wb_rt_cond_at matched up to it */
+        h = strchr(h, '\n');  /* wb_test_cond_at matched up to it */
         s = h + 1;
         read = wb_rt_cond_next(c, &in) & WB_RT_READ_TCC;
     }
@@ -306,56 +289,55 @@ char *wb_jit_as_read(char *dst, const char *src)
     *p = '\0';
     return p;
 }
+#endif
 
-/* The sources of a batch as one translation unit: libtcc's fixed cost is
-   per unit (30 to 60 us here), then it charges per token and per byte it
-   reads, comments and skipped text included.  Each source defines fn,
-   which a define around it renames to fn_k.  The first source stands
-   whole; of each later one the unit keeps only the function, after a
-   declaration of each helper it calls that no earlier source called, so
-   that libtcc reads each declaration once and no banner but the first
-   (for case A, what libtcc charged per wrapper fell from 129k
-   instructions to 111k when the unit stopped keeping the later banners
-   and declarations for the preprocessor to skip).  Sets used[i] for
-   every helper i some source calls. */
-static char *wb_jit_unit(int n, const char *const *srcs, const char *fn,
-                         unsigned char used[WB_RT_MAX_SYMBOLS])
+/* Whether libtcc reads a call of helper i in src. */
+static bool wb_jit_reads(const wb_jit_src *src, int i)
 {
-    size_t cap = 64, fnlen = strlen(fn), longest = 0;
+    return src->used && (src->used[i] & WB_RT_READ_TCC);
+}
+
+/* The functions of a batch as one translation unit: libtcc's fixed cost
+   is per unit (30 to 60 us here), then it charges per token and per byte
+   it reads.  Each function is renamed by a define around it to entry_k;
+   the first comes with its prelude, each later one after a prototype of
+   each helper it calls that no earlier one called, so that libtcc reads each
+   declaration once and no prelude but the first (for case A, what libtcc
+   charged per wrapper fell from 129k instructions to 111k when the unit
+   stopped keeping the later preludes for the preprocessor to skip).  Sets
+   used[i] for every helper i some function calls. */
+static char *wb_jit_unit(int n, const wb_jit_src *srcs,
+                         unsigned char used[WB_ABI_COUNT])
+{
+    size_t cap = 64 + strlen(srcs[0].prelude);
     for (int i = 0; wb_rt_symbols[i].name; i++)
         cap += strlen(wb_rt_symbols[i].proto) + 1;
-    for (int i = 0; i < n; i++) {
-        size_t len = strlen(srcs[i]);
-        cap += len + 2 * fnlen + 64;
-        longest = len > longest ? len : longest;
-    }
-    char *unit = malloc(cap), *p = unit, *src = malloc(longest + 1);
-    if (!unit || !src) {
-        free(unit);
-        free(src);
+    for (int k = 0; k < n; k++)
+        cap += strlen(srcs[k].body) + 2 * strlen(srcs[k].entry) + 64;
+    char *unit = malloc(cap), *p = unit;
+    if (!unit)
         return NULL;
-    }
-    memset(used, 0, sizeof *used * WB_RT_MAX_SYMBOLS);
+    memset(used, 0, sizeof *used * WB_ABI_COUNT);
     for (int k = 0; k < n; k++) {
-        const char *at;
-        unsigned char one[WB_RT_MAX_SYMBOLS];
-        wb_jit_as_read(src, srcs[k]);
-        wb_rt_symbols_used(src, wb_jit_split(src, fn, &at), one);
         for (int i = 0; wb_rt_symbols[i].name; i++) {
-            if (k > 0 && one[i] && !used[i]) {
+            if (!wb_jit_reads(&srcs[k], i))
+                continue;
+            if (k > 0 && !used[i]) {
                 p = stpcpy(p, wb_rt_symbols[i].proto);
                 *p++ = '\n';
             }
-            used[i] |= one[i];
+            used[i] = 1;
         }
-        p += sprintf(p, "#define %s %s_%d\n", fn, fn, k);
-        p = stpcpy(p, k == 0 ? src : at);
+        p += sprintf(p, "#define %s %s_%d\n", srcs[k].entry, srcs[k].entry,
+                     k);
+        if (k == 0)
+            p = stpcpy(p, srcs[0].prelude);
+        p = stpcpy(p, srcs[k].body);
         p = stpcpy(p, "\n#undef ");
-        p = stpcpy(p, fn);
+        p = stpcpy(p, srcs[k].entry);
         *p++ = '\n';
     }
     *p = '\0';
-    free(src);
     return unit;
 }
 
@@ -390,8 +372,9 @@ static bool wb_jit_declare_hidden(char **unit, size_t len,
 
 /* Compiles unit in a state of its own and places its code, under
    wb_jit_lock: in the zone when near, where *no_room says whether it had
-   room; the n functions fn (fn_0 to fn_n-1 for a batch) in entries. */
-static wb_status wb_jit_build(const char *unit, int n, const char *fn,
+   room; the n functions of srcs (entry, or entry_k in a batch) in
+   entries. */
+static wb_status wb_jit_build(const char *unit, int n, const wb_jit_src *srcs,
                               const unsigned char *used, bool near,
                               wb_jit_code *c, void **entries, bool *no_room)
 {
@@ -431,9 +414,9 @@ static wb_status wb_jit_build(const char *unit, int n, const char *fn,
     for (int i = 0; i < n && st == WB_OK && !*no_room; i++) {
         char name[300];
         if (n == 1)
-            snprintf(name, sizeof name, "%s", fn);
+            snprintf(name, sizeof name, "%s", srcs[i].entry);
         else
-            snprintf(name, sizeof name, "%s_%d", fn, i);
+            snprintf(name, sizeof name, "%s_%d", srcs[i].entry, i);
         if (!(entries[i] = tcc_get_symbol(s, name)))
             st = wb_rt_fail(WB_ERR_COMPILE, "the generated code has no "
                             "function '%s'", name);
@@ -450,28 +433,31 @@ static wb_status wb_jit_build(const char *unit, int n, const char *fn,
     return st;
 }
 
-wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
+wb_status wb_jit_compile_batch(int n, const wb_jit_src *srcs,
                                wb_jit_code **code, void **entries)
 {
     wb_status st;
-    if (n < 1 || !srcs || !fn || !code || !entries)
+    if (n < 1 || !srcs || !code || !entries)
         return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
     for (int i = 0; i < n; i++)
-        if (!srcs[i])
+        if (!srcs[i].prelude || !srcs[i].body || !srcs[i].entry)
             return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL "
                               "source %d", i);
-    /* One source compiles as libtcc reads it, a batch as one unit. */
-    unsigned char used[WB_RT_MAX_SYMBOLS];
+    /* One function compiles as it is, a batch as one unit; the helpers
+       registered are those the emitter recorded libtcc reads. */
+    unsigned char used[WB_ABI_COUNT];
     wb_jit_code *c = calloc(1, sizeof *c);
     char *unit;
     if (n == 1) {
-        const char *at;
-        if ((unit = malloc(strlen(srcs[0]) + 1)) != NULL) {
-            wb_jit_as_read(unit, srcs[0]);
-            wb_rt_symbols_used(unit, wb_jit_split(unit, fn, &at), used);
+        size_t a = strlen(srcs[0].prelude), b = strlen(srcs[0].body);
+        if ((unit = malloc(a + b + 1)) != NULL) {
+            memcpy(unit, srcs[0].prelude, a);
+            memcpy(unit + a, srcs[0].body, b + 1);
         }
+        for (int i = 0; i < WB_ABI_COUNT; i++)
+            used[i] = wb_jit_reads(&srcs[0], i);
     } else {
-        unit = wb_jit_unit(n, srcs, fn, used);
+        unit = wb_jit_unit(n, srcs, used);
     }
     if (!c || !unit) {
         free(c);
@@ -486,10 +472,10 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
 
     pthread_mutex_lock(&wb_jit_lock);
     wb_rt_inside_dependency++;
-    st = wb_jit_build(unit, n, fn, used, near, c, entries, &no_room);
+    st = wb_jit_build(unit, n, srcs, used, near, c, entries, &no_room);
     if (st == WB_OK && no_room) {
         unit[plain] = '\0';
-        st = wb_jit_build(unit, n, fn, used, false, c, entries, &no_room);
+        st = wb_jit_build(unit, n, srcs, used, false, c, entries, &no_room);
     }
     wb_rt_inside_dependency--;
     pthread_mutex_unlock(&wb_jit_lock);
@@ -507,10 +493,14 @@ wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
     return WB_OK;
 }
 
-wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
+wb_status wb_jit_compile(const char *src, const char *fn,
+                         const unsigned char *used, wb_jit_code **code,
                          void **entry)
 {
-    return wb_jit_compile_batch(1, &src, fn, code, entry);
+    wb_jit_src one = {"", src, fn, used};
+    if (!src || !fn)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
+    return wb_jit_compile_batch(1, &one, code, entry);
 }
 
 void wb_jit_free(wb_jit_code *c)

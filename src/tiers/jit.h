@@ -12,21 +12,28 @@
 /* Code compiled by libtcc, in pages that are read+execute only. */
 typedef struct wb_jit_code wb_jit_code;
 
-/* Compiles C source src and returns the address of function fn in *entry.
-   Compiler messages land in the error message. */
-wb_status wb_jit_compile(const char *src, const char *fn, wb_jit_code **code,
-                         void **entry);
-/* Compiles n sources, each defining function fn, in one libtcc state into
-   one block of code; entries[i] is source i's fn.  On failure, nothing is
-   kept and the message gives libtcc's diagnostics. */
-wb_status wb_jit_compile_batch(int n, const char *const *srcs, const char *fn,
+/* One function for libtcc, as the emitter made it (wb_emit_parts,
+   libtcc's form): the text before the function, the function, whose
+   first line opens the definition of entry, and who reads a call of each
+   helper (wb_emitted.used; the JIT registers those libtcc reads). */
+typedef struct wb_jit_src {
+    const char *prelude;
+    const char *body;
+    const char *entry;
+    const unsigned char *used;
+} wb_jit_src;
+
+/* Compiles n functions in one libtcc state into one block of code;
+   entries[i] is the address of function i.  On failure, nothing is kept
+   and the message gives libtcc's diagnostics. */
+wb_status wb_jit_compile_batch(int n, const wb_jit_src *srcs,
                                wb_jit_code **code, void **entries);
+/* One source of the caller's, defining function fn and calling the
+   helpers whose used entries have WB_RT_READ_TCC set (NULL: none). */
+wb_status wb_jit_compile(const char *src, const char *fn,
+                         const unsigned char *used, wb_jit_code **code,
+                         void **entry);
 void wb_jit_free(wb_jit_code *code);
-/* Copies src to dst as libtcc reads it: the lines that only other
-   compilers read (see wb_rt_cond) are left empty, and so are the
-   directives, so that every line keeps its number.  dst needs
-   strlen(src) + 1 bytes; returns the end of the copy, its NUL. */
-char *wb_jit_as_read(char *dst, const char *src);
 /* What libtcc calls instead of mprotect (see jit.c): nothing. */
 int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
 /* The zone near the helpers that code goes to while it has room (see
@@ -54,6 +61,11 @@ void wb_jit_heap_close(void);
    above it that a large batch touched. */
 #define WB_JIT_HEAP_KEEP ((size_t)4 << 20)
 #ifdef WB_TEST_HOOKS
+/* Copies src to dst as libtcc reads it: the lines only other compilers
+   read are left empty, and so are the directives, so that every line
+   keeps its number.  dst needs strlen(src) + 1 bytes; returns the end of
+   the copy, its NUL. */
+char *wb_test_jit_as_read(char *dst, const char *src);
 /* Test hooks (wb_test_*): compiled only into the test build's library
    (see the Makefile), never into libwrapbake.a.  How many of the zone's
    pages are free; the arena as it stands, read without the lock. */

@@ -47,13 +47,15 @@ static void wb_tcc_key(const char *source, char out[WB_FINGERPRINT_LEN + 1])
     snprintf(out, WB_FINGERPRINT_LEN + 1, "%016llx", (unsigned long long)h);
 }
 
-wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
+wb_status wb_tcc_codes(int n, const wb_emitted *const *parts, bool share,
                        wb_code **out)
 {
+    /* Equal functions have equal preludes, which the emitter derives from
+       the function: the function alone is the key and the comparison. */
     char (*keys)[WB_FINGERPRINT_LEN + 1] = calloc((size_t)n, sizeof *keys);
     int *miss = calloc((size_t)n, sizeof *miss);          /* source index */
     int *first = calloc((size_t)n, sizeof *first);        /* equal source */
-    const char **srcs = calloc((size_t)n, sizeof *srcs);
+    wb_jit_src *srcs = calloc((size_t)n, sizeof *srcs);
     void **entries = calloc((size_t)n, sizeof *entries);
     wb_tcc_code **made = calloc((size_t)n, sizeof *made);
     wb_jit_block *block = NULL;
@@ -66,19 +68,21 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
         goto done;
     }
     for (int i = 0; i < n; i++) {
+        const char *body = parts[i]->body;
         if (share)
-            wb_tcc_key(sources[i], keys[i]);
+            wb_tcc_key(body, keys[i]);
         first[i] = i;
         for (int j = 0; share && j < i; j++)
-            if (!strcmp(keys[j], keys[i]) && !strcmp(sources[j], sources[i])) {
+            if (!strcmp(keys[j], keys[i]) && !strcmp(parts[j]->body, body)) {
                 first[i] = j;
                 break;
             }
         if (first[i] == i && !(share && (out[i] = wb_cache_find(
                                              WB_TIER_TCC, keys[i],
-                                             sources[i])))) {
+                                             body)))) {
             miss[nmiss] = i;
-            srcs[nmiss++] = sources[i];
+            srcs[nmiss++] = (wb_jit_src){parts[i]->prelude, body,
+                                         parts[i]->entry, parts[i]->used};
         }
     }
     if (nmiss > 0) {
@@ -86,13 +90,13 @@ wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
         bool ok = block != NULL;
         for (int k = 0; ok && k < nmiss; k++)
             ok = (made[k] = calloc(1, sizeof *made[k])) &&
-                 (!share || (made[k]->code.source = strdup(srcs[k])));
+                 (!share || (made[k]->code.source = strdup(srcs[k].body)));
         if (!ok) {
             st = wb_rt_fail(WB_ERR_NOMEM, "out of memory for compiled code");
             goto done;
         }
-        if ((st = wb_jit_compile_batch(nmiss, srcs, WB_EMIT_FN, &block->jit,
-                                       entries)) != WB_OK)
+        if ((st = wb_jit_compile_batch(nmiss, srcs, &block->jit, entries)) !=
+            WB_OK)
             goto done;
         atomic_init(&block->refs, nmiss);
         for (int k = 0; k < nmiss; k++) {

@@ -261,13 +261,14 @@ static wb_status wb_options_check(const char *fn, const wb_options *o)
     return WB_OK;
 }
 
-/* Frees wb_wrappers_make's arrays, and the sources libtcc compiled. */
+/* Frees wb_wrappers_make's arrays, and the functions libtcc compiled. */
 static void wb_wrappers_make_done(int n, wb_wrapper **ws, wb_code **codes,
-                                  char **srcs, bool libtcc)
+                                  char **srcs, wb_emitted *parts,
+                                  const wb_emitted **pp)
 {
-    for (int i = 0; srcs && libtcc && i < n; i++)
-        free(srcs[i]);
-    free(ws), free(codes), free(srcs);
+    for (int i = 0; parts && i < n; i++)
+        wb_emitted_free(&parts[i]);
+    free(ws), free(codes), free(srcs), free(parts), free(pp);
 }
 
 /* The n wrappers of wb_wrapper_new and wb_wrappers_new, whose arguments
@@ -286,7 +287,10 @@ static wb_status wb_wrappers_make(const char *fn, int n,
     wb_wrapper **ws = NULL;
     wb_code **codes = NULL;
     char **srcs = NULL;
-    /* libtcc compiles text of its own, which the wrappers do not keep. */
+    /* libtcc compiles text of its own, in parts, which the wrappers do
+       not keep; the cc tier whole texts, which they do. */
+    wb_emitted *parts = NULL;
+    const wb_emitted **pp = NULL;
     bool libtcc = tier == WB_TIER_TCC || tier == WB_TIER_AUTO;
     wb_status st;
     if ((st = wb_options_check(fn, o)) != WB_OK)
@@ -294,7 +298,11 @@ static wb_status wb_wrappers_make(const char *fn, int n,
     ws = calloc((size_t)n, sizeof *ws);
     codes = calloc((size_t)n, sizeof *codes);
     srcs = calloc((size_t)n, sizeof *srcs);
-    if (!ws || !codes || !srcs) {
+    if (libtcc) {
+        parts = calloc((size_t)n, sizeof *parts);
+        pp = calloc((size_t)n, sizeof *pp);
+    }
+    if (!ws || !codes || !srcs || (libtcc && (!parts || !pp))) {
         st = wb_rt_fail(WB_ERR_NOMEM, "out of memory for %d wrappers", n);
         goto fail;
     }
@@ -308,16 +316,20 @@ static wb_status wb_wrappers_make(const char *fn, int n,
             atomic_store(&ws[i]->tier, WB_TIER_INTERP);
             continue;
         }
-        if ((st = wb_emit(ws[i]->spec, WB_EMIT_FN,
-                          libtcc ? WB_EMIT_LIBTCC : WB_EMIT_LINES,
+        if (libtcc) {
+            if ((st = wb_emit_parts(ws[i]->spec, WB_EMIT_FN, WB_EMIT_LIBTCC,
+                                    &parts[i])) != WB_OK)
+                goto fail;
+            pp[i] = &parts[i];
+            continue;
+        }
+        if ((st = wb_emit(ws[i]->spec, WB_EMIT_FN, WB_EMIT_LINES,
                           &srcs[i])) != WB_OK)
             goto fail;
-        if (!libtcc)
-            atomic_store(&ws[i]->source, srcs[i]);
+        atomic_store(&ws[i]->source, srcs[i]);
     }
     if (libtcc) {
-        if ((st = wb_tcc_codes(n, (const char *const *)srcs, share, codes)) !=
-            WB_OK)
+        if ((st = wb_tcc_codes(n, pp, share, codes)) != WB_OK)
             goto fail;
     } else if (tier == WB_TIER_CC) {
         wb_cc_opts cc;
@@ -339,7 +351,7 @@ static wb_status wb_wrappers_make(const char *fn, int n,
             goto fail;
     }
     memcpy(out, ws, (size_t)n * sizeof *ws);
-    wb_wrappers_make_done(n, ws, codes, srcs, libtcc);
+    wb_wrappers_make_done(n, ws, codes, srcs, parts, pp);
     return WB_OK;
 fail:
     for (int i = 0; ws && i < n; i++) {
@@ -347,7 +359,7 @@ fail:
             wb_code_release(codes[i]);
         wb_wrapper_free(ws[i]);
     }
-    wb_wrappers_make_done(n, ws, codes, srcs, libtcc);
+    wb_wrappers_make_done(n, ws, codes, srcs, parts, pp);
     return st;
 }
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "jit.h"
+#include "../gen/gen.h"
 
 /* ---- compiled code ---- */
 
@@ -26,7 +27,7 @@ struct wb_code {
     wb_entry_fn entry;
     void (*destroy)(wb_code *c);      /* frees what holds entry, then c */
     char key[WB_FINGERPRINT_LEN + 1]; /* the in-process cache's key */
-    char *source;  /* tcc: the C compiled, compared when keys match (the
+    char *source;  /* tcc: the function compiled, compared when keys match (the
                       key is a fast hash); NULL where the key is SHA-256 */
     wb_code *next;                    /* the in-process cache's chain */
     bool cached;                      /* in the in-process cache */
@@ -109,9 +110,9 @@ wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
 wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
                          const char *spec, const atomic_bool *cancel,
                          wb_code **out);
-/* The tcc code for n sources (tcc.c), the ones not shared compiled in one
-   libtcc state; all or nothing. */
-wb_status wb_tcc_codes(int n, const char *const *sources, bool share,
+/* The tcc code for n functions the emitter made in libtcc's form (tcc.c),
+   the ones not shared compiled in one libtcc state; all or nothing. */
+wb_status wb_tcc_codes(int n, const wb_emitted *const *parts, bool share,
                        wb_code **out);
 
 /* ---- the in-process cache and its statistics (cache.c) ---- */
