@@ -7,7 +7,7 @@
 #include "core.h"
 
 /* Nonzero while the calling thread is inside libtcc, the dynamic loader
-   or the CUDA runtime (see rt.h).  libtcc exits the process when one of
+   or the CUDA runtime (see core.h).  libtcc exits the process when one of
    its own allocations fails, so the allocation-failure test
    (tests/tools/alloc_fail.c) reads this to fail only allocations made
    outside them.  It lives here, apart from the JIT, because ahead-of-time
