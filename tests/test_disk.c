@@ -554,3 +554,43 @@ Test(disk, explain_refuses_unknown_option_flags)
     cr_assert_null(why);
     wb_spec_free(s);
 }
+
+/* Compiles and loads go through a directory under $TMPDIR, reached by
+   path: a $TMPDIR where others could rename it away is refused, and a
+   link to a safe one is followed to it once, then not again. */
+Test(disk, a_tmpdir_others_can_rename_in_is_refused, .timeout = 60)
+{
+    char open_dir[64], safe[64], link_path[128], cache[64];
+    disk_tmpdir(open_dir, "open-tmp");
+    disk_tmpdir(safe, "safe-tmp");
+    disk_tmpdir(cache, "tmp-cache");
+    setenv("WRAPBAKE_CACHE_DIR", cache, 1);
+    cr_assert_eq(chmod(open_dir, 0777), 0);
+    wb_spec *s = disk_spec();
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_SHARE};
+    wb_wrapper *w = NULL;
+    setenv("TMPDIR", open_dir, 1);
+    WBT_FAILS(wb_wrapper_new(s, disk_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "is writable by others and not sticky");
+    cr_assert_null(w);
+    cr_assert_eq(disk_count(open_dir), 0, "something was written there");
+    /* Sticky, as /tmp is: others cannot rename what is not theirs. */
+    cr_assert_eq(chmod(open_dir, 01777), 0);
+    w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    cr_assert(disk_works(w));
+    wb_wrapper_free(w);
+    /* A link to a safe directory, itself in a safe one. */
+    snprintf(link_path, sizeof link_path, "%s/link", safe);
+    cr_assert_eq(symlink(open_dir, link_path), 0);
+    setenv("TMPDIR", link_path, 1);
+    WBT_OK(wb_cache_clear());
+    w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    wb_wrapper_free(w);
+    unsetenv("TMPDIR");
+    wb_spec_free(s);
+    disk_rm(open_dir);
+    disk_rm(safe);
+    disk_rm(cache);
+}

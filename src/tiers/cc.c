@@ -17,7 +17,10 @@
  *
  * A wrapper's cc code comes from the in-process cache (cache.c) when it is
  * shared and there, else from the disk cache (disk.c) when an entry loads,
- * else from the compiler, whose object then goes to both caches.
+ * else from the compiler, whose object then goes to both caches.  Objects
+ * are loaded from a directory of the user's alone (wb_cc_tmpdir): one from
+ * the disk cache as a copy of the very bytes whose hash was checked
+ * (wb_cc_load_bytes), never from the cache's own path.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -108,10 +111,13 @@ static wb_status wb_cc_write(const char *path, const void *data, size_t n)
     return WB_OK;
 }
 
-/* Why other users could rename what is in dir, or NULL: dir and every
-   directory above it must belong to the user or to root, and be writable
-   by nobody else unless sticky (as /tmp is). */
-static const char *wb_cc_unsafe_dir(const char *dir, char *why, size_t n)
+/* Why other users could rename what is in dir, or NULL: dir, resolved
+   into real (PATH_MAX bytes), and every directory above it must belong to
+   the user or to root, and be writable by nobody else unless sticky (as
+   /tmp is).  The caller uses real, not dir: a link on the way to dir
+   could be replaced after the check. */
+static const char *wb_cc_unsafe_dir(const char *dir, char *real, char *why,
+                                    size_t n)
 {
     char p[PATH_MAX];
     struct stat sb;
@@ -119,6 +125,7 @@ static const char *wb_cc_unsafe_dir(const char *dir, char *why, size_t n)
         snprintf(why, n, "%s: %s", dir, strerror(errno));
         return why;
     }
+    memcpy(real, p, sizeof p);
     for (;;) {
         if (stat(p, &sb) != 0) {
             snprintf(why, n, "%s: %s", p, strerror(errno));
@@ -146,13 +153,14 @@ static const char *wb_cc_unsafe_dir(const char *dir, char *why, size_t n)
 wb_status wb_cc_tmpdir(char dir[PATH_MAX])
 {
     const char *t = getenv("TMPDIR");
-    char why[PATH_MAX + 64];
+    char why[PATH_MAX + 64], real[PATH_MAX];
     if (!t || !*t)
         t = "/tmp";
-    if (wb_cc_unsafe_dir(t, why, sizeof why))
+    if (wb_cc_unsafe_dir(t, real, why, sizeof why))
         return wb_rt_fail(WB_ERR_COMPILE, "no private directory for the "
                           "system compiler: %s", why);
-    int n = snprintf(dir, PATH_MAX, "%s/wrapbake-XXXXXX", t);
+    int n = snprintf(dir, PATH_MAX, "%s/wrapbake-XXXXXX",
+                     strcmp(real, "/") ? real : "");
     if (n < 0 || n >= PATH_MAX || !mkdtemp(dir))
         return wb_rt_fail(WB_ERR_COMPILE, "cannot make a private directory "
                           "for the system compiler in %s: %s", t,
