@@ -965,11 +965,11 @@ Test(schema, extension_rejections_returns_and_graph)
         {"f(Tensor x) -> Tensor [bogus]", 24,
          "return 0: unknown attribute 'bogus'; a return takes "
          "requires_grad, dynamic=D|D..., unsafe_view, custom_function_view, "
-         "save_as_output or base"},
+         "save_as_output, base or is_input"},
         {"f(Tensor x) -> Tensor y [detach]", 26,
          "return 0 'y': unknown attribute 'detach'; a return takes "
          "requires_grad, dynamic=D|D..., unsafe_view, custom_function_view, "
-         "save_as_output or base"},
+         "save_as_output, base or is_input"},
         {"f(Tensor x) -> Tensor [requires_grad=1]", 38,
          "return 0: attribute 'requires_grad' takes no value"},
         {"f(Tensor x) -> Tensor [dynamic]", 24,
@@ -1002,6 +1002,15 @@ Test(schema, extension_rejections_returns_and_graph)
         {"f(Tensor(a) x) -> Tensor(a) [save_as_output]", 30,
          "return 0: attribute 'save_as_output' applies to a return whose "
          "alias set no parameter has"},
+        {"f(Tensor x) -> Tensor(c) [is_input]", 27,
+         "return 0: attribute 'is_input' applies to a return whose alias "
+         "set a parameter has"},
+        {"f(Tensor x) -> Tensor [is_input]", 24,
+         "return 0: attribute 'is_input' applies to a return whose alias "
+         "set a parameter has"},
+        {"f(Tensor(a) x) -> Tensor(a) y [is_input, requires_grad]", 42,
+         "return 0 'y': attribute 'requires_grad' does not apply: the "
+         "return is parameter 0 'x' itself, the caller's own tensor"},
         {"f(Tensor x) -> (Tensor(c) a [base], Tensor(c) b [base])", 50,
          "return 1 'b': alias set 'c' already has its base, return 0 'a'"},
         {"f() -> (Tensor(c) a [base], Tensor(c) b [save_as_output])", 42,
@@ -1068,6 +1077,27 @@ Test(schema, mapping_of_parameters)
                                            "OUT k, IN l, IN m)");
     wb_spec_free(s);
     wb_schema_free(sc);
+}
+
+/* An op that returns its input as it is (contiguous() of a contiguous
+   tensor) returns the parameter itself without mutating it: is_input. */
+Test(schema, is_input_of_an_unmutated_parameter)
+{
+    const char *text = "contiguous(Tensor(a) self, Tensor(b) other) -> "
+                       "(Tensor(a) [is_input], Tensor(b))";
+    wb_spec *s = tsc_spec(text);
+    cr_assert_eq(s->inputs[0].mutation, WB_MUT_NONE);
+    cr_assert_eq(s->outputs[0].kind, WB_OUT_IS_INPUT);
+    cr_assert_eq(s->outputs[0].base, 0);
+    cr_assert_eq(s->outputs[1].kind, WB_OUT_ALIAS_OF_INPUT);
+    cr_assert_eq(s->outputs[1].base, 1);
+    WBT_OK(wb_spec_validate(s));
+    wb_spec_free(s);
+    /* On a mutated parameter it says what the `!` already does. */
+    s = tsc_spec("add_(Tensor(a!) self) -> Tensor(a!) [is_input]");
+    cr_assert_eq(s->outputs[0].kind, WB_OUT_IS_INPUT);
+    cr_assert_eq(s->inputs[0].mutation, WB_MUT_DATA);
+    wb_spec_free(s);
 }
 
 Test(schema, mapping_of_mutation_attributes)

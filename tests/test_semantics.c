@@ -1710,3 +1710,39 @@ Test(semantics, fixed_storage_refuses_set_)
     wbt_release_last(src);
     wbt_release_last(t);
 }
+
+/* An op that returns its input as it is, unmutated (contiguous() of a
+   contiguous tensor): AOTAutograd returns the input object itself, and so
+   does the wrapper, from a spec of the builder or of the text format. */
+static int sem_return_self(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+                           int nv)
+{
+    (void)ctx; (void)na; (void)nv;
+    const wb_tensor *x = a[0].t;
+    return wb_tensor_as_strided(x, wb_tensor_ndim(x), wb_tensor_sizes(x),
+                                wb_tensor_strides(x), wb_tensor_offset(x),
+                                &v[0]) == WB_OK ? 1 : -1;
+}
+
+Test(semantics, is_input_of_an_unmutated_input_is_the_input_itself)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("contiguous(Tensor(a) self) -> Tensor(a) "
+                         "[is_input]", &s));
+    WBT_EACH_TIER(tier) {
+        wb_wrapper *w = wbt_wrap(s, sem_return_self, NULL, tier);
+        wb_tensor *x = wbt_f32(1, 2, 2, 3), *out = NULL;
+        wb_arg a[1] = {{.t = x}};
+        for (int call = 0; call < 3; call++) {
+            WBT_OK(wb_call(w, a, 1, &out, 1));
+            cr_assert_eq(out, x, "%s: not the input itself",
+                         wb_tier_name(tier));
+            cr_assert_eq(wb_tensor_refcount(x), 2);
+            cr_assert_eq(wb_tensor_version(x), 0, "nothing was mutated");
+            wb_tensor_release(out);
+        }
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+    }
+    wb_spec_free(s);
+}

@@ -144,8 +144,9 @@ typedef struct wb_schema_ret {
     wb_alias variant;      /* non-alias, unsafe-view or custom-function-view */
     bool save_as_output;
     bool is_base;
+    bool is_input;         /* the parameter itself, mutated or not */
     unsigned seen;
-    size_t rg_pos, variant_pos, save_pos, base_pos;
+    size_t rg_pos, variant_pos, save_pos, base_pos, is_input_pos;
     /* Resolved. */
     int cls;               /* WB_SCHEMA_CLS_* */
     int key;               /* the parameter, or the set (an index) */
@@ -1067,10 +1068,11 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
 
 static const char *const wb_schema_ret_attrs[] = {
     "requires_grad", "dynamic", "unsafe_view", "custom_function_view",
-    "save_as_output", "base",
+    "save_as_output", "base", "is_input",
 };
 enum { WB_SCHEMA_RA_RG, WB_SCHEMA_RA_DYN, WB_SCHEMA_RA_UNSAFE,
-       WB_SCHEMA_RA_CUSTOM, WB_SCHEMA_RA_SAVE, WB_SCHEMA_RA_BASE };
+       WB_SCHEMA_RA_CUSTOM, WB_SCHEMA_RA_SAVE, WB_SCHEMA_RA_BASE,
+       WB_SCHEMA_RA_IS_INPUT };
 
 static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
                                     const wb_schema_attr *a)
@@ -1084,7 +1086,7 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
         p, a, who, "a return", wb_schema_ret_attrs,
         WB_SCHEMA_COUNT(wb_schema_ret_attrs), 1u << WB_SCHEMA_RA_DYN,
         &r->seen, "requires_grad, dynamic=D|D..., unsafe_view, "
-        "custom_function_view, save_as_output or base", &i);
+        "custom_function_view, save_as_output, base or is_input", &i);
     if (st != WB_OK)
         return st;
     wb_spec_print_name(r->type.text, ty, sizeof ty);
@@ -1118,6 +1120,10 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
     case WB_SCHEMA_RA_SAVE:
         r->save_as_output = true;
         r->save_pos = a->pos;
+        return WB_OK;
+    case WB_SCHEMA_RA_IS_INPUT:
+        r->is_input = true;
+        r->is_input_pos = a->pos;
         return WB_OK;
     default: /* base */
         r->is_base = true;
@@ -1290,7 +1296,8 @@ static wb_status wb_schema_parse_ret(wb_schema_parser *p, const char *what)
     *r = (wb_schema_ret){.rg_pos = WB_SCHEMA_NOPOS,
                          .variant_pos = WB_SCHEMA_NOPOS,
                          .save_pos = WB_SCHEMA_NOPOS,
-                         .base_pos = WB_SCHEMA_NOPOS, .base = -1,
+                         .base_pos = WB_SCHEMA_NOPOS,
+                         .is_input_pos = WB_SCHEMA_NOPOS, .base = -1,
                          .spec_base = -1};
     if ((st = wb_schema_parse_type(p, &r->type, what)) != WB_OK)
         return st;
@@ -1591,6 +1598,11 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
             return wb_schema_fail_at(p, r->save_pos, "%s: attribute "
                                      "'save_as_output' applies to a return "
                                      "whose alias set no parameter has", who);
+        if (r->is_input && r->cls != WB_SCHEMA_CLS_PARAM &&
+            r->cls != WB_SCHEMA_CLS_AMBIG)
+            return wb_schema_fail_at(p, r->is_input_pos, "%s: attribute "
+                                     "'is_input' applies to a return whose "
+                                     "alias set a parameter has", who);
         if (!r->is_base)
             continue;
         if (base_ret[r->key] >= 0)
@@ -1607,10 +1619,13 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
         r->alias = WB_SCHEMA_NONE;
         r->base = r->spec_base = -1;
         r->kind = r->variant;
+        /* A return written `!`, or said to be the parameter itself, is
+           the parameter, whether the op mutates it or not (an op that
+           returns its input as it is, as contiguous() may). */
+        bool itself = r->type.write || r->is_input;
         if (r->cls == WB_SCHEMA_CLS_PARAM) {
-            r->alias = r->type.write ? WB_SCHEMA_IS_INPUT
-                                     : WB_SCHEMA_ALIAS_OF_INPUT;
-            r->kind = r->type.write ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
+            r->alias = itself ? WB_SCHEMA_IS_INPUT : WB_SCHEMA_ALIAS_OF_INPUT;
+            r->kind = itself ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
             r->base = r->spec_base = r->key;
             if (r->kind == WB_OUT_IS_INPUT && r->requires_grad)
                 return wb_schema_fail_at(
@@ -1647,9 +1662,8 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
             r->base = r->spec_base = base_index[r->key];
         } else if (r->cls == WB_SCHEMA_CLS_AMBIG) {
             /* An input, but which one cannot be told: no base. */
-            r->alias = r->type.write ? WB_SCHEMA_IS_INPUT
-                                     : WB_SCHEMA_ALIAS_OF_INPUT;
-            r->kind = r->type.write ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
+            r->alias = itself ? WB_SCHEMA_IS_INPUT : WB_SCHEMA_ALIAS_OF_INPUT;
+            r->kind = itself ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
         } else {
             continue;  /* no annotation: the variant as given */
         }
