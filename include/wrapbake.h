@@ -549,9 +549,11 @@ WB_API wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
  *
  * What the disk cache trusts (docs/disk-cache.md has the reasons):
  *   - The directory must belong to the effective user and be writable by
- *     nobody else.  Otherwise the disk cache is off: nothing in the
- *     directory is read, written or removed, and wb_wrapper_note() and
- *     wb_cache_explain() say why.
+ *     nobody else, and every directory and link on the way to it to the
+ *     user or root, writable by nobody else unless sticky.  Otherwise the
+ *     disk cache is off: nothing in the directory is read, written or
+ *     removed, and wb_wrapper_note() and wb_cache_explain() say why.  In a
+ *     setuid or setcap process the environment is not read.
  *   - An entry is read only if it is a regular file of the user's,
  *     writable by nobody else and of bounded size; files are opened
  *     without following links or blocking.  Anything else at an entry's

@@ -594,3 +594,76 @@ Test(disk, a_tmpdir_others_can_rename_in_is_refused, .timeout = 60)
     disk_rm(safe);
     disk_rm(cache);
 }
+
+/* The way to the cache directory counts too: a link to a private
+   directory of the user's, planted in a directory others may write,
+   could as well point anywhere. */
+Test(disk, a_cache_directory_reached_through_a_directory_others_can_write,
+     .timeout = 60)
+{
+    char open_dir[64], mine[64], link_path[128], *explain = NULL;
+    disk_tmpdir(open_dir, "open-way");
+    disk_tmpdir(mine, "mine");
+    cr_assert_eq(chmod(open_dir, 0777), 0);
+    snprintf(link_path, sizeof link_path, "%s/cache", open_dir);
+    cr_assert_eq(symlink(mine, link_path), 0);
+    setenv("WRAPBAKE_CACHE_DIR", link_path, 1);
+    wb_spec *s = disk_spec();
+    wb_wrapper *w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    const char *note = wb_wrapper_note(w);
+    cr_assert_not_null(strstr(note, "could be moved by another user"),
+                       "note: %s", note);
+    cr_assert_not_null(strstr(note, "writable by others and not sticky"),
+                       "note: %s", note);
+    wb_wrapper_free(w);
+    cr_assert_eq(disk_count(mine), 0, "the cache was used");
+    WBT_OK(wb_cache_explain(s, NULL, &explain));
+    cr_assert_eq(strncmp(explain, "off: ", 5), 0, "%s", explain);
+    free(explain);
+    /* A relative path names a different directory in every working
+       directory: refused. */
+    setenv("WRAPBAKE_CACHE_DIR", "relative/cache", 1);
+    w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "not an absolute path"),
+                       "note: %s", wb_wrapper_note(w));
+    wb_wrapper_free(w);
+    cr_assert_neq(access("relative", F_OK), 0);
+    wb_spec_free(s);
+    disk_rm(open_dir);
+    disk_rm(mine);
+}
+
+/* An entry that is whole but cannot be loaded in this process (here: no
+   private directory to load it from) stays for the processes it loads
+   in, and so does its object, which other entries may share. */
+Test(disk, an_entry_that_does_not_load_here_is_kept, .timeout = 60)
+{
+    char cache[64], open_dir[64], meta[NAME_MAX + 1], obj[NAME_MAX + 1];
+    disk_tmpdir(cache, "kept");
+    disk_tmpdir(open_dir, "open-tmp2");
+    cr_assert_eq(chmod(open_dir, 0777), 0);
+    setenv("WRAPBAKE_CACHE_DIR", cache, 1);
+    wb_spec *s = disk_spec();
+    wb_wrapper *w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    wb_wrapper_free(w);
+    disk_find(cache, ".meta", meta);
+    disk_find(cache, ".so", obj);
+    setenv("TMPDIR", open_dir, 1);
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_SHARE};
+    WBT_FAILS(wb_wrapper_new(s, disk_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "not sticky");
+    unsetenv("TMPDIR");
+    disk_find(cache, ".meta", meta);
+    disk_find(cache, ".so", obj);
+    w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "loaded from the disk "
+                              "cache"), "note: %s", wb_wrapper_note(w));
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    disk_rm(cache);
+    disk_rm(open_dir);
+}

@@ -46,7 +46,7 @@ extern char **environ;
 
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
 {
-    const char *cmd = o && o->cc ? o->cc : getenv("CC");
+    const char *cmd = o && o->cc ? o->cc : wb_disk_getenv("CC");
     if (!cmd || !*cmd)
         cmd = "cc";
     memset(out, 0, sizeof *out);
@@ -111,52 +111,15 @@ static wb_status wb_cc_write(const char *path, const void *data, size_t n)
     return WB_OK;
 }
 
-/* Why other users could rename what is in dir, or NULL: dir, resolved
-   into real (PATH_MAX bytes), and every directory above it must belong to
-   the user or to root, and be writable by nobody else unless sticky (as
-   /tmp is).  The caller uses real, not dir: a link on the way to dir
-   could be replaced after the check. */
-static const char *wb_cc_unsafe_dir(const char *dir, char *real, char *why,
-                                    size_t n)
-{
-    char p[PATH_MAX];
-    struct stat sb;
-    if (!realpath(dir, p)) {
-        snprintf(why, n, "%s: %s", dir, strerror(errno));
-        return why;
-    }
-    memcpy(real, p, sizeof p);
-    for (;;) {
-        if (stat(p, &sb) != 0) {
-            snprintf(why, n, "%s: %s", p, strerror(errno));
-            return why;
-        }
-        if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
-            snprintf(why, n, "%s belongs to uid %u", p, (unsigned)sb.st_uid);
-            return why;
-        }
-        if ((sb.st_mode & (S_IWGRP | S_IWOTH)) && !(sb.st_mode & S_ISVTX)) {
-            snprintf(why, n, "%s is writable by others and not sticky", p);
-            return why;
-        }
-        char *slash = strrchr(p, '/');
-        if (!slash || slash == p) {
-            if (p[1] == '\0')
-                return NULL;
-            p[1] = '\0';
-        } else {
-            *slash = '\0';
-        }
-    }
-}
-
 wb_status wb_cc_tmpdir(char dir[PATH_MAX])
 {
-    const char *t = getenv("TMPDIR");
+    const char *t = wb_disk_getenv("TMPDIR");
     char why[PATH_MAX + 64], real[PATH_MAX];
     if (!t || !*t)
         t = "/tmp";
-    if (wb_cc_unsafe_dir(t, real, why, sizeof why))
+    /* The files in it are reached by path (the compiler and dlopen take
+       paths), so no one else may be able to rename it away. */
+    if (wb_disk_unsafe_path(t, true, real, why, sizeof why))
         return wb_rt_fail(WB_ERR_COMPILE, "no private directory for the "
                           "system compiler: %s", why);
     int n = snprintf(dir, PATH_MAX, "%s/wrapbake-XXXXXX",
@@ -411,42 +374,28 @@ wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
 
 /* ---- the cc code, through the disk cache ---- */
 
-/* The note of cc code built by the system compiler. */
-static char *wb_cc_built_note(const wb_cc_opts *cc, double ms,
-                              const wb_disk *d, wb_disk_found got)
-{
-    char note[sizeof d->why + 400];
-    const char *why = !cc->disk_cache            ? " (disk cache off)"
-                      : d->fd < 0                ? " (disk cache off: "
-                      : got == WB_DISK_FOREIGN   ? " (not stored: something "
-                                                   "the disk cache did not "
-                                                   "make is at its entry's "
-                                                   "name)"
-                      : got != WB_DISK_NONE      ? " (a damaged disk cache "
-                                                   "entry was rebuilt)"
-                                                 : " (not in the disk cache "
-                                                   "yet)";
-    snprintf(note, sizeof note, "cc: compiled by '%s' in %.1f ms%s%s%s",
-             cc->argv[0], ms, why, cc->disk_cache && d->fd < 0 ? d->why : "",
-             cc->disk_cache && d->fd < 0 ? ")" : "");
-    return strdup(note);
-}
-
 /* Compiles source on the cc tier, through the disk cache when allowed.
    An object is stored only once it has loaded and its entry point was
-   found, so a compiler that writes garbage leaves none behind. */
+   found, so a compiler that writes garbage leaves none behind.  An entry
+   is removed only when it is damaged: one that is whole but does not load
+   here (no private directory, a full disk) stays for processes it loads
+   in, and this one compiles its own. */
 static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
                                  const wb_disk_key *k, const char *spec,
                                  const atomic_bool *cancel, wb_code **out)
 {
-    char tmp[PATH_MAX], note[200], *built = NULL, *bytes = NULL;
+    char tmp[PATH_MAX], *built = NULL, *bytes = NULL;
+    char why[sizeof ((wb_disk *)0)->why + 600] = " (disk cache off)";
     wb_disk d = {.fd = -1};
     wb_disk_found got = WB_DISK_NONE;
     wb_disk_meta m;
     struct stat sb;
     double ms = 0;
     wb_status st;
-    if (cc->disk_cache && wb_disk_open(&d, true)) {
+    if (cc->disk_cache && !wb_disk_open(&d, true))
+        snprintf(why, sizeof why, " (disk cache off: %s)", d.why);
+    if (d.fd >= 0) {
+        snprintf(why, sizeof why, " (not in the disk cache yet)");
         got = wb_disk_find(&d, k, &m, &bytes);
         if (got == WB_DISK_HIT) {
             st = wb_cc_load_bytes(bytes, (size_t)m.bytes, WB_EMIT_FN, out);
@@ -455,20 +404,24 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
                 wb_disk_touch(&d, k);
                 wb_disk_close(&d);
                 wb_cache_count(WB_STAT_DISK_HITS, m.compile_ms);
-                snprintf(note, sizeof note, "cc: loaded from the disk cache "
+                snprintf(why, sizeof why, "cc: loaded from the disk cache "
                          "(entry %.16s, which took %.1f ms to compile)",
                          k->key, m.compile_ms);
-                (*out)->note = strdup(note);
+                (*out)->note = strdup(why);
                 return WB_OK;
             }
-            /* Whole, yet it does not load here: rebuilt like a damaged
-               one. */
-            got = WB_DISK_BAD_OBJECT;
-        }
-        if (got == WB_DISK_BAD_RECORD || got == WB_DISK_BAD_OBJECT)
+            snprintf(why, sizeof why, " (its disk cache entry did not load "
+                     "here: %s)", wb_last_error());
+        } else if (got == WB_DISK_FOREIGN) {
+            snprintf(why, sizeof why, " (not stored: something the disk "
+                     "cache did not make is at its entry's name)");
+        } else if (got != WB_DISK_NONE) {
             wb_disk_forget(&d, k, &m);
-        wb_cache_count(got == WB_DISK_NONE || got == WB_DISK_FOREIGN
-                           ? WB_STAT_DISK_MISSES : WB_STAT_DISK_REBUILT, 0);
+            snprintf(why, sizeof why, " (a damaged disk cache entry was "
+                     "rebuilt)");
+        }
+        wb_cache_count(got == WB_DISK_BAD_RECORD || got == WB_DISK_BAD_OBJECT
+                           ? WB_STAT_DISK_REBUILT : WB_STAT_DISK_MISSES, 0);
     }
     if ((st = wb_cc_tmpdir(tmp)) != WB_OK) {
         wb_disk_close(&d);
@@ -483,11 +436,13 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
         int fd = wb_disk_open_file(AT_FDCWD, built, WB_DISK_OBJECT_MAX, false,
                                    &sb);
         char *obj = fd < 0 ? NULL : wb_disk_slurp(fd, (size_t)sb.st_size);
+        int gone = 0;
         if (fd >= 0)
             close(fd);
-        int gone = obj ? wb_disk_store(&d, k, obj, (size_t)sb.st_size, ms,
-                                       spec)
-                       : 0;
+        if (!obj || !wb_disk_store(&d, k, obj, (size_t)sb.st_size, ms, spec,
+                                   &gone))
+            snprintf(why, sizeof why, " (it could not be stored in the disk "
+                     "cache)");
         for (int i = 0; i < gone; i++)
             wb_cache_count(WB_STAT_DISK_EVICTED, 0);
         free(obj);
@@ -495,8 +450,11 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
     free(built);
     wb_cc_tmpdir_free(tmp);
     if (st == WB_OK) {
+        char note[sizeof why + 300];
         wb_cache_count(WB_STAT_COMPILED, 0);
-        (*out)->note = wb_cc_built_note(cc, ms, &d, got);
+        snprintf(note, sizeof note, "cc: compiled by '%s' in %.1f ms%s",
+                 cc->argv[0], ms, why);
+        (*out)->note = strdup(note);
     }
     wb_disk_close(&d);
     return st;

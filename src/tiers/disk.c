@@ -37,6 +37,7 @@
  * Since nobody else may write it, a name checked with fstatat still names
  * the same file when it is then renamed over or removed.
  */
+#define _GNU_SOURCE  /* secure_getenv */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -97,8 +98,8 @@ int wb_disk_open_file(int dirfd, const char *name, off_t max, bool strict,
     if (fstatat(dirfd, name, &first, AT_SYMLINK_NOFOLLOW) != 0 ||
         !S_ISREG(first.st_mode))
         return -1;
-    int fd = openat(dirfd, name,
-                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+                                     O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode) ||
@@ -152,65 +153,172 @@ static bool wb_disk_replaceable(const wb_disk *d, const char *name)
 
 /* ---- the directory ---- */
 
-/* The cache directory into buf: $WRAPBAKE_CACHE_DIR, else
-   $XDG_CACHE_HOME/wrapbake, else $HOME/.cache/wrapbake. */
-static bool wb_disk_dir(char *buf, size_t n)
+/* An environment variable, unless the process runs with privileges the
+   user who started it lacks (setuid, file capabilities): there that user
+   must not choose the compiler or where code is loaded from. */
+const char *wb_disk_getenv(const char *name)
 {
-    const char *d = getenv("WRAPBAKE_CACHE_DIR"), *x, *h;
+    return secure_getenv(name);
+}
+
+/* The cache directory into buf: $WRAPBAKE_CACHE_DIR, else
+   $XDG_CACHE_HOME/wrapbake, else $HOME/.cache/wrapbake.  A relative
+   XDG_CACHE_HOME or HOME is ignored, as the XDG specification says; a
+   relative WRAPBAKE_CACHE_DIR is refused.  NULL, or why there is none. */
+static const char *wb_disk_dir(char *buf, size_t n)
+{
+    const char *d = wb_disk_getenv("WRAPBAKE_CACHE_DIR");
+    const char *x = wb_disk_getenv("XDG_CACHE_HOME");
+    const char *h = wb_disk_getenv("HOME");
     int k;
+    if (d && *d && *d != '/')
+        return "WRAPBAKE_CACHE_DIR is not an absolute path";
     if (d && *d)
         k = snprintf(buf, n, "%s", d);
-    else if ((x = getenv("XDG_CACHE_HOME")) && *x)
+    else if (x && *x == '/')
         k = snprintf(buf, n, "%s/wrapbake", x);
-    else if ((h = getenv("HOME")) && *h)
+    else if (h && *h == '/')
         k = snprintf(buf, n, "%s/.cache/wrapbake", h);
     else
-        return false;
-    return k > 0 && (size_t)k < n;
+        return "no cache directory: set WRAPBAKE_CACHE_DIR, "
+               "XDG_CACHE_HOME or HOME to an absolute path";
+    if (k < 0 || (size_t)k >= n)
+        return "the cache directory's path is longer than PATH_MAX";
+    return NULL;
 }
 
 const char *wb_cache_dir(void)
 {
     static _Thread_local char dir[PATH_MAX];
-    return wb_disk_dir(dir, sizeof dir) ? dir : NULL;
+    return wb_disk_dir(dir, sizeof dir) ? NULL : dir;
 }
 
-/* Creates dir and its parents, private to the user. */
+/* Why a directory that p names could be made to name another, or NULL:
+   p is a directory (or a link) no one but the user or root may change,
+   which others may write only when sticky. */
+static const char *wb_disk_unsafe_dir(const char *p, const struct stat *sb,
+                                      char *why, size_t n)
+{
+    if (sb->st_uid != 0 && sb->st_uid != geteuid())
+        snprintf(why, n, "%s belongs to uid %u", p, (unsigned)sb->st_uid);
+    else if (!S_ISLNK(sb->st_mode) && (sb->st_mode & (S_IWGRP | S_IWOTH)) &&
+             !(sb->st_mode & S_ISVTX))
+        snprintf(why, n, "%s is writable by others and not sticky", p);
+    else
+        return NULL;
+    return why;
+}
+
+/* The way to dir as written: each directory on it that exists, dir too
+   when self, and each link met there, which another user could
+   otherwise point elsewhere. */
+static const char *wb_disk_unsafe_way(const char *dir, bool self, char *why,
+                                      size_t n)
+{
+    char p[PATH_MAX];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char end = *c;
+        *c = '\0';
+        if (lstat(p, &sb) == 0 &&
+            ((S_ISLNK(sb.st_mode) && wb_disk_unsafe_dir(p, &sb, why, n)) ||
+             ((end || self) && stat(p, &sb) == 0 &&
+              wb_disk_unsafe_dir(p, &sb, why, n))))
+            return why;
+        if (!(*c = end))
+            return NULL;
+    }
+}
+
+const char *wb_disk_unsafe_path(const char *dir, bool self,
+                                char real[PATH_MAX], char *why, size_t n)
+{
+    char p[PATH_MAX];
+    struct stat sb;
+    if (wb_disk_unsafe_way(dir, self, why, n))
+        return why;
+    /* As resolved: the directory (when self) and every one above it. */
+    if (!realpath(dir, p)) {
+        int e = errno;
+        snprintf(why, n, "%s: %s", dir, strerror(e));
+        errno = e;
+        return why;
+    }
+    memcpy(real, p, sizeof p);
+    for (bool check = self;; check = true) {
+        if (check && stat(p, &sb) != 0) {
+            snprintf(why, n, "%s: %s", p, strerror(errno));
+            return why;
+        }
+        if (check && wb_disk_unsafe_dir(p, &sb, why, n))
+            return why;
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) {
+            if (p[1] == '\0')
+                return NULL;
+            p[1] = '\0';
+        } else {
+            *slash = '\0';
+        }
+    }
+}
+
+/* Creates dir and its missing parents, private to the user; false with
+   errno set. */
 static bool wb_disk_mkdirs(char *p)
 {
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
+    for (char *c = p + 1;; c++)
+        if (*c == '/' || *c == '\0') {
+            char end = *c;
+            *c = '\0';
             bool ok = mkdir(p, 0700) == 0 || errno == EEXIST;
-            *s = '/';
-            if (!ok)
-                return false;
+            *c = end;
+            if (!ok || !end)
+                return ok;
         }
-    return mkdir(p, 0700) == 0 || errno == EEXIST;
 }
 
 bool wb_disk_open(wb_disk *d, bool create)
 {
+    char real[PATH_MAX], unsafe[PATH_MAX + 64];
+    const char *no;
     struct stat sb;
     d->fd = -1;
     d->absent = false;
     d->why[0] = '\0';
-    if (!wb_disk_dir(d->path, sizeof d->path)) {
+    if ((no = wb_disk_dir(d->path, sizeof d->path)) != NULL) {
         d->path[0] = '\0';
-        snprintf(d->why, sizeof d->why, "no cache directory: set "
-                 "WRAPBAKE_CACHE_DIR, XDG_CACHE_HOME or HOME");
+        snprintf(d->why, sizeof d->why, "%s", no);
         return false;
     }
-    if (create && !wb_disk_mkdirs(d->path)) {
+    /* Nothing is made, or trusted, where another user could move it: the
+       way to the directory as written is checked first, then it is made
+       if need be, its links resolved once, and it is opened by the path
+       that results, which is checked whole.  Every later use goes through
+       the descriptor. */
+    char mine[PATH_MAX];
+    snprintf(mine, sizeof mine, "%s", d->path);
+    if (wb_disk_unsafe_way(d->path, false, unsafe, sizeof unsafe)) {
+        snprintf(d->why, sizeof d->why, "the cache directory %s could be "
+                 "moved by another user: %s", d->path, unsafe);
+        return false;
+    }
+    if (create && !wb_disk_mkdirs(mine)) {
         snprintf(d->why, sizeof d->why, "cannot create the cache directory "
                  "%s: %s", d->path, strerror(errno));
         return false;
     }
-    /* A link to the directory is followed: what is checked is the
-       directory the descriptor holds, and every use goes through it. */
-    int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
+    if (!realpath(d->path, real)) {
         d->absent = errno == ENOENT;
+        snprintf(d->why, sizeof d->why, "cannot open the cache directory "
+                 "%s: %s", d->path, strerror(errno));
+        return false;
+    }
+    int fd = open(real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
         snprintf(d->why, sizeof d->why, "cannot open the cache directory "
                  "%s: %s", d->path, strerror(errno));
         return false;
@@ -227,6 +335,9 @@ bool wb_disk_open(wb_disk *d, bool create)
                  "by %s (mode %03o)", d->path,
                  sb.st_mode & S_IWOTH ? "others" : "its group",
                  (unsigned)(sb.st_mode & 0777));
+    else if (wb_disk_unsafe_path(real, false, real, unsafe, sizeof unsafe))
+        snprintf(d->why, sizeof d->why, "the cache directory %s could be "
+                 "moved by another user: %s", d->path, unsafe);
     if (d->why[0]) {
         close(fd);
         return false;
@@ -256,7 +367,7 @@ static void wb_disk_compiler(const wb_cc_opts *cc, wb_disk_key *k)
         if (!realpath(cmd, found))
             snprintf(found, sizeof found, "%s", cmd);
     } else {
-        const char *path = getenv("PATH");
+        const char *path = wb_disk_getenv("PATH");
         char cand[PATH_MAX];
         while (path && *path && !found[0]) {
             int len = (int)strcspn(path, ":");
@@ -453,12 +564,17 @@ static bool wb_disk_put(const wb_disk *d, const char *name, const void *data,
     return ok;
 }
 
+/* $WRAPBAKE_CACHE_MAX bytes, when it is a decimal number that fits,
+   else 256 MiB. */
 static uint64_t wb_disk_limit(void)
 {
-    const char *m = getenv("WRAPBAKE_CACHE_MAX");
+    const char *m = wb_disk_getenv("WRAPBAKE_CACHE_MAX");
     char *end;
-    unsigned long long v = m ? strtoull(m, &end, 10) : 0;
-    return m && *m && !*end ? v : 256ull << 20;
+    if (!m || *m < '0' || *m > '9')
+        return 256ull << 20;
+    errno = 0;
+    unsigned long long v = strtoull(m, &end, 10);
+    return *end || errno == ERANGE ? 256ull << 20 : v;
 }
 
 typedef struct wb_disk_file {
@@ -522,7 +638,7 @@ static void wb_disk_drop(const wb_disk *d, wb_disk_file *f, long long *total)
    the one it was given, and rewound because duplicates share a position. */
 static DIR *wb_disk_list(const wb_disk *d)
 {
-    int fd = dup(d->fd);
+    int fd = fcntl(d->fd, F_DUPFD_CLOEXEC, 0);
     DIR *dir = fd < 0 ? NULL : fdopendir(fd);
     if (!dir) {
         if (fd >= 0)
@@ -598,14 +714,15 @@ static int wb_disk_evict(const wb_disk *d, const char *keep)
     return gone;
 }
 
-int wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
-                  size_t n, double ms, const char *spec)
+bool wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
+                   size_t n, double ms, const char *spec, int *evicted)
 {
     char name[80], hex[WB_FINGERPRINT_LEN + 1], text[PATH_MAX + 1024];
     wb_sha256_str(obj, n, hex);
     snprintf(name, sizeof name, "%s.so", hex);
+    *evicted = 0;
     if (!wb_disk_put(d, name, obj, n))
-        return 0;
+        return false;
     int len = snprintf(text, sizeof text,
                        "wrapbake-cache 1\nsource %s\ncompiler %s\n"
                        "compiler-path %s\nflags %s\nabi %d\nobject %s\n"
@@ -615,8 +732,9 @@ int wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
     wb_disk_meta_name(k, name);
     if (len < 0 || (size_t)len >= sizeof text ||
         !wb_disk_put(d, name, text, (size_t)len))
-        return 0;
-    return wb_disk_evict(d, k->key);
+        return false;
+    *evicted = wb_disk_evict(d, k->key);
+    return true;
 }
 
 wb_status wb_cache_clear(void)
@@ -635,12 +753,23 @@ wb_status wb_cache_clear(void)
         return wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: cannot read the "
                           "cache directory %s: %s", d.path, strerror(errno));
     }
-    while ((de = readdir(dir)))
-        if (wb_disk_named(de->d_name, ".meta") ||
-            wb_disk_named(de->d_name, ".so") || wb_disk_tmpname(de->d_name))
-            wb_disk_unlink(&d, de->d_name);
+    int left = 0, err = 0;
+    while ((de = readdir(dir))) {
+        struct stat sb;
+        if ((wb_disk_named(de->d_name, ".meta") ||
+             wb_disk_named(de->d_name, ".so") ||
+             wb_disk_tmpname(de->d_name)) &&
+            fstatat(d.fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(sb.st_mode) && wb_disk_owned(&sb) &&
+            unlinkat(d.fd, de->d_name, 0) != 0 && errno != ENOENT)
+            left++, err = errno;
+    }
     closedir(dir);
     wb_disk_close(&d);
+    if (left)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: %d files of the "
+                          "cache in %s could not be removed: %s", left,
+                          d.path, strerror(err));
     return WB_OK;
 }
 

@@ -21,7 +21,7 @@ typedef struct wb_disk {
     int fd;                       /* the directory; -1 when off */
     bool absent;                  /* off because it does not exist */
     char path[PATH_MAX];
-    char why[PATH_MAX + 160];     /* why it is off, when it is */
+    char why[2 * PATH_MAX + 256]; /* why it is off, when it is */
 } wb_disk;
 
 /* Opens the cache directory, creating it (private to the user) when
@@ -76,15 +76,28 @@ void wb_disk_forget(const wb_disk *d, const wb_disk_key *k,
 void wb_disk_touch(const wb_disk *d, const wb_disk_key *k);
 /* Records obj, n bytes that loaded and had their entry point, as k's entry
    (spec is the spec's printable name), then keeps the directory under its
-   size bound.  Returns how many entries the bound evicted. */
-int wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
-                  size_t n, double ms, const char *spec);
+   size bound, setting *evicted to how many entries that took.  False when
+   the entry could not be written. */
+bool wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
+                   size_t n, double ms, const char *spec, int *evicted);
 
 /* What the cache holds under k, in words, into *out (malloc'ed): a hit,
    a damaged or foreign entry, the nearest entry on a miss (name is the
    spec's printable name), or why the cache is off; wb_cache_explain. */
 wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
                           char **out);
+
+/* Why another user could make dir, or a directory above it, name
+   another one, or NULL: every directory on the way to it, as written and
+   as resolved into real (PATH_MAX bytes), dir itself when self, belongs
+   to the user or to root and is writable by nobody else unless sticky,
+   and every link on the way belongs to the user or to root.  Callers use
+   real, which was checked, not dir. */
+const char *wb_disk_unsafe_path(const char *dir, bool self,
+                                char real[PATH_MAX], char *why, size_t n);
+/* getenv, but NULL in a process running with privileges its user lacks
+   (secure_getenv). */
+const char *wb_disk_getenv(const char *name);
 
 /* Opens name under dirfd (AT_FDCWD for a path) for reading without
    following a link or blocking on a FIFO.  The file must be regular and
