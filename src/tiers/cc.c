@@ -358,17 +358,22 @@ wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
     return st;
 }
 
-wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
-                           wb_code **code)
+/* The file an object is loaded from is named by the hash of its bytes:
+   dlopen hands back the object already loaded under a name without
+   opening the file, so a name reused for other bytes (a private
+   directory's random name made again) would run the old code. */
+wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *hex,
+                           const char *fn, wb_code **code)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 16];
+    char dir[PATH_MAX], path[PATH_MAX + 80];
     wb_status st = wb_cc_tmpdir(dir);
     if (st != WB_OK)
         return st;
-    snprintf(path, sizeof path, "%s/wrapper.so", dir);
+    snprintf(path, sizeof path, "%s/%s.so", dir, hex);
     if ((st = wb_cc_write(path, bytes, n)) == WB_OK)
         st = wb_cc_load(path, fn, code);
-    wb_cc_tmpdir_free(dir);
+    unlink(path);
+    rmdir(dir);
     return st;
 }
 
@@ -398,7 +403,8 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
         snprintf(why, sizeof why, " (not in the disk cache yet)");
         got = wb_disk_find(&d, k, &m, &bytes);
         if (got == WB_DISK_HIT) {
-            st = wb_cc_load_bytes(bytes, (size_t)m.bytes, WB_EMIT_FN, out);
+            st = wb_cc_load_bytes(bytes, (size_t)m.bytes, m.object,
+                                  WB_EMIT_FN, out);
             free(bytes);
             if (st == WB_OK) {
                 wb_disk_touch(&d, k);
@@ -430,23 +436,36 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
     double t0 = wb_now_ms();
     st = wb_cc_build(cc, source, tmp, &built, cancel);
     ms = wb_now_ms() - t0;
-    if (st == WB_OK)
-        st = wb_cc_load(built, WB_EMIT_FN, out);
+    /* Read once: named by its hash for the load (see wb_cc_load_bytes),
+       and stored, both from these bytes. */
+    char *obj = NULL, named[PATH_MAX + 80], hex[WB_FINGERPRINT_LEN + 1];
+    int fd = st == WB_OK ? wb_disk_open_file(AT_FDCWD, built,
+                                             WB_DISK_OBJECT_MAX, false, &sb)
+                         : -1;
+    if (fd >= 0) {
+        obj = wb_disk_slurp(fd, (size_t)sb.st_size);
+        close(fd);
+    }
+    if (st == WB_OK && !obj)
+        st = wb_rt_fail(WB_ERR_COMPILE, "cannot read the object the system "
+                        "compiler wrote (%s)", built);
+    if (st == WB_OK) {
+        wb_sha256_str(obj, (size_t)sb.st_size, hex);
+        snprintf(named, sizeof named, "%s/%s.so", tmp, hex);
+        st = rename(built, named) == 0
+                 ? wb_cc_load(named, WB_EMIT_FN, out)
+                 : wb_rt_fail(WB_ERR_COMPILE, "cannot rename the compiled "
+                              "object in %s: %s", tmp, strerror(errno));
+    }
     if (st == WB_OK && d.fd >= 0 && got != WB_DISK_FOREIGN) {
-        int fd = wb_disk_open_file(AT_FDCWD, built, WB_DISK_OBJECT_MAX, false,
-                                   &sb);
-        char *obj = fd < 0 ? NULL : wb_disk_slurp(fd, (size_t)sb.st_size);
         int gone = 0;
-        if (fd >= 0)
-            close(fd);
-        if (!obj || !wb_disk_store(&d, k, obj, (size_t)sb.st_size, ms, spec,
-                                   &gone))
+        if (!wb_disk_store(&d, k, obj, (size_t)sb.st_size, ms, spec, &gone))
             snprintf(why, sizeof why, " (it could not be stored in the disk "
                      "cache)");
         for (int i = 0; i < gone; i++)
             wb_cache_count(WB_STAT_DISK_EVICTED, 0);
-        free(obj);
     }
+    free(obj);
     free(built);
     wb_cc_tmpdir_free(tmp);
     if (st == WB_OK) {

@@ -98,9 +98,10 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
    holds the entry point fn. */
 wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
 /* Loads n bytes of a shared object, checked by the caller, from a copy in
-   a private directory: what is loaded is what was checked. */
-wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *fn,
-                           wb_code **code);
+   a private directory, named by hex, the hash of the bytes: what is
+   loaded is what was checked. */
+wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *hex,
+                           const char *fn, wb_code **code);
 
 /* The cc code for source (cc.c), from the in-process cache when share is
    set and code of its disk key (source, compiler, flags, ABI) is there,
