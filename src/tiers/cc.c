@@ -418,6 +418,9 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
             }
             snprintf(why, sizeof why, " (its disk cache entry did not load "
                      "here: %s)", wb_last_error());
+        } else if (got == WB_DISK_NO_MEMORY) {
+            snprintf(why, sizeof why, " (its disk cache entry could not be "
+                     "read: out of memory)");
         } else if (got == WB_DISK_FOREIGN) {
             snprintf(why, sizeof why, " (not stored: something the disk "
                      "cache did not make is at its entry's name)");
@@ -443,7 +446,11 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
                                              WB_DISK_OBJECT_MAX, false, &sb)
                          : -1;
     if (fd >= 0) {
+        errno = 0;
         obj = wb_disk_slurp(fd, (size_t)sb.st_size);
+        if (!obj && errno == ENOMEM)
+            st = wb_rt_fail(WB_ERR_NOMEM, "out of memory for the compiled "
+                            "object");
         close(fd);
     }
     if (st == WB_OK && !obj)

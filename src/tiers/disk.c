@@ -501,9 +501,10 @@ wb_disk_found wb_disk_find(const wb_disk *d, const wb_disk_key *k,
         m->object[0] = '\0';
         return WB_DISK_BAD_RECORD;
     }
+    errno = 0;
     char *obj = wb_disk_read_object(d->fd, m);
     if (!obj)
-        return WB_DISK_BAD_OBJECT;
+        return errno == ENOMEM ? WB_DISK_NO_MEMORY : WB_DISK_BAD_OBJECT;
     if (bytes)
         *bytes = obj;
     else
@@ -870,6 +871,10 @@ wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
             wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
                    "its record is unreadable or does not match its key",
                    k->key, d.path);
+            break;
+        case WB_DISK_NO_MEMORY:
+            wb_say(&s, &len, "unknown: entry %s in %s could not be read: out "
+                   "of memory", k->key, d.path);
             break;
         case WB_DISK_FOREIGN:
             wb_say(&s, &len, "miss: %s.meta in %s is not a regular file of "

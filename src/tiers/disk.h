@@ -61,7 +61,8 @@ typedef enum wb_disk_found {
     WB_DISK_FOREIGN,    /* something the cache did not make at the entry's
                            name: ignored, never read or removed */
     WB_DISK_BAD_RECORD, /* the record is unreadable or not of its key */
-    WB_DISK_BAD_OBJECT  /* the object is missing, cut short or altered */
+    WB_DISK_BAD_OBJECT, /* the object is missing, cut short or altered */
+    WB_DISK_NO_MEMORY   /* no memory to read the object into: not damage */
 } wb_disk_found;
 
 /* Looks up k in d.  On WB_DISK_HIT *m is the record and, when bytes is not
