@@ -136,25 +136,31 @@ static wb_spec *diff_bench_spec(int nargs, int nmut, int nalias)
    libtcc reads it (wb_test_jit_as_read) and less its comments: libtcc's
    branch of every run, the same code line for line.  The differential test runs
    both texts against the interpreter; this holds them to each other. */
-Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
+/* Spec i of the texts' checks, validated: the benchmark's cases A to E,
+   whose runs are written in both branches, then random specs. */
+static wb_spec *diff_text_spec(uint64_t i)
 {
-    /* The benchmark's cases A to E, then random specs. */
     static const int bench[][3] = {{5, 0, 0}, {5, 0, 2}, {5, 2, 0},
                                    {10, 1, 3}, {20, 3, 5}};
+    wb_spec *s;
+    if (i < 5) {
+        s = diff_bench_spec(bench[i][0], bench[i][1], bench[i][2]);
+    } else {
+        diff_rng r = {(i - 5) * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
+        diff_spec d;
+        s = diff_make_spec(&r, &d);
+        diff_rng h = {diff_next(&r) | 1, NULL, 0};
+        diff_add_hooks(&h, s, &diff_case_world);
+    }
+    WBT_OK(wb_spec_validate(s));
+    return s;
+}
+
+Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
+{
     int runs = 0;
     for (uint64_t seed = 0; seed <= 2000 + 5; seed++) {
-        wb_spec *s;
-        if (seed < 5) {
-            s = diff_bench_spec(bench[seed][0], bench[seed][1],
-                                bench[seed][2]);
-        } else {
-            diff_rng r = {(seed - 5) * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
-            diff_spec d;
-            s = diff_make_spec(&r, &d);
-            diff_rng h = {diff_next(&r) | 1, NULL, 0};
-            diff_add_hooks(&h, s, &diff_case_world);
-        }
-        WBT_OK(wb_spec_validate(s));
+        wb_spec *s = diff_text_spec(seed);
         char *whole, *own;
         WBT_OK(wb_emit(s, WB_EMIT_FN, WB_EMIT_LINES, &whole));
         WBT_OK(wb_emit(s, WB_EMIT_FN, WB_EMIT_LIBTCC, &own));
@@ -186,24 +192,9 @@ Test(diff, the_emitter_records_the_helpers_it_calls)
 {
     static const wb_emit_form forms[] = {WB_EMIT_PLAIN, WB_EMIT_LINES,
                                          WB_EMIT_LIBTCC};
-    /* The benchmark's cases A to E, whose runs call helpers that only
-       other compilers read, then random specs. */
-    static const int bench[][3] = {{5, 0, 0}, {5, 0, 2}, {5, 2, 0},
-                                   {10, 1, 3}, {20, 3, 5}};
     int cc_only = 0;
     for (uint64_t seed = 0; seed < 2000 + 5; seed++) {
-        wb_spec *s;
-        if (seed < 5) {
-            s = diff_bench_spec(bench[seed][0], bench[seed][1],
-                                bench[seed][2]);
-        } else {
-            diff_rng r = {(seed - 5) * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
-            diff_spec d;
-            s = diff_make_spec(&r, &d);
-            diff_rng h = {diff_next(&r) | 1, NULL, 0};
-            diff_add_hooks(&h, s, &diff_case_world);
-        }
-        WBT_OK(wb_spec_validate(s));
+        wb_spec *s = diff_text_spec(seed);
         for (int f = 0; f < 3; f++) {
             wb_emitted parts;
             unsigned char read[WB_ABI_COUNT];
