@@ -6,9 +6,9 @@
  * check phase checks each copy (wb_rt_device_copy_fits: one device, the
  * call's stream, a layout the kernel takes), the commit phase records it
  * (wb_rt_defer_copy), and the end of the call enqueues them all at once on
- * the call's stream (wb_rt_device_flush): one cudaMemcpyBatchAsync when every copy
- * is contiguous and the stream is not the legacy default stream (which that
- * call refuses), otherwise one launch of the gather-copy kernel
+ * the call's stream (wb_rt_device_flush): one cudaMemcpyBatchAsync when
+ * every copy is contiguous and the stream is not the legacy default stream
+ * (which that call refuses), otherwise one launch of the gather-copy kernel
  * (cuda_copy.cu) per WB_CUDA_BATCH copies, strided views included.  A copy
  * that touches memory an earlier copy of the batch touches waits for the
  * next submission, so the copies keep their order.  So the host cost of a

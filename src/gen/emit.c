@@ -852,10 +852,11 @@ static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
        header; anything else, or a failed allocation, gets the full check,
        which words the message. */
     wb_buf_line(b, "if (%s(%s, r[%d], &v[%d]))",
-                wb_emit_helper_name(x, o->check_first.id), holder, d->value, vi);
-    wb_buf_line(b, "    if ((st = %s(e, %d, %s, %s, r[%d], &v[%d])) != 0)",
-                wb_emit_helper_name(x, o->check.id), k, holder, grown, d->value,
+                wb_emit_helper_name(x, o->check_first.id), holder, d->value,
                 vi);
+    wb_buf_line(b, "    if ((st = %s(e, %d, %s, %s, r[%d], &v[%d])) != 0)",
+                wb_emit_helper_name(x, o->check.id), k, holder, grown,
+                d->value, vi);
     wb_buf_line(b, "        goto fail;");
 }
 
