@@ -131,14 +131,42 @@ char *wb_disk_slurp(int fd, size_t n)
     return buf;
 }
 
-/* Removes name when it is a file the cache may remove: one of its own
-   names, holding a regular file of the user's. */
-static bool wb_disk_unlink(const wb_disk *d, const char *name)
+/* Whether name is any of the cache's own: an entry, an object or a
+   temporary file. */
+static bool wb_disk_own_name(const char *name)
+{
+    return wb_disk_named(name, ".meta") || wb_disk_named(name, ".so") ||
+           wb_disk_tmpname(name);
+}
+
+/* What is at name in the directory, without following a link. */
+typedef enum wb_disk_at_kind {
+    WB_DISK_AT_NOTHING,  /* no such name */
+    WB_DISK_AT_OTHER,    /* anything but a regular file of the user's,
+                            writable by nobody else (or unreadable) */
+    WB_DISK_AT_OURS      /* such a file; *sb describes it */
+} wb_disk_at_kind;
+
+static wb_disk_at_kind wb_disk_at(const wb_disk *d, const char *name,
+                                  struct stat *sb)
+{
+    if (fstatat(d->fd, name, sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? WB_DISK_AT_NOTHING : WB_DISK_AT_OTHER;
+    return S_ISREG(sb->st_mode) && wb_disk_owned(sb) ? WB_DISK_AT_OURS
+                                                     : WB_DISK_AT_OTHER;
+}
+
+/* Removes name when it holds a file the cache may remove, a regular file
+   of the user's: 1 when removed, 0 when it is not one (or is gone), -1
+   when removing it failed (errno says why). */
+static int wb_disk_unlink(const wb_disk *d, const char *name)
 {
     struct stat sb;
-    return fstatat(d->fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-           S_ISREG(sb.st_mode) && wb_disk_owned(&sb) &&
-           unlinkat(d->fd, name, 0) == 0;
+    if (wb_disk_at(d, name, &sb) != WB_DISK_AT_OURS)
+        return 0;
+    if (unlinkat(d->fd, name, 0) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : -1;
 }
 
 /* Whether the cache may put a file at name: nothing is there, or one of
@@ -146,9 +174,7 @@ static bool wb_disk_unlink(const wb_disk *d, const char *name)
 static bool wb_disk_replaceable(const wb_disk *d, const char *name)
 {
     struct stat sb;
-    if (fstatat(d->fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-        return errno == ENOENT;
-    return S_ISREG(sb.st_mode) && wb_disk_owned(&sb);
+    return wb_disk_at(d, name, &sb) != WB_DISK_AT_OTHER;
 }
 
 /* ---- the directory ---- */
@@ -492,10 +518,11 @@ wb_disk_found wb_disk_find(const wb_disk *d, const wb_disk_key *k,
     struct stat sb;
     memset(m, 0, sizeof *m);
     wb_disk_meta_name(k, name);
-    if (fstatat(d->fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-        return WB_DISK_NONE;
-    if (!S_ISREG(sb.st_mode) || !wb_disk_owned(&sb))
-        return WB_DISK_FOREIGN;
+    switch (wb_disk_at(d, name, &sb)) {
+    case WB_DISK_AT_NOTHING: return WB_DISK_NONE;
+    case WB_DISK_AT_OTHER: return WB_DISK_FOREIGN;
+    case WB_DISK_AT_OURS: break;
+    }
     if (!wb_disk_read_meta(d->fd, name, m) || strcmp(m->source, k->source) ||
         strcmp(m->compiler, k->compiler) || m->abi != k->abi) {
         m->object[0] = '\0';
@@ -628,7 +655,7 @@ static wb_disk_file *wb_disk_push(wb_disk_file **v, int *n, int *cap)
 /* Removes f, counting its bytes off *total. */
 static void wb_disk_drop(const wb_disk *d, wb_disk_file *f, long long *total)
 {
-    if (!f->gone && wb_disk_unlink(d, f->name)) {
+    if (!f->gone && wb_disk_unlink(d, f->name) == 1) {
         f->gone = true;
         *total -= f->bytes;
     }
@@ -669,10 +696,8 @@ static int wb_disk_evict(const wb_disk *d, const char *keep)
     while ((de = readdir(dir))) {
         struct stat sb;
         bool meta = wb_disk_named(de->d_name, ".meta");
-        if ((!meta && !wb_disk_named(de->d_name, ".so") &&
-             !wb_disk_tmpname(de->d_name)) ||
-            fstatat(d->fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISREG(sb.st_mode) || !wb_disk_owned(&sb))
+        if (!wb_disk_own_name(de->d_name) ||
+            wb_disk_at(d, de->d_name, &sb) != WB_DISK_AT_OURS)
             continue;
         total += sb.st_size;
         wb_disk_file *f = meta ? wb_disk_push(&e, &n, &cap)
@@ -755,16 +780,10 @@ wb_status wb_cache_clear(void)
                           "cache directory %s: %s", d.path, strerror(errno));
     }
     int left = 0, err = 0;
-    while ((de = readdir(dir))) {
-        struct stat sb;
-        if ((wb_disk_named(de->d_name, ".meta") ||
-             wb_disk_named(de->d_name, ".so") ||
-             wb_disk_tmpname(de->d_name)) &&
-            fstatat(d.fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(sb.st_mode) && wb_disk_owned(&sb) &&
-            unlinkat(d.fd, de->d_name, 0) != 0 && errno != ENOENT)
+    while ((de = readdir(dir)))
+        if (wb_disk_own_name(de->d_name) &&
+            wb_disk_unlink(&d, de->d_name) < 0)
             left++, err = errno;
-    }
     closedir(dir);
     wb_disk_close(&d);
     if (left)
