@@ -940,9 +940,9 @@ Test(schema, extension_rejections_parameters)
         {"f(Tensor[] x [ndim=2]) -> Tensor", 15,
          "parameter 0 'x': attribute 'ndim' applies to a Tensor parameter, "
          "not to 'Tensor[]'"},
-        {"f(Tensor(a!) x [hidden]) -> Tensor", 17,
-         "parameter 0 'x': attribute 'hidden' qualifies in_graph, which "
-         "this parameter lacks"},
+        {"f(Tensor(a!) x [metadata, hidden]) -> Tensor", 27,
+         "parameter 0 'x': attribute 'hidden' qualifies a data or in_graph "
+         "mutation, which this parameter lacks"},
         {"f(Tensor(a!) x [in_graph]) -> Tensor", 17,
          "parameter 0 'x': attribute 'in_graph' needs the graph attribute "
          "keep_input_mutations"},

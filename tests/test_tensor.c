@@ -420,7 +420,7 @@ Test(tensor, new_refusals)
 
 /* ---- views ------------------------------------------------------------ */
 
-Test(tensor, from_storage_views_share_storage_and_version)
+Test(tensor, from_storage_views_share_storage_not_version)
 {
     wb_storage *s = NULL;
     wb_tensor *a = NULL, *b = NULL;
@@ -443,17 +443,29 @@ Test(tensor, from_storage_views_share_storage_and_version)
     cr_assert_eq(wb_storage_refcount(s), 3);
     cr_assert_eq(wb_tensor_refcount(a), 1);
 
-    /* A write through one view moves the counter that every view reads. */
+    /* Made independently, as torch.empty(0).set_(storage) twice, a and b
+       have counters of their own: a write through b moves only b's.  a
+       took the storage's counter, being the first tensor made on it. */
     wb_tensor *src = wbt_f32(100, 1, 4);
     WBT_OK(wb_tensor_copy_(b, src));
-    cr_assert_eq(wb_tensor_version(a), 1);
+    cr_assert_eq(wb_tensor_version(a), 0);
     cr_assert_eq(wb_tensor_version(b), 1);
-    cr_assert_eq(wb_storage_version(s), 1);
+    cr_assert_eq(wb_storage_version(s), 0);
     cr_assert_eq(wbt_at(a, 1, 1), 103.0f, "a does not see b's write");
+    /* A view shares the counter of the tensor it views. */
+    wb_tensor *bv = NULL;
+    WBT_OK(wb_tensor_as_strided(b, 1, bsizes, bstrides, 0, &bv));
+    WBT_OK(wb_tensor_copy_(bv, src));
+    cr_assert_eq(wb_tensor_version(b), 2);
+    cr_assert_eq(wb_tensor_version(bv), 2);
+    cr_assert_eq(wb_tensor_version(a), 0);
+    wbt_release_last(b);
+    WBT_OK(wb_tensor_copy_(bv, src));
+    cr_assert_eq(wb_tensor_version(bv), 3, "the counter outlives b");
+    wbt_release_last(bv);
     wbt_release_last(src);
 
     wbt_release_last(a);
-    wbt_release_last(b);
     cr_assert_eq(wb_storage_refcount(s), 1);
     wb_storage_release(s);
 }
@@ -1236,13 +1248,21 @@ Test(tensor, set_takes_the_source_storage_and_view)
     wbt_assert_view(t, 2, sizes, strides, 1);
     cr_assert_eq(wb_storage_refcount(ns), 3);
     cr_assert_eq(wb_storage_refcount(old), 1, "set_ kept the old storage");
-    cr_assert_eq(wb_storage_version(ns), 1);
-    cr_assert_eq(wb_storage_version(old), 0);
+    cr_assert_eq(wb_tensor_version(t), 1, "set_ bumps t's own counter");
+    cr_assert_eq(wb_storage_version(ns), 0);
+    cr_assert_eq(wb_storage_version(old), 1, "t's counter, which it keeps");
     cr_assert_eq(wbt_at(t, 2, 1), 107.0f);
-    /* The source is untouched and shares the new counter. */
+    /* The source is untouched, its counter included. */
     wbt_assert_view(src, 2, sizes, strides, 1);
-    cr_assert_eq(wb_tensor_version(src), 1);
+    cr_assert_eq(wb_tensor_version(src), 0);
+    cr_assert_eq(wb_tensor_version(base), 0);
     cr_assert_eq(wb_tensor_refcount(src), 1);
+    /* Writes through t move t's counter, not the storage owner's. */
+    wb_tensor *ones = wbt_f32(1, 2, 3, 2);
+    WBT_OK(wb_tensor_copy_(t, ones));
+    cr_assert_eq(wb_tensor_version(t), 2);
+    cr_assert_eq(wb_tensor_version(base), 0);
+    wbt_release_last(ones);
 
     wb_storage_release(old);
     wbt_release_last(t);

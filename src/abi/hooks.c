@@ -145,10 +145,20 @@ int wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
 
 void wb_rt_bump(wb_tensor *t)
 {
-    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+    wb_rt_bump_by(t, 1);
 }
 
 void wb_rt_unbump(wb_tensor *t)
 {
-    atomic_fetch_sub_explicit(&t->storage->version, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(wb_rt_version(t), 1, memory_order_relaxed);
+}
+
+unsigned long long wb_rt_version_get(const wb_tensor *t)
+{
+    return atomic_load_explicit(wb_rt_version(t), memory_order_relaxed);
+}
+
+void wb_rt_version_put(wb_tensor *t, unsigned long long version)
+{
+    atomic_store_explicit(wb_rt_version(t), version, memory_order_relaxed);
 }

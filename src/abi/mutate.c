@@ -153,20 +153,31 @@ int wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
 }
 /* ---- commit phase ---- */
 
+/* Each step bumps the input's version as AOTAutograd's epilogue does:
+   once for its copy_, once for its as_strided_ (a resize that changes the
+   view included), once for its set_; a data mutation hidden from
+   autograd not at all. */
+
 /* The copy of a data mutation: now on the CPU, at the end of the call on
    a CUDA device (wb_rt_flush). */
-static void wb_rt_copy_bump(wb_tensor *t, const wb_tensor *v)
+static void wb_rt_copy(wb_tensor *t, const wb_tensor *v)
 {
     if (t->storage->device.device_type != kDLCPU)
         wb_rt_defer_copy(t, v);
     else
         wb_rt_copy_elems(t, v);
-    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
 }
 
 void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
 {
-    wb_rt_copy_bump(t, v);
+    wb_rt_copy(t, v);
+    wb_rt_bump_by(t, 1);
+    wb_rt_release(v);
+}
+
+void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
+{
+    wb_rt_copy(t, v);
     wb_rt_release(v);
 }
 
@@ -219,11 +230,10 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
                 memcpy((char *)t->storage->data + t->offset * (int64_t)es,  \
                        (char *)v->storage->data + v->offset * (int64_t)es,  \
                        n);                                                  \
-            atomic_fetch_add_explicit(&t->storage->version, 1,              \
-                                      memory_order_relaxed);                \
         } else {                                                            \
-            wb_rt_copy_bump(t, v);                                          \
+            wb_rt_copy(t, v);                                               \
         }                                                                   \
+        wb_rt_bump_by(t, 1);                                                \
         wb_rt_release(v);                                                   \
     }                                                                       \
     int wb_rt_prep_data_##D##d(const wb_env *e, int input,                 \
@@ -259,13 +269,15 @@ WB_RT_DATA_ND(4)
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_take_view(t, v);
+    wb_rt_bump_by(t, 1);
     wb_rt_release(v);
 }
 
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_take_view(t, v);
-    wb_rt_copy_bump(t, v);
+    wb_rt_copy(t, v);
+    wb_rt_bump_by(t, 2);
     wb_rt_release(v);
 }
 
@@ -277,9 +289,13 @@ void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v)
 
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
 {
-    if (!wb_rt_same_sizes(t, v))
+    unsigned bumps = 1;
+    if (!wb_rt_same_sizes(t, v)) {
         wb_rt_apply_resize(t, v->ndim, v->sizes, g);
-    wb_rt_copy_bump(t, v);
+        bumps = 2;
+    }
+    wb_rt_copy(t, v);
+    wb_rt_bump_by(t, bumps);
     wb_rt_release(v);
 }
 void wb_rt_grow_free(wb_rt_grow *g)

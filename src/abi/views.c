@@ -60,26 +60,31 @@ int wb_rt_check_bases(const wb_env *e, const wb_arg *a,
     return WB_OK;
 }
 
-/* Header h for a view of holder's storage; NULL when h is.  It holds a
-   reference to that storage from now on, unless keep: the view's value is
-   a fixed tensor on that very storage, and h stays without one until the
-   commit, where it keeps the value instead (wb_rt_view_make), which spares
-   the reference's two locked operations; a failed call frees it with
-   nothing to release. */
+/* Header h for a view of holder's storage; NULL when h is.  It shares
+   holder's version counter, and holds a reference to that storage from
+   now on, unless keep: the view's value is a fixed tensor on that very
+   storage, and h stays without one until the commit, where it keeps the
+   value instead (wb_rt_view_make), which spares the reference's two
+   locked operations; a failed call frees it with nothing to release but
+   its counter. */
 static inline wb_tensor *wb_rt_view_header(wb_tensor *h,
                                            const wb_tensor *holder, bool keep)
 {
-    if (h && !keep)
+    if (!h)
+        return NULL;
+    if (!keep)
         wb_rt_set_storage(h, wb_rt_storage_retain(holder->storage));
+    h->counter = wb_rt_counter_share(holder);
     return h;
 }
 
 /* The header for a view of value v, whose base will hold holder's storage,
    when v lies on that very storage: such a value fits (every tensor lies
    inside its storage, and storages only grow).  When the graph handed over
-   v's only reference, no one else can reach v, and v itself is the view:
-   *view is NULL, which spares the header and the storage reference it
-   holds (two locked operations); the acquire load orders the other
+   v's only reference and v shares holder's version counter (a view the
+   graph made of holder), no one else can reach v, and v itself is the
+   view: *view is NULL, which spares the header and the storage reference
+   it holds (two locked operations); the acquire load orders the other
    holders' earlier releases before the commit's writes.  Otherwise the
    header comes from the thread's cache.  Nonzero when v needs the full
    check: another storage, or an empty cache.  It calls nothing, so that
@@ -89,7 +94,8 @@ static inline int wb_rt_view_same(const wb_tensor *holder, const wb_tensor *v,
 {
     if (v->storage != holder->storage)
         return 1;
-    if (atomic_load_explicit(&v->refcount, memory_order_acquire) == 1) {
+    if (v->counter == holder->counter &&
+        atomic_load_explicit(&v->refcount, memory_order_acquire) == 1) {
         *view = NULL;
         return 0;
     }
@@ -267,6 +273,17 @@ void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
                               wb_tensor *const *r, int n)
 {
     wb_rt_commit_views_n(outs, views, r, n, 0, 0);
+}
+
+/* A view of input t whose storage came with t's set_ (its holder is the
+   updated value) shares t's counter, which the set_ kept. */
+wb_tensor *wb_rt_view_counter(wb_tensor *view, const wb_tensor *t)
+{
+    wb_storage *c = wb_rt_counter_share(t);
+    if (view->counter)
+        wb_rt_counter_release(view->counter);
+    view->counter = c;
+    return view;
 }
 
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,

@@ -29,9 +29,18 @@
 #define WB_RT_OPAQUE(i) (void)(i)
 #endif
 
+/* Version counters are PyTorch's: a counter belongs to a tensor and is
+   shared by the views made from it (see tensor.c).  It lives in a storage
+   object, the tensor's own storage's unless wb_tensor.counter names
+   another. */
 struct wb_storage {
     atomic_long refcount;
     atomic_uint_fast64_t version;
+    /* The references to this object as a counter alone (wb_tensor.counter),
+       plus one for all references to the storage together: the data goes
+       with the last reference, the object with the last of these. */
+    atomic_long counter_refs;
+    atomic_bool counter_taken;  /* a tensor made on it took its counter */
     void *data;
     size_t nbytes;
     DLDevice device;
@@ -58,6 +67,12 @@ struct wb_tensor {
        storage, which the tensor keeps alive; NULL for every other tensor,
        and for every header in the thread cache. */
     wb_tensor *keeper;
+    /* The storage object whose counter is this tensor's, held by a
+       counter reference, when it is not the tensor's own storage's: the
+       tensor was made on a storage another tensor had taken, or a set_
+       moved it to another storage.  NULL for most tensors, and for every
+       header in the thread cache. */
+    wb_storage *counter;
 };
 
 /* Generated code reads these leading members of a tensor directly (see
@@ -109,7 +124,8 @@ extern _Thread_local wb_rt_cache wb_rt_tcache;
 wb_tensor *wb_rt_tensor_malloc(void);
 
 /* A tensor header from the thread cache, refcount 1, not yet holding a
-   storage and keeping no tensor (its other fields are left as they were,
+   storage, keeping no tensor and with no counter of its own (its other
+   fields are left as they were,
    fixed included); NULL when the cache is empty. */
 static inline wb_tensor *wb_rt_tensor_pop(void)
 {
@@ -228,6 +244,30 @@ static inline wb_storage *wb_rt_storage_retain(wb_storage *s)
     atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
     return s;
 }
+
+/* t's version counter. */
+static inline atomic_uint_fast64_t *wb_rt_version(const wb_tensor *t)
+{
+    return &(t->counter ? t->counter : t->storage)->version;
+}
+
+static inline void wb_rt_bump_by(wb_tensor *t, unsigned n)
+{
+    atomic_fetch_add_explicit(wb_rt_version(t), n, memory_order_relaxed);
+}
+
+/* The counter a new view of t shares with t, for its counter member: a
+   new counter reference, or NULL when t's counter is its storage's, which
+   the view then holds as its own storage. */
+static inline wb_storage *wb_rt_counter_share(const wb_tensor *t)
+{
+    if (WB_RT_UNLIKELY(t->counter != NULL))
+        atomic_fetch_add_explicit(&t->counter->counter_refs, 1,
+                                  memory_order_relaxed);
+    return t->counter;
+}
+/* Drops a counter reference. */
+void wb_rt_counter_release(wb_storage *s);
 
 /* wb_tensor_release of a tensor that is not NULL.  The holder of the only
    reference is the only one who can reach the tensor, so dropping it needs

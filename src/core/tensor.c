@@ -60,6 +60,7 @@ wb_tensor *wb_rt_tensor_malloc(void)
         atomic_init(&t->refcount, 1);
         t->storage = NULL;
         t->keeper = NULL;
+        t->counter = NULL;
     }
     return t;
 }
@@ -234,6 +235,8 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
         return wb_rt_fail(WB_ERR_NOMEM, "wb_storage_wrap: out of memory");
     atomic_init(&s->refcount, 1);
     atomic_init(&s->version, 0);
+    atomic_init(&s->counter_refs, 1);
+    atomic_init(&s->counter_taken, false);
     s->data = data;
     s->nbytes = nbytes;
     s->device = device;
@@ -279,17 +282,28 @@ wb_storage *wb_storage_retain(wb_storage *s)
     return s ? wb_rt_storage_retain(s) : NULL;
 }
 
+/* As for tensors (wb_rt_release), the last reference of either kind is
+   dropped without a locked operation. */
+static inline bool wb_rt_drop(atomic_long *refs)
+{
+    return atomic_load_explicit(refs, memory_order_acquire) == 1 ||
+           atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
+}
+
+void wb_rt_counter_release(wb_storage *s)
+{
+    if (wb_rt_drop(&s->counter_refs))
+        free(s);
+}
+
 void wb_storage_release(wb_storage *s)
 {
-    /* As for tensors (wb_rt_release): the last reference is dropped
-       without a locked operation. */
-    if (!s || (atomic_load_explicit(&s->refcount, memory_order_acquire) != 1 &&
-               atomic_fetch_sub_explicit(&s->refcount, 1,
-                                         memory_order_acq_rel) != 1))
+    if (!s || !wb_rt_drop(&s->refcount))
         return;
     if (s->deleter)
         s->deleter(s->deleter_ctx, s->data);
-    free(s);
+    s->data = NULL;
+    wb_rt_counter_release(s);
 }
 
 void wb_storage_set_stream(wb_storage *s, void *stream)
@@ -315,6 +329,30 @@ DLDevice wb_storage_device(const wb_storage *s)
 {
     DLDevice none = {kDLCPU, 0};
     return s ? s->device : none;
+}
+
+/* Version counters.  A tensor made on a storage no tensor has taken
+   takes the storage's counter: a new tensor, a DLPack import, the first
+   tensor made on a wrapped storage.  Views share the counter of the
+   tensor they view (wb_rt_counter_share), and a set_ keeps the tensor's
+   counter, holding the object it lives in by a counter reference, which
+   keeps no data alive.  Any other tensor made on a storage gets a counter
+   of its own, in an object with no data. */
+static wb_status wb_rt_counter_for(wb_storage *s, wb_storage **counter)
+{
+    *counter = NULL;
+    if (!atomic_exchange_explicit(&s->counter_taken, true,
+                                  memory_order_relaxed))
+        return WB_OK;
+    wb_storage *c = calloc(1, sizeof *c);
+    if (!c)
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a tensor");
+    atomic_init(&c->refcount, 0);
+    atomic_init(&c->version, 0);
+    atomic_init(&c->counter_refs, 1);
+    atomic_init(&c->counter_taken, true);
+    *counter = c;
+    return WB_OK;
 }
 
 uint64_t wb_storage_version(const wb_storage *s)
@@ -350,16 +388,20 @@ static void wb_rt_tensor_init(wb_tensor *t, wb_storage *s, DLDataType dtype,
     }
 }
 
-wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
-                                 int ndim, const int64_t *sizes,
-                                 const int64_t *strides, int64_t offset,
-                                 wb_tensor **out)
+/* A new view of storage, checked, for fn; its counter is base's when base
+   is given, else as wb_rt_counter_for decides. */
+static wb_status wb_rt_view_new(const char *fn, wb_storage *storage,
+                                DLDataType dtype, int ndim,
+                                const int64_t *sizes, const int64_t *strides,
+                                int64_t offset, const wb_tensor *base,
+                                wb_tensor **out)
 {
     int64_t cstrides[WB_MAX_DIMS];
+    wb_storage *counter = NULL;
     wb_status st;
     if (!storage || !out || (ndim > 0 && !sizes))
-        return wb_rt_fail(WB_ERR_INVALID,
-                          "wb_tensor_from_storage: NULL storage, sizes or out");
+        return wb_rt_fail(WB_ERR_INVALID, "%s: NULL %s, sizes or out", fn,
+                          base ? "base" : "storage");
     if (ndim < 0 || ndim > WB_MAX_DIMS)
         return wb_rt_fail(WB_ERR_SHAPE, "ndim %d is outside 0..%d", ndim,
                           WB_MAX_DIMS);
@@ -368,14 +410,27 @@ wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
         strides = cstrides;
     }
     st = wb_rt_check_view(dtype, ndim, sizes, strides, offset, storage->nbytes);
-    if (st != WB_OK)
+    if (st != WB_OK || (!base && (st = wb_rt_counter_for(storage, &counter))))
         return st;
     wb_tensor *t = wb_rt_tensor_alloc();
-    if (!t)
+    if (!t) {
+        if (counter)
+            wb_rt_counter_release(counter);
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a tensor");
+    }
     wb_rt_tensor_init(t, storage, dtype, ndim, sizes, strides, offset);
+    t->counter = base ? wb_rt_counter_share(base) : counter;
     *out = t;
     return WB_OK;
+}
+
+wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
+                                 int ndim, const int64_t *sizes,
+                                 const int64_t *strides, int64_t offset,
+                                 wb_tensor **out)
+{
+    return wb_rt_view_new("wb_tensor_from_storage", storage, dtype, ndim,
+                          sizes, strides, offset, NULL, out);
 }
 
 wb_status wb_tensor_new(DLDataType dtype, DLDevice device, int ndim,
@@ -408,8 +463,8 @@ wb_status wb_tensor_as_strided(const wb_tensor *base, int ndim,
 {
     if (!base)
         return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_as_strided: base is NULL");
-    return wb_tensor_from_storage(base->storage, base->dtype, ndim, sizes,
-                                  strides, offset, out);
+    return wb_rt_view_new("wb_tensor_as_strided", base->storage, base->dtype,
+                          ndim, sizes, strides, offset, base, out);
 }
 
 wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out)
@@ -421,6 +476,7 @@ wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a tensor");
     wb_rt_tensor_init(d, t->storage, t->dtype, t->ndim, t->sizes, t->strides,
                       t->offset);
+    d->counter = wb_rt_counter_share(t);
     d->flags = t->flags & ~WB_TENSOR_REQUIRES_GRAD;
     d->dyn_dims = t->dyn_dims;
     *out = d;
@@ -835,7 +891,7 @@ wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src)
     } else {
         wb_rt_copy_elems(dst, src);
     }
-    atomic_fetch_add_explicit(&dst->storage->version, 1, memory_order_relaxed);
+    wb_rt_bump_by(dst, 1);
     return WB_OK;
 }
 
@@ -924,11 +980,16 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
                           "storage is fixed (wb_tensor_fix_storage)");
     wb_storage *old = t->storage;
     wb_tensor *keeper = t->keeper;
+    /* t keeps its counter: the old storage's object stays for it. */
+    if (!t->counter && old != src->storage) {
+        atomic_fetch_add_explicit(&old->counter_refs, 1, memory_order_relaxed);
+        t->counter = old;
+    }
     wb_rt_set_storage(t, wb_storage_retain(src->storage));
     t->keeper = NULL;
     t->dtype = src->dtype;
     wb_rt_take_view(t, src);
-    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+    wb_rt_bump_by(t, 1);
     /* What t held of its old storage: a reference, or the tensor it kept,
        which holds the storage for it. */
     if (keeper)
@@ -969,6 +1030,10 @@ static WB_RT_NOINLINE void wb_rt_tensor_free_keeper(wb_tensor *t)
 
 void wb_rt_tensor_free(wb_tensor *t)
 {
+    if (WB_RT_UNLIKELY(t->counter != NULL)) {
+        wb_rt_counter_release(t->counter);
+        t->counter = NULL;
+    }
     if (t->keeper) {
         wb_rt_tensor_free_keeper(t);
         return;
@@ -1052,7 +1117,8 @@ void wb_tensor_set_dynamic_dims(wb_tensor *t, uint64_t mask)
 
 uint64_t wb_tensor_version(const wb_tensor *t)
 {
-    return wb_storage_version(t ? t->storage : NULL);
+    return t ? atomic_load_explicit(wb_rt_version(t), memory_order_relaxed)
+             : 0;
 }
 
 /* ---- DLPack ---- */

@@ -491,7 +491,7 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array, int n)
    it. */
 static bool wb_emit_call_wrapped(const wb_spec *s)
 {
-    return s->nguards || s->ndetached || s->before_call;
+    return s->nguards || s->ndetached || s->before_call || s->nhidden;
 }
 
 /* A data mutation of an input declared with 1 to WB_RT_MAX_ND dimensions
@@ -499,7 +499,7 @@ static bool wb_emit_call_wrapped(const wb_spec *s)
 static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
 {
     const wb_input *in = &s->inputs[m->input];
-    return m->kind == WB_MUT_DATA && in->ndim >= 1 &&
+    return m->kind == WB_MUT_DATA && !m->hidden && in->ndim >= 1 &&
                    in->ndim <= WB_RT_MAX_ND &&
                    in->device.device_type != kDLCUDA
                ? in->ndim : 0;
@@ -512,7 +512,7 @@ static const wb_gen_step *wb_emit_mut_step(const wb_spec *s,
                                            const wb_spec_mut *m)
 {
     int nd = wb_emit_nd(s, m);
-    return nd ? &wb_gen_steps.data_nd[nd] : &wb_gen_steps.mut[m->kind];
+    return nd ? &wb_gen_steps.data_nd[nd] : wb_gen_mut_step(m);
 }
 
 /* Whether mutation m's check plans a growth that its commit applies (or
@@ -539,6 +539,9 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     if (s->ndetached)
         wb_buf_line(b, "wb_arg ca[%d]; /* arguments, some detached */",
                     s->ninputs);
+    if (s->nhidden)
+        wb_buf_line(b, "unsigned long long kept[%d]; /* versions put back "
+                    "after the call */", s->nhidden);
     if (wb_emit_checks_inline(x))
         wb_buf_line(b, "const wb_tensor *t; /* the argument being checked */");
     /* st is set on every path to fail.  When a guard, a detach or the
@@ -779,8 +782,14 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
                     WB_EMIT_NAME(wb_rt_before_call));
         wb_buf_line(b, "    goto undetach%d;", s->ndetached);
     }
+    for (int k = 0; k < s->nhidden; k++)
+        wb_buf_line(b, "kept[%d] = %s(a[%d].t); /* hidden from autograd */",
+                    k, WB_EMIT_NAME(wb_rt_version_get), s->hidden[k]);
     wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, r, %d);", args,
                 s->ninputs, s->nvalues);
+    for (int k = 0; k < s->nhidden; k++)
+        wb_buf_line(b, "%s(a[%d].t, kept[%d]);",
+                    WB_EMIT_NAME(wb_rt_version_put), s->hidden[k], k);
     for (int d = s->ndetached; d >= 0; d--) {
         if (d < s->ndetached || s->before_call)
             wb_buf_printf(b, "undetach%d:\n", d);
@@ -926,6 +935,9 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
                     vi, d->value, d->requires_grad, dyn);
         break;
     }
+    if (d->holder >= 0 && d->kind == WB_OUT_ALIAS_OF_INPUT)
+        wb_buf_line(b, "%s(outs[%d], a[%d].t); /* the counter set_ kept */",
+                    WB_EMIT_NAME(wb_rt_view_counter), k, d->base);
 }
 
 /* Runs: consecutive steps alike, which one call of a runtime helper's

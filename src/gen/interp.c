@@ -32,7 +32,7 @@ static const wb_tensor *wb_interp_holder(const wb_spec_out *d,
 static wb_status wb_interp_prep_mut(const wb_env *e, const wb_spec_mut *m,
                                     wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
 {
-    const wb_gen_helper *h = &wb_gen_steps.mut[m->kind].check;
+    const wb_gen_helper *h = &wb_gen_mut_step(m)->check;
     switch (h->args) {
     case WB_GEN_ARGS_prep: return h->fn.prep(e, m->input, t, v);
     case WB_GEN_ARGS_prep_grow: return h->fn.prep_grow(e, m->input, t, v, g);
@@ -44,7 +44,7 @@ static wb_status wb_interp_prep_mut(const wb_env *e, const wb_spec_mut *m,
 static void wb_interp_commit_mut(const wb_spec_mut *m, wb_tensor *t,
                                  wb_tensor *v, wb_rt_grow *g)
 {
-    const wb_gen_helper *h = &wb_gen_steps.mut[m->kind].commit;
+    const wb_gen_helper *h = &wb_gen_mut_step(m)->commit;
     switch (h->args) {
     case WB_GEN_ARGS_commit: h->fn.commit(t, v); break;
     case WB_GEN_ARGS_commit_grow: h->fn.commit_grow(t, v, g); break;
@@ -80,6 +80,7 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     wb_tensor *views[s->nviews + 1];
     wb_rt_grow grows[M + 1];
     wb_arg dargs[s->ndetached ? nargs : 1];
+    unsigned long long kept[s->nhidden + 1];
     const wb_arg *cargs = args;
 
     /* In-graph mutations: the graph writes these inputs itself. */
@@ -104,7 +105,13 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
         goto undetach;
     for (i = 0; i < N; i++)
         r[i] = NULL;
+    /* In-graph mutations hidden from autograd: whatever the graph does to
+       their versions is undone. */
+    for (i = 0; i < s->nhidden; i++)
+        kept[i] = wb_rt_version_get(args[s->hidden[i]].t);
     n = e->graph(e->graph_ctx, cargs, nargs, r, N);
+    for (i = 0; i < s->nhidden; i++)
+        wb_rt_version_put(args[s->hidden[i]].t, kept[i]);
 undetach:
     while (nd-- > 0)
         wb_tensor_release(dargs[s->detached[nd]].t);
@@ -166,6 +173,8 @@ leave_guards:
         default: /* commit_view, of the view the check phase made */
             outs[i] = h->fn.commit_view(views[nd++], r[d->value],
                                         d->requires_grad, d->dyn);
+            if (d->holder >= 0 && d->kind == WB_OUT_ALIAS_OF_INPUT)
+                wb_rt_view_counter(outs[i], args[d->base].t);
             break;
         }
     }

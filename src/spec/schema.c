@@ -1273,10 +1273,11 @@ static wb_status wb_schema_parse_param(wb_schema_parser *p)
     if (wb_schema_peek(p) == '[' &&
         (st = wb_schema_parse_attrs(p, true, i)) != WB_OK)
         return st;
-    if ((a->flags & WB_INPUT_HIDDEN) && a->mutation != WB_MUT_IN_GRAPH)
+    if ((a->flags & WB_INPUT_HIDDEN) && a->mutation != WB_MUT_IN_GRAPH &&
+        a->mutation != WB_MUT_DATA)
         return wb_schema_fail_at(p, a->hidden_pos, "%s: attribute 'hidden' "
-                                 "qualifies in_graph, which this parameter "
-                                 "lacks", who);
+                                 "qualifies a data or in_graph mutation, "
+                                 "which this parameter lacks", who);
     return WB_OK;
 }
 

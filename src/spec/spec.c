@@ -153,13 +153,15 @@ static void wb_spec_forget(wb_spec *s)
     free(s->tensor_inputs);
     free(s->declared);
     free(s->bumped);
+    free(s->hidden);
     free(s->detached);
     free(s->muts);
     free(s->reshaped);
     free(s->outs);
     free(s->dirs);
     free(s->signature);
-    s->tensor_inputs = s->declared = s->bumped = s->detached = NULL;
+    s->tensor_inputs = s->declared = s->bumped = s->hidden = NULL;
+    s->detached = NULL;
     s->muts = NULL;
     s->reshaped = NULL;
     s->outs = NULL;
@@ -458,9 +460,10 @@ static wb_status wb_spec_check_input(const wb_spec *s, int i)
     wb_spec_item_name(in->name, nm, sizeof nm);
     if (!in->is_tensor)
         return WB_OK;
-    if ((in->flags & WB_INPUT_HIDDEN) && in->mutation != WB_MUT_IN_GRAPH)
+    if ((in->flags & WB_INPUT_HIDDEN) && in->mutation != WB_MUT_IN_GRAPH &&
+        in->mutation != WB_MUT_DATA)
         return WB_SPEC_ERR(s, "input %d '%s': hidden from autograd, but its "
-                           "mutation is %s, not in-graph", i, nm,
+                           "mutation is %s, not data or in-graph", i, nm,
                            wb_mutation_name(in->mutation));
     if (in->mutation == WB_MUT_IN_GRAPH && !s->keep_input_mutations)
         return WB_SPEC_ERR(s, "input %d '%s': an in-graph mutation needs "
@@ -598,12 +601,14 @@ static wb_status wb_spec_alloc_derived(wb_spec *s)
     s->tensor_inputs = malloc(ni * sizeof(int));
     s->declared = malloc(ni * sizeof(int));
     s->bumped = malloc(ni * sizeof(int));
+    s->hidden = malloc(ni * sizeof(int));
     s->detached = malloc(ni * sizeof(int));
     s->muts = malloc(ni * sizeof *s->muts);
     s->reshaped = malloc(ni * sizeof(int));
     s->dirs = malloc(ni * sizeof *s->dirs);
     s->outs = malloc(no * sizeof *s->outs);
-    if (!s->tensor_inputs || !s->declared || !s->bumped || !s->detached ||
+    if (!s->tensor_inputs || !s->declared || !s->bumped || !s->hidden ||
+        !s->detached ||
         !s->muts || !s->reshaped || !s->dirs || !s->outs)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory validating a spec");
     return WB_OK;
@@ -620,7 +625,8 @@ static wb_direction wb_input_direction(const wb_input *in)
 
 static void wb_spec_derive_inputs(wb_spec *s)
 {
-    s->ntensor_inputs = s->ndeclared = s->nbumped = s->ndetached = 0;
+    s->ntensor_inputs = s->ndeclared = s->nbumped = s->nhidden = 0;
+    s->ndetached = 0;
     s->nreshaped = 0;
     s->nupdated = 0;
     for (int i = 0; i < s->ninputs; i++) {
@@ -633,10 +639,13 @@ static void wb_spec_derive_inputs(wb_spec *s)
             s->declared[s->ndeclared++] = i;
         if (in->mutation == WB_MUT_IN_GRAPH && !(in->flags & WB_INPUT_HIDDEN))
             s->bumped[s->nbumped++] = i;
+        else if (in->mutation == WB_MUT_IN_GRAPH)
+            s->hidden[s->nhidden++] = i;
         if (in->flags & WB_INPUT_DETACH)
             s->detached[s->ndetached++] = i;
         if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_IN_GRAPH)
-            s->muts[s->nupdated++] = (wb_spec_mut){i, in->mutation};
+            s->muts[s->nupdated++] = (wb_spec_mut){
+                i, in->mutation, (in->flags & WB_INPUT_HIDDEN) != 0};
         if (in->mutation == WB_MUT_METADATA ||
             in->mutation == WB_MUT_DATA_METADATA ||
             in->mutation == WB_MUT_STORAGE || in->mutation == WB_MUT_RESIZE)

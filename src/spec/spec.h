@@ -40,6 +40,7 @@ typedef struct wb_guard {
 typedef struct wb_spec_mut {
     int input;
     wb_mutation kind;
+    bool hidden;        /* a data mutation hidden from autograd */
 } wb_spec_mut;
 
 /* How one user output is produced. */
@@ -85,6 +86,9 @@ struct wb_spec {
     int ndeclared;
     int *bumped;                /* in-graph mutations seen by autograd */
     int nbumped;
+    int *hidden;                /* in-graph mutations hidden from it: their
+                                   versions are put back after the call */
+    int nhidden;
     int *detached;              /* inputs detached before a training call */
     int ndetached;
     wb_spec_mut *muts;          /* M runtime mutations, value i for muts[i] */

@@ -59,6 +59,8 @@ int wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
                  wb_arg *slot);
 void wb_rt_bump(wb_tensor *t);
 void wb_rt_unbump(wb_tensor *t);
+unsigned long long wb_rt_version_get(const wb_tensor *t);
+void wb_rt_version_put(wb_tensor *t, unsigned long long version);
 int wb_rt_prep_meta(const wb_env *e, int input, const wb_tensor *t,
                     const wb_tensor *v);
 int wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
@@ -76,6 +78,7 @@ void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v);
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
+wb_tensor *wb_rt_view_counter(wb_tensor *view, const wb_tensor *t);
 wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              unsigned long long dyn);
 wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
@@ -97,6 +100,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor *v[5]; /* views for aliased outputs */
     wb_rt_grow g1 = {0}; /* growth for input 4 */
     wb_arg ca[9]; /* arguments, some detached */
+    unsigned long long kept[1]; /* versions put back after the call */
     int n = 0, st = 0, grad;
 
     r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = r[9] =
@@ -135,7 +139,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         goto undetach1;
     if ((st = wb_rt_before_call(e)) != 0)
         goto undetach2;
+    kept[0] = wb_rt_version_get(a[2].t); /* hidden from autograd */
     n = e->graph(e->graph_ctx, ca, 9, r, 13);
+    wb_rt_version_put(a[2].t, kept[0]);
 undetach2:
     wb_tensor_release(ca[4].t);
 undetach1:
@@ -206,6 +212,7 @@ leave0:
     outs[3] = wb_rt_commit_view_plain(v[2], r[7]);
     /* output 4 'buf_view', alias-of-input of 3 */
     outs[4] = wb_rt_commit_view_plain(v[3], r[8]);
+    wb_rt_view_counter(outs[4], a[3].t); /* the counter set_ kept */
     /* output 5 'kv_view', alias-of-input of 4 */
     outs[5] = wb_rt_commit_view_plain(v[4], r[9]);
     /* output 6 'out', is-input of 6, dynamic dims 0x1 */
