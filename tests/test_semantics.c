@@ -500,6 +500,115 @@ Test(semantics, in_graph_mutation_bumps_before_the_call)
     }
 }
 
+/* The graph may move the counter of an input whose in-graph mutation is
+   hidden from autograd (an eager copy_ in it would): the wrapper puts the
+   counter back as it was, as torch.autograd._unsafe_preserve_version_counter
+   does, also when the graph fails. */
+static int sem_graph_writes(void *ctx, const wb_arg *args, int nargs,
+                            wb_tensor **values, int nvalues)
+{
+    sem_ctx *c = ctx;
+    wb_tensor *src = wbt_f32(9, 1, 4);
+    (void)values;
+    (void)nvalues;
+    c->calls++;
+    for (int i = 0; i < nargs; i++)
+        WBT_OK(wb_tensor_copy_(args[i].t, src));
+    wb_tensor_release(src);
+    return c->nvals;
+}
+
+Test(semantics, in_graph_mutation_hidden_keeps_its_version)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("in_graph_keeps");
+        WBT_OK(wb_spec_set_keep_input_mutations(s, true));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_IN_GRAPH, WB_INPUT_HIDDEN,
+                                  NULL));
+        WBT_OK(wb_spec_add_tensor(s, "z", WB_MUT_IN_GRAPH, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 4), *z = wbt_f32(0, 1, 4);
+        wb_tensor *xv = sem_view(x, 1, (int64_t[]){2}, (int64_t[]){1}, 0);
+        sem_ctx c = {.nvals = 0};
+        wb_wrapper *w = wbt_wrap(s, sem_graph_writes, &c, tier);
+        wb_arg a[2] = {{.t = x}, {.t = z}};
+
+        WBT_OK(wb_call(w, a, 2, NULL, 0));
+        cr_assert_eq(wbt_at(x, 3), 12.0f, "the graph's write stands");
+        cr_assert_eq(wb_tensor_version(x), 0, "its bump does not");
+        cr_assert_eq(wb_tensor_version(xv), 0);
+        cr_assert_eq(wb_tensor_version(z), 2, "bumped before, and by the "
+                     "graph");
+        c.nvals = -1;
+        cr_assert_eq(wb_call(w, a, 2, NULL, 0), WB_ERR_GRAPH);
+        cr_assert_eq(c.calls, 2);
+        cr_assert_eq(wb_tensor_version(x), 0, "put back on failure too");
+        cr_assert_eq(wb_tensor_version(z), 4);
+
+        wbt_release_last(xv);
+        wbt_release_last(x);
+        wbt_release_last(z);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* A data mutation hidden from autograd, applied after the call (the
+   mutation of a leaf that requires grad, made under no_grad or on a
+   detached alias): the data is written, the version left alone. */
+Test(semantics, data_mutation_hidden_writes_without_a_bump)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("data_hidden");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, WB_INPUT_HIDDEN,
+                                  NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_declare_input(s, 0, WBT_F32, 1));
+        wb_tensor *x = wbt_f32(0, 1, 4), *y = wbt_f32(0, 1, 4);
+        wb_tensor *vx = wbt_f32(10, 1, 4), *vy = wbt_f32(20, 1, 4);
+        sem_ctx c = {.vals = {vx, vy}, .nvals = 2};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[2] = {{.t = x}, {.t = y}};
+
+        WBT_OK(wb_call(w, a, 2, NULL, 0));
+        cr_assert_eq(wbt_at(x, 2), 12.0f);
+        cr_assert_eq(wbt_at(y, 2), 22.0f);
+        cr_assert_eq(wb_tensor_version(x), 0);
+        cr_assert_eq(wb_tensor_version(y), 1);
+
+        wbt_release_last(vx);
+        wbt_release_last(vy);
+        wbt_release_last(x);
+        wbt_release_last(y);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* Under no_grad a mutation is still seen: the version moves. */
+Test(semantics, data_mutation_under_no_grad_bumps)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("no_grad");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 4), *v = wbt_f32(10, 1, 4);
+        sem_ctx c = {.vals = {v}, .nvals = 1};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        bool grad = wb_grad_enabled();
+
+        wb_set_grad_enabled(false);
+        WBT_OK(wb_call(w, a, 1, NULL, 0));
+        wb_set_grad_enabled(grad);
+        cr_assert_eq(wbt_at(x, 1), 11.0f);
+        cr_assert_eq(wb_tensor_version(x), 1);
+
+        wbt_release_last(v);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
 Test(semantics, in_graph_mutation_hidden_is_not_bumped)
 {
     WBT_EACH_TIER(tier) {
@@ -710,6 +819,58 @@ Test(semantics, alias_of_input_is_a_new_view_of_its_storage)
     }
 }
 
+/* A view output shares its input's version counter, as a view made by
+   gen_alias_from_base does, whatever counter the graph's value had: one
+   made on the input's storage as a tensor of its own (its own counter) is
+   not handed out as the view, even with its only reference. */
+Test(semantics, alias_of_input_shares_the_input_counter)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("alias_counter");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "a", WB_OUT_ALIAS_OF_INPUT, 0, false,
+                                  0, NULL));
+        WBT_OK(wb_spec_add_output(s, "b", WB_OUT_NON_ALIAS, -1, false, 0,
+                                  NULL));
+        wb_tensor *x = wbt_f32(0, 1, 8), *g = NULL;
+        wb_tensor *ones = wbt_f32(1, 1, 4), *two = wbt_f32(2, 1, 2);
+        WBT_OK(wb_tensor_from_storage(wb_tensor_storage(x), WBT_F32, 1,
+                                      (int64_t[]){4}, NULL, 2, &g));
+        WBT_OK(wb_tensor_copy_(g, ones));
+        cr_assert_eq(wb_tensor_version(g), 1);
+        cr_assert_eq(wb_tensor_version(x), 0, "g has a counter of its own");
+        wb_tensor *nb = wbt_f32(5, 1, 4);
+        /* The graph hands over the test's references to g and nb. */
+        sem_ctx c = {.vals = {g, nb}, .nvals = 2, .hand_over = 0x3};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[2] = {NULL, NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 2));
+        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(x));
+        wbt_assert_view(o[0], 1, (int64_t[]){4}, (int64_t[]){1}, 2);
+        cr_assert_eq(wb_tensor_version(o[0]), 0, "x's counter, not g's");
+        cr_assert_eq(o[1], nb);
+        WBT_OK(wb_tensor_copy_(o[0], ones));
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_version(o[0]), 1);
+        wb_tensor *xs = sem_view(x, 1, (int64_t[]){2}, (int64_t[]){1}, 0);
+        WBT_OK(wb_tensor_copy_(xs, two));
+        cr_assert_eq(wb_tensor_version(o[0]), 2, "any view of x moves it");
+        cr_assert_eq(wb_tensor_version(o[1]), 0, "the non-alias output "
+                     "has a counter of its own");
+
+        wbt_release_last(xs);
+        wbt_release_last(o[0]);
+        wbt_release_last(o[1]);
+        wbt_release_last(ones);
+        wbt_release_last(two);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
 /* A graph that hands over its only reference to a value that already lies
    on the base's storage gives the wrapper that very tensor as the view, with
    the spec's flags; a value it keeps a reference to, or one on a storage of
@@ -871,6 +1032,16 @@ Test(semantics, alias_of_input_after_storage_mutation_uses_new_storage)
         cr_assert_eq(wb_storage_refcount(old), 1);
         cr_assert_eq(wb_tensor_refcount(nb), 1);
         cr_assert_eq(wb_tensor_refcount(g), 1);
+        /* The view is of x, so it shares the counter x's set_ kept, not
+           that of the tensor whose storage x took. */
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_version(o[0]), 1);
+        cr_assert_eq(wb_tensor_version(nb), 0);
+        wb_tensor *src = wbt_f32(-1, 1, 4);
+        WBT_OK(wb_tensor_copy_(o[0], src));
+        cr_assert_eq(wb_tensor_version(x), 2);
+        cr_assert_eq(wb_tensor_version(nb), 0);
+        wbt_release_last(src);
 
         wb_storage_release(old);
         wbt_release_last(o[0]);

@@ -1,0 +1,1583 @@
+#!/usr/bin/env python3
+"""Conformance cases for wrapbake, observed in PyTorch itself.
+
+Run as ``/usr/bin/python3 tests/torch/gen.py OUT`` with Debian's
+python3-torch (1.13).  Each case is a small Python function ``f(*inputs)``
+over tensors.  The script runs it eagerly on real ATen kernels and writes to
+OUT, in the case-file format that ``tests/torch/driver.c`` reads, three
+things:
+
+* the wrapbake text spec of ``f`` (docs/spec-format.md): which inputs it
+  mutates and how, which outputs are inputs, alias inputs or alias each
+  other;
+* the graph values a functionalized graph of ``f`` would hand the wrapper:
+  the updated inputs, the outputs, the intermediate bases;
+* what a caller observes after the eager call: where every input lies, its
+  view and elements, the bytes of every storage, each output's storage,
+  view, version counter and elements.
+
+The driver runs the spec and the values through wrapbake and checks that a
+caller sees what PyTorch did.
+
+How the spec is derived follows AOTAutograd's trace-time analysis
+(``collect_metadata_analysis``) and the epilogue of its runtime wrapper:
+
+* A ``TorchDispatchMode`` sees every ATen op ``f`` runs.  A tensor returned
+  by a view op (a return with alias info that does not write) derives from
+  the inputs its aliased arguments derive from.  A write through any
+  argument marked ``(a!)`` is a data mutation of the inputs that argument
+  derives from, except for ``set_`` (a storage mutation, when applied to
+  the input object itself) and the ops that only re-view their argument
+  (tagged ``inplace_view``, and the ``resize_`` family).
+* Per input, the mutation kind is: ``storage`` when ``set_`` was applied to
+  it; else ``resize`` when its storage grew (``out=`` kernels resize their
+  ``out`` inside ``at::native::resize_output``, which the mode never sees,
+  so sizes and storage bytes are compared before and after instead); else
+  ``data_metadata`` or ``metadata`` when its view changed, with or without
+  data written; else ``data`` when data was written.
+* An output that *is* an input is returned as that input (``Tensor(a!)``
+  when mutated, ``Tensor(a) [is_input]`` otherwise).  One that derives from
+  an input, or lies on an input's storage, is an alias of that input.
+  Outputs that share a storage no input has form an intermediate alias set;
+  the output the others view is marked ``[base]``, otherwise the set gets
+  an intermediate base value.  Anything else is a non-alias output.
+* Input versions follow the epilogue's bumps (the table in the format),
+  not eager's version deltas; an output's version counter is found in
+  eager, by bumping each input's counter and watching which outputs move.
+
+Every case is checked before it is written: the script replays wrapbake's
+epilogue in torch from the spec and the values (mutations in input order,
+then the outputs) and requires it to reproduce exactly what eager PyTorch
+left behind; a case marked as refused must instead break one of the checks
+wrapbake makes before it mutates anything.  Each case also runs twice, so
+that no expectation depends on uninitialized memory.
+"""
+
+import itertools
+import re
+import sys
+import time
+import warnings
+import zlib
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
+
+try:
+    import torch
+except ImportError:
+    print("python3-torch is not installed: apt-get install python3-torch",
+          file=sys.stderr)
+    sys.exit(3)
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+F32, F64 = torch.float32, torch.float64
+I64, I32 = torch.int64, torch.int32
+BOOL, U8 = torch.bool, torch.uint8
+
+WB_DTYPE = {F32: "float32", F64: "float64", I64: "int64", I32: "int32",
+            BOOL: "bool", U8: "uint8"}
+
+# Mutation kinds, as the spec's attributes name them.
+DATA, METADATA, DATA_METADATA = "data", "metadata", "data_metadata"
+STORAGE, RESIZE = "storage", "resize"
+# Kinds that change an input's view or storage: wrapbake refuses a call that
+# passes such an input's tensor object for another input too.
+RESHAPING = (METADATA, DATA_METADATA, STORAGE, RESIZE)
+# Ops that write their argument's sizes and storage, not its elements,
+# though torch 1.13 does not tag them all inplace_view.
+RESIZE_OPS = ("resize_", "resize_as_")
+
+# inplace_view overloads torch 1.13 declares but cannot run, with the error
+# that proves it (checked at start-up).
+UNRUNNABLE_INPLACE_VIEWS = {
+    "squeeze_.dimname": "does not yet support this behavior",
+}
+
+
+# ---------------------------------------------------------------------------
+# Views, bytes and storages
+
+def ints(xs):
+    """An integer list in the format: comma-separated, '-' when empty."""
+    return ",".join(str(x) for x in xs) if len(xs) else "-"
+
+
+def hexbytes(data):
+    return data.hex() if data else "-"
+
+
+def contiguous_strides(size):
+    strides, step = [], 1
+    for n in reversed(size):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    size: tuple
+    stride: tuple
+    offset: int
+
+    @staticmethod
+    def of(t):
+        return View(tuple(t.size()), tuple(t.stride()), t.storage_offset())
+
+    @staticmethod
+    def contiguous(size, offset=0):
+        return View(tuple(size), contiguous_strides(size), offset)
+
+    def text(self):
+        return (f"{len(self.size)} {ints(self.size)} {ints(self.stride)} "
+                f"{self.offset}")
+
+    def element_offsets(self):
+        ranges = [range(n) for n in self.size]
+        return [self.offset + sum(i * s for i, s in zip(index, self.stride))
+                for index in itertools.product(*ranges)]
+
+
+def elem_bytes(t):
+    """The bytes of t's elements in row-major order of its view."""
+    flat = t.detach().contiguous().reshape(-1)
+    return bytes(flat.view(torch.uint8).tolist())
+
+
+def storage_key(t):
+    """The identity of t's StorageImpl, stable when resize_ reallocates."""
+    return t.storage()._cdata
+
+
+def storage_bytes(t):
+    st = t.storage()
+    whole = torch.empty(0, dtype=t.dtype).set_(st, 0, (st.size(),), (1,))
+    return elem_bytes(whole)
+
+
+def storage_from_bytes(dtype, data):
+    return torch.tensor(list(data), dtype=torch.uint8).view(dtype).storage()
+
+
+def tensor_on(storage, dtype, view):
+    """A tensor of its own (own version counter) viewing storage."""
+    return torch.empty(0, dtype=dtype).set_(storage, view.offset, view.size,
+                                           view.stride)
+
+
+def sample_bytes(dtype, numel, seed):
+    """Deterministic small values, exact in every dtype used."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        t = torch.randint(-8, 9, (numel,), generator=g).to(dtype) / 4
+    elif dtype == BOOL:
+        t = torch.randint(0, 2, (numel,), generator=g).bool()
+    elif dtype == U8:
+        t = torch.randint(0, 16, (numel,), generator=g).to(dtype)
+    else:
+        t = torch.randint(-9, 10, (numel,), generator=g).to(dtype)
+    return elem_bytes(t)
+
+
+# ---------------------------------------------------------------------------
+# Describing a case's inputs
+
+@dataclass(frozen=True)
+class Part:
+    """One storage of a case and the inputs on it: (view, group) pairs, the
+    group numbering the version-counter groups within the part."""
+    dtype: torch.dtype
+    numel: int
+    views: tuple
+
+
+@dataclass(frozen=True)
+class Same:
+    """An input that is another input's very tensor object."""
+    index: int
+
+
+def layout(size, how):
+    """(storage numel, view) of an input of these sizes laid out so:
+    contig, t (a transposed tensor), slice (x[1:] of one more row),
+    step (x[..., ::2]) or offset (three elements into its storage)."""
+    size = tuple(size)
+    numel = 1
+    for n in size:
+        numel *= n
+    if how == "contig":
+        return numel, View.contiguous(size)
+    if how == "t":
+        return numel, View(size, contiguous_strides(size[::-1])[::-1], 0)
+    if how == "slice":
+        row = numel // size[0]
+        return numel + row, View.contiguous(size, row)
+    if how == "step":
+        wide = size[:-1] + (2 * size[-1],)
+        strides = contiguous_strides(wide)
+        return 2 * numel, View(size, strides[:-1] + (2,), 0)
+    if how == "offset":
+        return numel + 3, View.contiguous(size, 3)
+    raise ValueError(f"unknown layout {how!r}")
+
+
+def T(*size, dtype=F32, how="contig"):
+    """An input alone on a storage of its own."""
+    numel, view = layout(size, how)
+    return Part(dtype, numel, ((view, 0),))
+
+
+def Shared(numel, *views, dtype=F32):
+    """Several inputs on one storage: (size, stride, offset, group) each."""
+    return Part(dtype, numel, tuple((View(tuple(s), tuple(st), off), g)
+                                    for s, st, off, g in views))
+
+
+@dataclass(frozen=True)
+class StorageDef:
+    dtype: torch.dtype
+    data: bytes
+
+
+@dataclass(frozen=True)
+class InputDef:
+    storage: int
+    group: int
+    view: View
+    same: Optional[int] = None
+
+
+@dataclass
+class Case:
+    name: str
+    category: str
+    fn: Callable
+    storages: list
+    inputs: list
+    refused: bool
+    covers: tuple
+
+
+CASES = []
+
+
+def add(category, name, fn, *parts, refused=False, covers=()):
+    """Registers a case: f and its inputs, described by T, Shared, Same."""
+    seed = zlib.crc32(name.encode())
+    storages, inputs, groups = [], [], 0
+    for part in parts:
+        if isinstance(part, Same):
+            ref = inputs[part.index]
+            root = part.index if ref.same is None else ref.same
+            inputs.append(replace(ref, same=root))
+            continue
+        data = sample_bytes(part.dtype, part.numel, seed + len(storages))
+        for view, group in part.views:
+            inputs.append(InputDef(len(storages), groups + group, view))
+        storages.append(StorageDef(part.dtype, data))
+        groups += 1 + max(group for _, group in part.views)
+    CASES.append(Case(f"{category}/{name}", category, fn, storages, inputs,
+                      refused, covers))
+
+
+def case(category, name, *parts, **options):
+    """add() as a decorator, for functions of several statements."""
+    def register(fn):
+        add(category, name, fn, *parts, **options)
+        return fn
+    return register
+
+
+def build(case):
+    """Fresh storages with the case's bytes and fresh inputs on them: the
+    first input of a counter group set_ onto its storage, the others views
+    of it, as the driver makes them with wrapbake."""
+    storages = [storage_from_bytes(s.dtype, s.data) for s in case.storages]
+    inputs, firsts = [], {}
+    for d in case.inputs:
+        if d.same is not None:
+            inputs.append(inputs[d.same])
+        elif d.group in firsts:
+            inputs.append(torch.as_strided(firsts[d.group], d.view.size,
+                                           d.view.stride, d.view.offset))
+        else:
+            dtype = case.storages[d.storage].dtype
+            firsts[d.group] = tensor_on(storages[d.storage], dtype, d.view)
+            inputs.append(firsts[d.group])
+    return storages, inputs
+
+
+# ---------------------------------------------------------------------------
+# Watching f run
+
+def op_name(func):
+    schema = func._schema
+    return f"{schema.name.split('::')[-1]}.{schema.overload_name or 'default'}"
+
+
+def tensors_in(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    return []
+
+
+def bind(schema, args, kwargs):
+    """(schema argument, value) for every argument given to an op."""
+    bound = []
+    for index, arg in enumerate(schema.arguments):
+        if not arg.kwarg_only and index < len(args):
+            bound.append((arg, args[index]))
+        elif arg.name in kwargs:
+            bound.append((arg, kwargs[arg.name]))
+    return bound
+
+
+class Tracer(TorchDispatchMode):
+    """Sees every ATen op f runs: which inputs f set_, which it wrote the
+    data of, and which tensors derive from which inputs through views."""
+
+    def __init__(self, inputs):
+        super().__init__()
+        self.inputs = inputs
+        self.ops = set()
+        self.set_ = set()
+        self.written = set()
+        self._origins = {}
+        for i, t in enumerate(inputs):
+            self._derive(t, {i})
+
+    def origin(self, t):
+        """The inputs t derives from through view ops (itself included)."""
+        entry = self._origins.get(id(t))
+        return entry[1] if entry and entry[0] is t else frozenset()
+
+    def _derive(self, t, inputs):
+        self._origins[id(t)] = (t, self.origin(t) | frozenset(inputs))
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = op_name(func)
+        self.ops.add(name)
+        bound = bind(func._schema, args, kwargs)
+        for arg, value in bound:
+            if arg.alias_info is not None and arg.alias_info.is_write:
+                self._note_write(func, name, value)
+        out = func(*args, **kwargs)
+        self._note_views(func._schema, bound, out)
+        return out
+
+    def _note_write(self, func, name, value):
+        reviews = (torch.Tag.inplace_view in func.tags
+                   or name.split(".")[0] in RESIZE_OPS)
+        for t in tensors_in(value):
+            if name.startswith("set_."):
+                self.set_.update(i for i, x in enumerate(self.inputs)
+                                 if x is t)
+            elif not reviews:
+                self.written |= self.origin(t)
+
+    def _note_views(self, schema, bound, out):
+        results = out if len(schema.returns) > 1 else (out,)
+        for ret, value in zip(schema.returns, results):
+            info = ret.alias_info
+            if info is None or info.is_write:
+                continue
+            sources = set()
+            for arg, given in bound:
+                if arg.alias_info and arg.alias_info.before_set & info.before_set:
+                    for t in tensors_in(given):
+                        sources |= self.origin(t)
+            if sources:
+                for t in tensors_in(value):
+                    self._derive(t, sources)
+
+
+@dataclass
+class Run:
+    """One eager call of a case's f on fresh inputs."""
+    storages: list
+    inputs: list
+    before: list         # View of each input before the call
+    before_keys: list    # its storage's identity
+    before_nbytes: list
+    outputs: list
+    tracer: Optional[Tracer]
+
+
+def flatten(result):
+    if result is None:
+        return []
+    if isinstance(result, (list, tuple)):
+        return list(result)
+    return [result]
+
+
+def run_eager(case, traced):
+    storages, inputs = build(case)
+    before = [View.of(t) for t in inputs]
+    keys = [storage_key(t) for t in inputs]
+    nbytes = [t.storage().nbytes() for t in inputs]
+    tracer = Tracer(inputs) if traced else None
+    with tracer or nullcontext():
+        result = case.fn(*inputs)
+    return Run(storages, inputs, before, keys, nbytes, flatten(result), tracer)
+
+
+def fingerprint(run):
+    """Everything a run left, for comparing two runs of one case."""
+    def of(t):
+        return (View.of(t), elem_bytes(t), storage_bytes(t)) \
+            if isinstance(t, torch.Tensor) else t
+    return [of(t) for t in run.inputs + run.outputs]
+
+
+# ---------------------------------------------------------------------------
+# Deriving the spec and the graph values
+
+@dataclass(frozen=True)
+class Output:
+    kind: str            # is_input, alias, non_alias, intermediate, scalar
+    input: int = -1      # is_input, alias: the input
+    aset: int = -1       # intermediate: the alias set, in order of appearance
+    base: bool = False   # intermediate: this output is its set's base
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str            # new, view, of, input
+    ref: int = -1        # view, input: the input; of: the value viewed
+    view: Optional[View] = None
+    dtype: Optional[torch.dtype] = None
+    data: bytes = b""
+    source: Optional[int] = None   # new: the eager storage it copies
+
+    def text(self):
+        if self.kind == "new":
+            return (f"new {WB_DTYPE[self.dtype]} {len(self.data)} "
+                    f"{hexbytes(self.data)} {self.view.text()}")
+        if self.kind == "input":
+            return f"input {self.ref}"
+        return f"{self.kind} {self.ref} {self.view.text()}"
+
+
+def contiguous_value(t):
+    return Value("new", view=View.contiguous(t.size()), dtype=t.dtype,
+                 data=elem_bytes(t))
+
+
+def storage_value(t):
+    """A fresh copy of t's whole storage, viewed as t is."""
+    return Value("new", view=View.of(t), dtype=t.dtype,
+                 data=storage_bytes(t), source=storage_key(t))
+
+
+@dataclass
+class Derivation:
+    kinds: list          # per input: a mutation kind or None
+    outputs: list        # Output per output
+    values: list         # Value per graph value
+    nbases: int          # intermediate base values, after the outputs
+
+    @property
+    def updated(self):
+        return [i for i, kind in enumerate(self.kinds) if kind]
+
+
+def mutation_kind(run, i):
+    t = run.inputs[i]
+    if i in run.tracer.set_:
+        return STORAGE
+    assert storage_key(t) == run.before_keys[i], "storage changed without set_"
+    written = i in run.tracer.written
+    if t.storage().nbytes() > run.before_nbytes[i]:
+        return RESIZE
+    if View.of(t) != run.before[i]:
+        return DATA_METADATA if written else METADATA
+    return DATA if written else None
+
+
+def classify_outputs(run):
+    """Output per output, and the intermediate alias sets: (members, base
+    output or None) in order of first appearance."""
+    after = [storage_key(t) for t in run.inputs]
+    outputs, by_storage = [], {}
+    for k, o in enumerate(run.outputs):
+        if not isinstance(o, torch.Tensor):
+            outputs.append(Output("scalar"))
+            continue
+        same = [i for i, t in enumerate(run.inputs) if o is t]
+        origin = run.tracer.origin(o)
+        if same:
+            outputs.append(Output("is_input", input=same[0]))
+        elif origin:
+            outputs.append(Output("alias", input=min(origin)))
+        elif storage_key(o) in after:
+            outputs.append(Output("alias", input=after.index(storage_key(o))))
+        else:
+            outputs.append(None)
+            by_storage.setdefault(storage_key(o), []).append(k)
+    sets = []
+    for members in by_storage.values():
+        first = run.outputs[members[0]]
+        if len(members) == 1 and first._base is None:
+            outputs[members[0]] = Output("non_alias")
+            continue
+        base = intermediate_base(run, members)
+        for k in members:
+            outputs[k] = Output("intermediate", aset=len(sets), base=k == base)
+        sets.append((members, base))
+    return outputs, sets
+
+
+def intermediate_base(run, members):
+    """The output of an alias set that the others view, or None when they
+    all view one intermediate f did not return."""
+    for b in members:
+        o = run.outputs[b]
+        if o._base is None and all(run.outputs[k]._base is o
+                                   for k in members if k != b):
+            return b
+    root = run.outputs[members[0]]._base
+    assert root is not None and all(run.outputs[k]._base is root
+                                    for k in members), \
+        "outputs share a storage without one base"
+    return None
+
+
+def updated_value(run, i, kind):
+    t = run.inputs[i]
+    if kind in (DATA, RESIZE):
+        return contiguous_value(t)
+    if kind == METADATA:
+        return Value("view", ref=i, view=View.of(t))
+    if kind == STORAGE and storage_key(t) in run.before_keys:
+        return Value("view", ref=run.before_keys.index(storage_key(t)),
+                     view=View.of(t))
+    return storage_value(t)
+
+
+def derive(run):
+    kinds = [mutation_kind(run, i) for i in range(len(run.inputs))]
+    outputs, sets = classify_outputs(run)
+    values = [updated_value(run, i, kind)
+              for i, kind in enumerate(kinds) if kind]
+    first_output = len(values)
+    set_value, bases = [], []
+    for members, base in sets:
+        if base is None:
+            bases.append(run.outputs[members[0]]._base)
+            set_value.append(first_output + len(outputs) + len(bases) - 1)
+        else:
+            set_value.append(first_output + base)
+    for out, o in zip(outputs, run.outputs):
+        if out.kind == "is_input":
+            values.append(Value("input", ref=out.input))
+        elif out.kind == "alias":
+            values.append(Value("view", ref=out.input, view=View.of(o)))
+        elif out.kind == "non_alias" or out.base:
+            values.append(storage_value(o))
+        elif out.kind == "intermediate":
+            values.append(Value("of", ref=set_value[out.aset],
+                                view=View.of(o)))
+    values += [storage_value(b) for b in bases]
+    return Derivation(kinds, outputs, values, len(bases))
+
+
+# ---------------------------------------------------------------------------
+# The spec text
+
+def set_names(count):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    assert count <= len(letters), "too many alias sets for single letters"
+    return letters[:count]
+
+
+def spec_text(name, d):
+    nin = len(d.kinds)
+    names = set_names(nin + 1 + max([o.aset for o in d.outputs], default=-1))
+    aliased = {o.input for o in d.outputs if o.input >= 0}
+    params = []
+    for i, kind in enumerate(d.kinds):
+        if kind:
+            params.append(f"Tensor({names[i]}!) x{i} [{kind}]")
+        elif i in aliased:
+            params.append(f"Tensor({names[i]}) x{i}")
+        else:
+            params.append(f"Tensor x{i}")
+    rets = []
+    for o in d.outputs:
+        if o.kind == "scalar":
+            rets.append("int")
+        elif o.kind == "is_input" and d.kinds[o.input]:
+            rets.append(f"Tensor({names[o.input]}!)")
+        elif o.kind == "is_input":
+            rets.append(f"Tensor({names[o.input]}) [is_input]")
+        elif o.kind == "alias":
+            rets.append(f"Tensor({names[o.input]})")
+        elif o.kind == "intermediate":
+            base = " [base]" if o.base else ""
+            rets.append(f"Tensor({names[nin + o.aset]}){base}")
+        else:
+            rets.append("Tensor")
+    returns = rets[0] if len(rets) == 1 else f"({', '.join(rets)})"
+    return f"{name}({', '.join(params)}) -> {returns}"
+
+
+def spec_value_count(text):
+    """N = updated inputs + tensor outputs + intermediate bases, read back
+    from the spec text alone."""
+    params, returns = text.split(" -> ")
+    annotated = re.findall(r"Tensor\((\w+)(!?)\)", params)
+    mutated = sum(1 for _, bang in annotated if bang)
+    owned = {s for s, _ in annotated}
+    rets = re.findall(r"(Tensor(?:\((\w+)!?\))?)( \[base\])?", returns)
+    bases = {s for _, s, base in rets if s and s not in owned and not base}
+    based = {s for _, s, base in rets if base}
+    return mutated + len(rets) + len(bases - based)
+
+
+# ---------------------------------------------------------------------------
+# What a caller observes
+
+BUMPS = {DATA: 1, METADATA: 1, DATA_METADATA: 2, STORAGE: 1}
+
+
+def version_deltas(case, run, d):
+    """DVERSION per input: the epilogue's bumps of every mutated input in
+    its counter group; a set_ bumps only its own input's counter."""
+    groups = [d_.group for d_ in case.inputs]
+
+    def bumps(j):
+        kind = d.kinds[j]
+        if kind == RESIZE:
+            return 1 + (tuple(run.inputs[j].size()) != run.before[j].size)
+        return BUMPS.get(kind, 0)
+    return [sum(bumps(j) for j in range(len(groups))
+                if groups[j] == groups[i] and d.kinds[j]
+                and (d.kinds[j] != STORAGE or j == i))
+            for i in range(len(groups))]
+
+
+def counter_shares(inputs, outputs):
+    """For each output, 'iN' for the lowest input whose version counter it
+    shares, else '-': each input's counter is bumped in turn (as_strided_
+    onto its own view is a no-op that counts as an in-place op)."""
+    shares = ["-"] * len(outputs)
+    for n, t in enumerate(inputs):
+        seen = [o._version for o in outputs]
+        t.as_strided_(t.size(), t.stride(), t.storage_offset())
+        for k, o in enumerate(outputs):
+            if shares[k] == "-" and o._version != seen[k]:
+                shares[k] = f"i{n}"
+    return shares
+
+
+def observe(case, storages, inputs, outputs, labels, dversion):
+    """The expect lines for what lies in storages, inputs and outputs after
+    a call, and the dtypes and storage sizes, which the lines leave out but
+    the replay must match too."""
+    def where(t):
+        assert storage_key(t) in labels, "a tensor on an unnamed storage"
+        return labels[storage_key(t)]
+
+    lines = []
+    for i, t in enumerate(inputs):
+        lines.append(f"expect input {i} {where(t)} {View.of(t).text()} "
+                     f"{dversion[i]}")
+        lines.append(f"expect elems {i} {hexbytes(elem_bytes(t))}")
+    for s, st in enumerate(storages):
+        if st.nbytes() == len(case.storages[s].data):
+            whole = tensor_on(st, case.storages[s].dtype,
+                              View.contiguous((st.size(),)))
+            lines.append(f"expect storage {s} {hexbytes(elem_bytes(whole))}")
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    described = []
+    for o in tensors:
+        same = [i for i, t in enumerate(inputs) if o is t]
+        described.append(f"is_input {same[0]}" if same else
+                         f"{where(o)} {View.of(o).text()} {{}} "
+                         f"{hexbytes(elem_bytes(o))}")
+    extra = ([t.dtype for t in inputs + tensors],
+             [st.nbytes() for st in storages])
+    shares = counter_shares(inputs, tensors)
+    for k, (text, share) in enumerate(zip(described, shares)):
+        lines.append(f"expect output {k} {text.format(share)}")
+    return lines, extra
+
+
+def eager_labels(run, d):
+    labels = {st._cdata: f"s{s}" for s, st in enumerate(run.storages)}
+    for k, v in enumerate(d.values):
+        if v.source is not None:
+            labels.setdefault(v.source, f"v{k}")
+    return labels
+
+
+# ---------------------------------------------------------------------------
+# wrapbake's side: its refusals and its epilogue, replayed in torch
+
+def refusal(case, d):
+    """Why wrapbake refuses the call before mutating anything, or None:
+    the checks of src/abi/args.c (distinct tensors) and src/abi/mutate.c
+    (the copies of the write-back)."""
+    roots = [i if x.same is None else x.same for i, x in enumerate(case.inputs)]
+    for k, o in enumerate(d.outputs):
+        if o.kind == "scalar":
+            return f"output {k} is an int, and wrapbake returns tensors only"
+    for i, kind in enumerate(d.kinds):
+        for j in range(len(d.kinds)):
+            if kind in RESHAPING and j != i and roots[j] == roots[i]:
+                return (f"input {j} is the same tensor as input {i}, whose "
+                        f"{kind} mutation changes it")
+            if (kind == RESIZE and j != i and d.kinds[j]
+                    and case.inputs[j].storage == case.inputs[i].storage):
+                return (f"input {j} shares a storage with input {i}, whose "
+                        f"resize mutation may move it")
+        destination = write_back_view(case, d, i)
+        if destination and self_overlaps(destination):
+            return (f"two elements of input {i} share a memory location, so "
+                    f"its updated value cannot be copied into it")
+    return None
+
+
+def write_back_view(case, d, i):
+    """The view a data write-back of input i copies into, or None."""
+    kind, before = d.kinds[i], case.inputs[i].view
+    value = d.values[d.updated.index(i)] if kind else None
+    if kind == DATA:
+        return before
+    if kind == DATA_METADATA:
+        return value.view
+    if kind == RESIZE and value.view.size != before.size:
+        return View.contiguous(value.view.size, before.offset)
+    if kind == RESIZE:
+        return before
+    return None
+
+
+def self_overlaps(view):
+    offsets = view.element_offsets()
+    return len(set(offsets)) < len(offsets)
+
+
+def make_values(values, inputs):
+    """The graph's values as the driver makes them: new storages, views of
+    the inputs as they are when the graph runs, views of other values."""
+    made = [None] * len(values)
+    for k, v in enumerate(values):
+        if v.kind == "new":
+            made[k] = tensor_on(storage_from_bytes(v.dtype, v.data), v.dtype,
+                                v.view)
+        elif v.kind == "view":
+            made[k] = torch.as_strided(inputs[v.ref], v.view.size,
+                                       v.view.stride, v.view.offset)
+        elif v.kind == "input":
+            made[k] = inputs[v.ref]
+    for k, v in enumerate(values):
+        if v.kind == "of":
+            made[k] = torch.as_strided(made[v.ref], v.view.size,
+                                       v.view.stride, v.view.offset)
+    return made
+
+
+def write_back(t, kind, v):
+    """One mutation of the epilogue, as wrapbake commits it."""
+    if kind in (METADATA, DATA_METADATA):
+        t.as_strided_(v.size(), v.stride(), v.storage_offset())
+    if kind == STORAGE:
+        t.set_(v)
+    if kind == RESIZE and t.size() != v.size():
+        t.resize_(v.size())
+    if kind in (DATA, DATA_METADATA, RESIZE):
+        t.copy_(v)
+
+
+def replay(case, d, dversion):
+    """wrapbake's epilogue on fresh inputs: mutations in input order, then
+    the outputs; returns what a caller would observe."""
+    storages, inputs = build(case)
+    made = make_values(d.values, inputs)
+    for slot, i in enumerate(d.updated):
+        write_back(inputs[i], d.kinds[i], made[slot])
+    outputs = []
+    for k, o in enumerate(d.outputs):
+        v = made[len(d.updated) + k]
+        if o.kind == "is_input":
+            outputs.append(inputs[o.input])
+        elif o.kind == "alias":
+            outputs.append(torch.as_strided(inputs[o.input], v.size(),
+                                            v.stride(), v.storage_offset()))
+        else:
+            outputs.append(v)
+    labels = {st._cdata: f"s{s}" for s, st in enumerate(storages)}
+    for k, v in enumerate(d.values):
+        if v.kind == "new":
+            labels.setdefault(storage_key(made[k]), f"v{k}")
+    return observe(case, storages, inputs, outputs, labels, dversion)
+
+
+# ---------------------------------------------------------------------------
+# One case, checked and written
+
+def spec_name(index, case):
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", case.name.split("/", 1)[1])
+    return f"c{index:03d}_{slug.strip('_')[:40]}"
+
+
+def generate(index, case):
+    """The lines of one case, and the ops it ran."""
+    run = run_eager(case, traced=True)
+    again = run_eager(case, traced=False)
+    d = derive(run)
+    dversion = version_deltas(case, run, d)
+    lines, extra = observe(case, run.storages, run.inputs, run.outputs,
+                           eager_labels(run, d), dversion)
+    assert fingerprint(run) == fingerprint(again), \
+        "two eager runs differ (uninitialized memory?)"
+    why = refusal(case, d)
+    assert bool(why) == case.refused, \
+        f"refused {case.refused}, but wrapbake's checks say {why!r}"
+    if not why:
+        assert replay(case, d, dversion) == (lines, extra), \
+            "wrapbake's epilogue would not reproduce eager PyTorch"
+    spec = spec_text(spec_name(index, case), d)
+    check_case(spec, d, why)
+    out = [f"case {case.name}", f"spec {spec}"]
+    for s, st in enumerate(case.storages):
+        out.append(f"storage {s} {WB_DTYPE[st.dtype]} {len(st.data)} "
+                   f"{hexbytes(st.data)}")
+    for i, x in enumerate(case.inputs):
+        out.append(f"input {i} same {x.same}" if x.same is not None else
+                   f"input {i} {x.storage} {x.group} {x.view.text()}")
+    out += [f"value {k} {v.text()}" for k, v in enumerate(d.values)]
+    out += [f"refuse {why}"] if why else lines
+    out.append("end")
+    return out, run.tracer.ops
+
+
+def check_case(spec, d, why):
+    """Invariants of the written case."""
+    assert len(d.values) == spec_value_count(spec), "values do not fit spec"
+    new = {k for k, v in enumerate(d.values) if v.kind == "new"}
+    for k, v in enumerate(d.values):
+        if v.kind == "of":
+            assert v.ref in new, f"value {k} views value {v.ref}, not new"
+        if v.kind in ("view", "input"):
+            assert 0 <= v.ref < len(d.kinds)
+    if not why:
+        assert all(o.kind != "scalar" for o in d.outputs)
+
+
+# ===========================================================================
+# The cases
+
+LAYOUTS = ("contig", "t", "slice", "step", "offset")
+
+
+def _setitem(x, index, value):
+    x[index] = value
+
+
+# ---- 1. in-place ops --------------------------------------------------------
+
+IDX = torch.tensor([0, 2])
+SCATTER_IDX = torch.tensor([[2, 0, 1], [1, 2, 0]])
+FLOAT_INPLACE = [
+    ("add_", lambda x, y: x.add_(y), 1),
+    ("add_alpha", lambda x, y: x.add_(y, alpha=2), 1),
+    ("sub_", lambda x, y: x.sub_(y), 1),
+    ("mul_", lambda x, y: x.mul_(y), 1),
+    ("div_", lambda x, y: x.div_(y.abs() + 1), 1),
+    ("copy_", lambda x, y: x.copy_(y), 1),
+    ("addcmul_", lambda x, y, z: x.addcmul_(y, z, value=0.5), 2),
+    ("addcdiv_", lambda x, y, z: x.addcdiv_(y, z.abs() + 1, value=2), 2),
+    ("lerp_", lambda x, y: x.lerp_(y, 0.25), 1),
+    ("clamp_", lambda x: x.clamp_(-0.5, 0.5), 0),
+    ("clamp_min_", lambda x: x.clamp_min_(0), 0),
+    ("fill_", lambda x: x.fill_(2.5), 0),
+    ("zero_", lambda x: x.zero_(), 0),
+    ("neg_", lambda x: x.neg_(), 0),
+    ("abs_", lambda x: x.abs_(), 0),
+    ("relu_", lambda x: torch.relu_(x), 0),
+    ("exp_", lambda x: x.exp_(), 0),
+    ("sigmoid_", lambda x: x.sigmoid_(), 0),
+    ("floor_", lambda x: x.mul_(1.5).floor_(), 0),
+    ("pow_", lambda x: x.pow_(2), 0),
+    ("sign_", lambda x: x.sign_(), 0),
+    ("index_fill_", lambda x: x.index_fill_(1, IDX, -1), 0),
+    ("scatter_", lambda x, s: x.scatter_(1, SCATTER_IDX, s), 1),
+    ("scatter_add_", lambda x, s: x.scatter_add_(1, SCATTER_IDX, s), 1),
+    ("index_add_", lambda x, s: x.index_add_(0, torch.tensor([1, 0]), s), 1),
+    ("tril_", lambda x: x.tril_(), 0),
+    ("triu_", lambda x: x.triu_(1), 0),
+    ("setitem_row", lambda x: _setitem(x, 0, 5.0), 0),
+    ("setitem_col", lambda x: _setitem(x, (slice(None), 1), -2.0), 0),
+    ("iadd_slice", lambda x, y: x[:, 1:].add_(y[:, 1:]), 1),
+]
+
+
+def inplace_result(fn, mode):
+    """f returning the op's result, nothing, or a new tensor made from it."""
+    if mode == "self":
+        return fn
+    if mode == "none":
+        return lambda *a: (fn(*a), None)[1]
+    return lambda x, *rest: (fn(x, *rest), x * 2)[1]
+
+
+for n, (opname, fn, extra_args) in enumerate(FLOAT_INPLACE):
+    how = LAYOUTS[n % len(LAYOUTS)]
+    mode = ("self", "none", "new")[n % 3]
+    add("inplace", f"{opname}/{how}/{mode}", inplace_result(fn, mode),
+        T(2, 3, how=how), *[T(2, 3) for _ in range(extra_args)])
+
+for how in LAYOUTS[1:]:
+    add("inplace", f"add_/{how}/self", lambda x, y: x.add_(y),
+        T(2, 3, how=how), T(2, 3))
+add("inplace", "masked_fill_/t", lambda x, m: x.masked_fill_(m, 0.5),
+    T(2, 3, how="t"), T(2, 3, dtype=BOOL))
+add("inplace", "masked_fill_/int64", lambda x, m: x.masked_fill_(m, 7),
+    T(3, 2, dtype=I64), T(3, 2, dtype=BOOL))
+add("inplace", "add_/int64/slice", lambda x, y: x.add_(y),
+    T(3, 2, dtype=I64, how="slice"), T(3, 2, dtype=I64))
+add("inplace", "add_/int32/step", lambda x: x.add_(3),
+    T(2, 3, dtype=I32, how="step"))
+add("inplace", "bitwise_and_/int64", lambda x, y: x.bitwise_and_(y),
+    T(4, dtype=I64), T(4, dtype=I64))
+add("inplace", "ior/int32/t", lambda x, y: x.__ior__(y),
+    T(2, 2, dtype=I32, how="t"), T(2, 2, dtype=I32))
+add("inplace", "mul_/uint8", lambda x: x.mul_(3), T(2, 4, dtype=U8))
+add("inplace", "logical_not_/bool", lambda x: x.logical_not_(),
+    T(2, 3, dtype=BOOL))
+add("inplace", "fill_/bool/offset", lambda x: x.fill_(True),
+    T(5, dtype=BOOL, how="offset"))
+add("inplace", "xor/bool", lambda x, y: x.bitwise_xor_(y),
+    T(6, dtype=BOOL), T(6, dtype=BOOL))
+add("inplace", "div_/float64/t", lambda x: x.div_(3),
+    T(3, 2, dtype=F64, how="t"))
+add("inplace", "exp_/float64/slice", lambda x: x.exp_(),
+    T(2, 2, dtype=F64, how="slice"))
+add("inplace", "copy_/from_int64", lambda x, y: x.copy_(y),
+    T(2, 3), T(2, 3, dtype=I64))
+add("inplace", "copy_/broadcast", lambda x, y: x.copy_(y), T(2, 3), T(3))
+add("inplace", "zero_/0d", lambda x: x.zero_(), T())
+add("inplace", "add_/empty", lambda x: x.add_(1), T(0))
+add("inplace", "clamp_/int32", lambda x: x.clamp_(-2, 2), T(3, 3, dtype=I32))
+add("inplace", "row_through_view", lambda x: (x[1].mul_(10), None)[1],
+    T(3, 2, how="t"))
+
+
+# ---- 2. out= ops --------------------------------------------------------------
+
+# How the out tensor lies: (sizes or None for the result's own, layout);
+# 'small' grows its storage, 'reshape' and 'big' re-view it.
+OUT_MODES = {
+    "right": (None, "contig"),
+    "strided": (None, "t"),
+    "small": ((2,), "contig"),
+    "reshape": ("flip", "contig"),
+    "big": ((9,), "contig"),
+    "empty": ((0,), "contig"),
+    "small_offset": ((2,), "offset"),
+}
+
+
+def out_part(shape, mode, dtype=F32):
+    size, how = OUT_MODES[mode]
+    if size is None:
+        size = shape
+    elif size == "flip":
+        size = tuple(reversed(shape))
+    return T(*size, dtype=dtype, how=how)
+
+
+# (name, f(out, *inputs), input parts, result shape, out modes)
+OUT_OPS = [
+    ("add", lambda o, a, b: torch.add(a, b, out=o), (T(2, 3), T(2, 3)),
+     (2, 3), ("right", "small", "reshape")),
+    ("mul", lambda o, a, b: torch.mul(a, b, out=o), (T(2, 3), T(3)),
+     (2, 3), ("strided", "big")),
+    ("sub", lambda o, a, b: torch.sub(a, b, alpha=2, out=o),
+     (T(2, 3), T(2, 3)), (2, 3), ("empty", "small_offset")),
+    ("cat", lambda o, a, b: torch.cat([a, b], out=o), (T(1, 3), T(2, 3)),
+     (3, 3), ("right", "small", "big")),
+    ("cat_dim1", lambda o, a, b: torch.cat([a, b], 1, out=o),
+     (T(2, 1), T(2, 2)), (2, 3), ("reshape", "empty")),
+    ("stack", lambda o, a, b: torch.stack([a, b], out=o), (T(3), T(3)),
+     (2, 3), ("right", "small")),
+    ("mm", lambda o, a, b: torch.mm(a, b, out=o), (T(2, 4), T(4, 3)),
+     (2, 3), ("right", "strided", "small", "reshape")),
+    ("bmm", lambda o, a, b: torch.bmm(a, b, out=o), (T(1, 2, 2), T(1, 2, 3)),
+     (1, 2, 3), ("right", "empty")),
+    ("addmm", lambda o, c, a, b: torch.addmm(c, a, b, out=o),
+     (T(3), T(2, 2), T(2, 3)), (2, 3), ("big",)),
+    ("neg", lambda o, a: torch.neg(a, out=o), (T(2, 3, how="t"),),
+     (2, 3), ("right", "small")),
+    ("abs", lambda o, a: torch.abs(a, out=o), (T(4),), (4,),
+     ("strided", "big")),
+    ("clamp", lambda o, a: torch.clamp(a, -1, 1, out=o), (T(2, 3),),
+     (2, 3), ("small_offset",)),
+    ("where", lambda o, c, a, b: torch.where(c, a, b, out=o),
+     (T(2, 3, dtype=BOOL), T(2, 3), T(2, 3)), (2, 3), ("right", "reshape")),
+    ("sum_dim", lambda o, a: torch.sum(a, 1, out=o), (T(3, 2),), (3,),
+     ("right", "small")),
+    ("cumsum", lambda o, a: torch.cumsum(a, 0, out=o), (T(2, 3),), (2, 3),
+     ("strided", "empty")),
+    ("index_select", lambda o, a: torch.index_select(a, 0, IDX, out=o),
+     (T(3, 3),), (2, 3), ("right", "small")),
+    ("exp", lambda o, a: torch.exp(a, out=o), (T(2, 2, dtype=F64),), (2, 2),
+     ("right", "big")),
+    ("arange", lambda o: torch.arange(6, out=o), (), (6,),
+     ("right", "small", "big")),
+]
+
+for opname, fn, parts, shape, modes in OUT_OPS:
+    dtype = F64 if opname == "exp" else F32
+    if opname == "arange":
+        dtype = I64
+    for mode in modes:
+        add("out", f"{opname}/{mode}", fn, out_part(shape, mode, dtype),
+            *parts)
+
+add("out", "add/int64/small", lambda o, a: torch.add(a, 5, out=o),
+    T(1, dtype=I64), T(2, 2, dtype=I64))
+add("out", "add/returns_none", lambda o, a: (torch.add(a, a, out=o), None)[1],
+    T(2, 3), T(2, 3))
+add("out", "max_dim/two_outs",
+    lambda v, i, a: torch.max(a, 1, out=(v, i)),
+    T(2), T(1, dtype=I64), T(2, 3))
+add("out", "sort/two_outs", lambda v, i, a: torch.sort(a, out=(v, i)),
+    T(2, 3, how="t"), T(0, dtype=I64), T(2, 3))
+add("out", "topk/small", lambda v, i, a: torch.topk(a, 2, out=(v, i)),
+    T(1), T(1, dtype=I64), T(5))
+add("out", "into_row_view", lambda o, a: torch.mul(a, 3, out=o[1]),
+    T(2, 3), T(3))
+
+
+# ---- 3. every inplace_view op ---------------------------------------------------
+
+def _rename_and_back(x):
+    x.rename_("rows", "cols")
+    x.rename_(None)
+    return x.mul_(2)
+
+
+INPLACE_VIEW = [
+    ("transpose_/contig", lambda x: x.transpose_(0, 1), T(2, 3), ()),
+    ("transpose_/3d", lambda x: x.transpose_(0, 2).sum(), T(2, 3, 2), ()),
+    ("transpose_/noop", lambda x: x.transpose_(1, 1), T(2, 3), ()),
+    ("transpose_/slice/none", lambda x: (x.transpose_(0, 1), None)[1],
+     T(3, 2, how="slice"), ()),
+    ("transpose_/row_out", lambda x: x.transpose_(0, 1)[0], T(2, 3), ()),
+    ("t_/contig", lambda x: x.t_(), T(2, 3), ()),
+    ("t_/1d", lambda x: x.t_(), T(4), ()),
+    ("t_/step", lambda x: x.t_(), T(2, 2, how="step"), ()),
+    ("t_/new_out", lambda x: x.t_() + 1, T(3, 2, how="t"), ()),
+    ("squeeze_/all", lambda x: x.squeeze_(), T(2, 1, 3), ()),
+    ("squeeze_/ones", lambda x: x.squeeze_(), T(1, 3, 1, how="offset"), ()),
+    ("squeeze_/none_to_drop", lambda x: x.squeeze_(), T(2, 3), ()),
+    ("squeeze_/dim", lambda x: x.squeeze_(1), T(2, 1, 3), ()),
+    ("squeeze_/dim_negative", lambda x: x.squeeze_(-2), T(3, 1, 2, how="t"),
+     ()),
+    ("squeeze_/dim_kept", lambda x: x.squeeze_(0), T(2, 1), ()),
+    ("unsqueeze_/0", lambda x: x.unsqueeze_(0), T(2, 3), ()),
+    ("unsqueeze_/last/t", lambda x: x.unsqueeze_(-1), T(2, 3, how="t"), ()),
+    ("unsqueeze_/1/slice", lambda x: x.unsqueeze_(1)[0], T(2, 2, how="slice"),
+     ()),
+    ("unsqueeze_/0d", lambda x: x.unsqueeze_(0), T(), ()),
+    ("as_strided_/window", lambda x: x.as_strided_((2, 2), (1, 2), 1), T(6),
+     ()),
+    ("as_strided_/offset", lambda x: x.as_strided_((3,), (2,), 0),
+     T(2, 2, how="offset"), ()),
+    ("as_strided_/same", lambda x: x.as_strided_(x.size(), x.stride(),
+                                                 x.storage_offset()),
+     T(2, 3, how="t"), ()),
+    ("swapdims_", lambda x: x.swapdims_(0, 1), T(2, 3), ("swapdims_.default",)),
+    ("swapaxes_/3d", lambda x: x.swapaxes_(0, 2), T(2, 3, 1),
+     ("swapaxes_.default",)),
+    ("detach_", lambda x: x.detach_(), T(2, 3), ("detach_.default",)),
+    ("detach_/then_add_", lambda x: x.detach_().add_(1), T(3), ()),
+    ("rename_", _rename_and_back, T(2, 2), ("rename_.default",)),
+    ("resize_/shrink", lambda x: x.resize_(4), T(2, 3), ()),
+]
+
+for name, fn, part, covers in INPLACE_VIEW:
+    add("inplace_view", name, fn, part, covers=covers)
+
+
+# ---- 4. set_ and resize_ -------------------------------------------------------
+
+def _set_fresh_then_add(x):
+    x.set_(torch.arange(4.0))
+    x.add_(1)
+    return x
+
+
+def _grow_and_fill(x):
+    x.resize_(8)
+    x[6:].fill_(-1)
+    return x
+
+
+def _grow_by_copy(x):
+    x.resize_(2, 4)
+    return x.copy_(torch.arange(8.0).view(2, 4))
+
+
+def _shrink_and_write(x):
+    x.resize_(2, 2)
+    x.mul_(3)
+    return x
+
+
+def _grow_from_empty(x):
+    x.resize_(3)
+    x.fill_(4)
+
+
+SET_RESIZE = [
+    ("set_/input", lambda x, y: x.set_(y), (T(2, 3), T(3, 2))),
+    ("set_/input/no_out", lambda x, y: (x.set_(y), None)[1],
+     (T(4), T(2, 2, how="t"))),
+    ("set_/input_view_out", lambda x, y: (x.set_(y), y.view(-1))[1],
+     (T(2), T(2, 2))),
+    ("set_/storage", lambda x, y: x.set_(y.storage()), (T(3), T(2, 3))),
+    ("set_/storage_offset",
+     lambda x, y: x.set_(y.storage(), 1, (2,), (1,)), (T(3), T(2, 3))),
+    ("set_/storage_strided",
+     lambda x, y: x.set_(y.storage(), 2, (2, 2), (1, 2)), (T(2, 2), T(8))),
+    ("set_/own_storage", lambda x: x.set_(x.storage(), 1, (3,), (2,)),
+     (T(7),)),
+    ("set_/fresh", lambda x: x.set_(torch.arange(4.0)), (T(2, 3),)),
+    ("set_/fresh_strided", lambda x: x.set_(torch.ones(2, 3).t()), (T(2),)),
+    ("set_/fresh_then_add_", _set_fresh_then_add, (T(2),)),
+    ("set_/empty", lambda x: x.set_(), (T(2, 2),)),
+    ("set_/int64", lambda x, y: x.set_(y), (T(3, dtype=I64), T(2, dtype=I64))),
+    ("set_/bool_storage", lambda x, y: x.set_(y.storage(), 0, (2,), (2,)),
+     (T(1, dtype=BOOL), T(4, dtype=BOOL))),
+    ("resize_/same", lambda x: x.resize_(2, 3), (T(2, 3),)),
+    ("resize_/same_then_add_", lambda x: x.resize_(2, 3).add_(1),
+     (T(2, 3, how="t"),)),
+    ("resize_/shrink_offset", lambda x: x.resize_(2), (T(2, 2, how="offset"),)),
+    ("resize_/restride", lambda x: x.resize_(3, 2), (T(2, 3, how="t"),)),
+    ("resize_/shrink_and_write", _shrink_and_write, (T(3, 3),)),
+    ("resize_/to_empty", lambda x: x.resize_(0), (T(4),)),
+    ("resize_/grow", _grow_and_fill, (T(6),)),
+    ("resize_/grow_offset", _grow_and_fill, (T(4, how="offset"),)),
+    ("resize_/grow_2d", _grow_by_copy, (T(3),)),
+    ("resize_/grow_int64", _grow_and_fill, (T(2, 3, dtype=I64),)),
+    ("resize_/grow_from_empty", _grow_from_empty, (T(0),)),
+    ("resize_as_/shrink", lambda x, y: x.resize_as_(y), (T(6), T(2, 2))),
+    ("resize_as_/grow", lambda x, y: x.resize_as_(y).fill_(1),
+     (T(2), T(2, 3))),
+]
+
+for name, fn, parts in SET_RESIZE:
+    add("set_resize", name, fn, *parts)
+
+
+# ---- 5. views of inputs ---------------------------------------------------------
+
+VIEWS = [
+    ("view", lambda x: x.view(-1), "contig"),
+    ("view_3_2", lambda x: x.view(3, 2), "offset"),
+    ("reshape", lambda x: x.reshape(6), "slice"),
+    ("t", lambda x: x.t(), "contig"),
+    ("T", lambda x: x.T, "t"),
+    ("mT", lambda x: x.mT, "step"),
+    ("transpose", lambda x: x.transpose(0, 1), "slice"),
+    ("narrow", lambda x: x.narrow(1, 1, 2), "contig"),
+    ("select", lambda x: x.select(0, 1), "t"),
+    ("index_int", lambda x: x[1], "step"),
+    ("slice", lambda x: x[1:], "contig"),
+    ("slice_step", lambda x: x[:, ::2], "offset"),
+    ("expand", lambda x: x[0].expand(3, 3), "contig"),
+    ("diagonal", lambda x: x.diagonal(), "contig"),
+    ("diagonal_offset", lambda x: x.diagonal(1), "t"),
+    ("unfold", lambda x: x.unfold(1, 2, 1), "contig"),
+    ("as_strided", lambda x: torch.as_strided(x, (2, 2), (1, 1), 1), "offset"),
+    ("permute", lambda x: x.permute(1, 0), "slice"),
+    ("unsqueeze", lambda x: x.unsqueeze(1), "contig"),
+    ("squeeze", lambda x: x[:1].squeeze(), "t"),
+    ("flatten", lambda x: x.flatten(), "contig"),
+    ("unflatten", lambda x: x.unflatten(1, (3, 1)), "contig"),
+    ("detach", lambda x: x.detach(), "step"),
+    ("alias", lambda x: torch.ops.aten.alias(x), "contig"),
+    ("view_as", lambda x: x.view_as(torch.empty(3, 2)), "contig"),
+    ("movedim", lambda x: x.movedim(0, 1), "t"),
+    ("none_index", lambda x: x[None, :, 1], "slice"),
+    ("chain", lambda x: x.t()[1:].unsqueeze(0), "contig"),
+]
+
+for name, fn, how in VIEWS:
+    add("views", f"{name}/{how}", fn, T(2, 3, how=how))
+
+add("views", "split/3d", lambda x: x.split(1, 2), T(2, 2, 2))
+add("views", "chunk", lambda x: x.chunk(2), T(4, 2, how="t"))
+add("views", "unbind", lambda x: x.unbind(1), T(2, 3, how="offset"))
+add("views", "view_of_second", lambda x, y: y.view(-1), T(2), T(2, 2))
+add("views", "view_and_mutate", lambda x: x.view(-1).add_(1), T(2, 3))
+add("views", "view_then_mutate_input", lambda x: (x.t(), x.mul_(2))[0],
+    T(2, 3))
+add("views", "reshape_copies", lambda x: x.reshape(6), T(2, 3, how="t"))
+add("views", "contiguous_copies", lambda x: x.contiguous(), T(2, 3, how="t"))
+add("views", "int64_select", lambda x: x[:, 0], T(3, 2, dtype=I64))
+add("views", "bool_t", lambda x: x.t(), T(2, 3, dtype=BOOL))
+
+
+# ---- 6. ops that return the input itself ----------------------------------------
+
+RETURNS_SELF = [
+    ("contiguous", lambda x: x.contiguous(), T(2, 3)),
+    ("to_dtype", lambda x: x.to(x.dtype), T(2, 3, how="t")),
+    ("to_self", lambda x: x.to(x), T(4)),
+    ("to_cpu", lambda x: x.to("cpu"), T(2, 2, how="slice")),
+    ("cpu", lambda x: x.cpu(), T(3)),
+    ("type_as", lambda x: x.type_as(x), T(2, 3)),
+    ("type_str", lambda x: x.type(x.type()), T(2)),
+    ("float", lambda x: x.float(), T(2, 2, how="step")),
+    ("double", lambda x: x.double(), T(3, dtype=F64)),
+    ("long", lambda x: x.long(), T(2, 2, dtype=I64)),
+    ("int", lambda x: x.int(), T(3, dtype=I32)),
+    ("bool", lambda x: x.bool(), T(4, dtype=BOOL)),
+    ("byte", lambda x: x.byte(), T(2, 2, dtype=U8)),
+    ("requires_grad_", lambda x: x.requires_grad_(False), T(3)),
+    ("real", lambda x: x.real, T(2, 3, how="offset")),
+    ("resolve_conj", lambda x: x.resolve_conj(), T(3)),
+    ("contiguous_format",
+     lambda x: x.to(memory_format=torch.contiguous_format), T(2, 2)),
+    ("add_", lambda x: x.add_(1), T(2, 3, how="t")),
+    ("clamp_", lambda x: x.clamp_(0), T(4, how="step")),
+    ("t_", lambda x: x.t_(), T(2, 3, how="slice")),
+    ("with_other_out", lambda x, y: (x.contiguous(), y + 1), T(2), T(2)),
+    ("twice", lambda x: (x.contiguous(), x.to(x.dtype)), T(3)),
+]
+
+for name, fn, *parts in RETURNS_SELF:
+    add("returns_self", name, fn, *parts)
+
+
+# ---- 7. multi-output ops --------------------------------------------------------
+
+def _base_first(x):
+    y = x * 2
+    return y, y[0], y.view(-1)
+
+
+def _base_last(x):
+    y = x + 1
+    return y[1], y
+
+
+def _intermediate_views(x):
+    y = x.exp()
+    return y.t(), y[0]
+
+
+MULTI = [
+    ("split", lambda x: torch.split(x, 2), T(5)),
+    ("split_sizes", lambda x: x.split([1, 2], 1), T(2, 3, how="t")),
+    ("chunk", lambda x: x.chunk(3), T(3, 2)),
+    ("unbind", lambda x: x.unbind(), T(2, 2, how="slice")),
+    ("tensor_split", lambda x: torch.tensor_split(x, 2, 1), T(2, 4)),
+    ("max_dim", lambda x: torch.max(x, 1), T(2, 3)),
+    ("min_dim_int64", lambda x: torch.min(x, 0), T(3, 2, dtype=I64)),
+    ("sort", lambda x: torch.sort(x), T(2, 3, how="t")),
+    ("topk", lambda x: torch.topk(x, 2), T(5)),
+    ("aminmax", lambda x: torch.aminmax(x, dim=0), T(3, 2)),
+    ("kthvalue", lambda x: torch.kthvalue(x, 2), T(2, 3)),
+    ("median_dim", lambda x: torch.median(x, 1), T(2, 3, how="step")),
+    ("var_mean", lambda x: torch.var_mean(x, 1), T(2, 4, dtype=F64)),
+    ("cummax", lambda x: torch.cummax(x, 0), T(4)),
+    ("frexp", lambda x: torch.frexp(x), T(3)),
+    ("unique_counts", lambda x: torch.unique(x, return_counts=True),
+     T(6, dtype=I64)),
+    ("broadcast_tensors", lambda x, y: torch.broadcast_tensors(x, y),
+     T(2, 1), T(3)),
+    ("meshgrid", lambda x, y: torch.meshgrid(x, y, indexing="ij"), T(2), T(3)),
+    ("split_of_intermediate", lambda x: torch.split(x + 1, 1), T(3)),
+    ("unbind_of_intermediate", lambda x: (x * 3).unbind(1), T(2, 2, how="t")),
+    ("intermediate_views", _intermediate_views, T(2, 3)),
+    ("base_first", _base_first, T(2, 3)),
+    ("base_last", _base_last, T(2, 2)),
+    ("view_of_intermediate", lambda x: (x + 1)[1:], T(4)),
+    ("mixed", lambda x: (x, x.t(), x * 2, torch.max(x, 0).indices), T(2, 2)),
+]
+
+for name, fn, *parts in MULTI:
+    add("multi_output", name, fn, *parts)
+
+
+# ---- 8. several mutations in one call -------------------------------------------
+
+@case("composite", "mul_and_t_", T(2, 2), T(2, 2))
+def _(x, y):
+    x.mul_(2)
+    y.t_()
+    return x + y
+
+
+@case("composite", "t_then_mul_", T(2, 3))
+def _(x):
+    return x.t_().mul_(2)
+
+
+@case("composite", "unsqueeze_then_add_", T(3, how="offset"))
+def _(x):
+    return x.unsqueeze_(0).add_(1)
+
+
+@case("composite", "add_then_transpose_", T(2, 3, how="t"))
+def _(x):
+    x.add_(1)
+    x.transpose_(0, 1)
+
+
+@case("composite", "squeeze_then_mul_", T(2, 1, 2), T(2, 2))
+def _(x, y):
+    return x.squeeze_().mul_(y)
+
+
+@case("composite", "row_zero_then_t_", T(2, 2))
+def _(x):
+    x[0].zero_()
+    return x.t_()
+
+
+@case("composite", "three_kinds", T(2), T(2, 2), T(3))
+def _(x, y, z):
+    x.add_(1)
+    y.t_()
+    z.set_(torch.zeros(2))
+    return x, y[0], z
+
+
+@case("composite", "data_and_resize", T(2, 2), T(2))
+def _(x, y):
+    x.mul_(-1)
+    torch.cat([x.view(-1), y], out=y)
+    return y
+
+
+@case("composite", "data_and_out_reshape", T(2, 3), T(3, 2))
+def _(x, o):
+    x.add_(1)
+    return torch.mul(x, 2, out=o)
+
+
+@case("composite", "as_strided_then_fill_", T(6))
+def _(x):
+    x.as_strided_((2, 2), (2, 1), 2)
+    x.fill_(9)
+    return x * 1
+
+
+@case("composite", "outputs_of_every_kind", T(2, 2), T(3))
+def _(x, y):
+    x.add_(1)
+    z = y * 2
+    return x, x.t(), y, z, z[1:], y.sum()
+
+
+@case("composite", "foreach_add_", T(2), T(3, how="t"))
+def _(x, y):
+    torch._foreach_add_([x, y], 1)
+
+
+@case("composite", "same_object_twice_data", T(2, 3), Same(0))
+def _(x, y):
+    return x.add_(y)
+
+
+@case("composite", "same_object_read_twice", T(3), Same(0))
+def _(x, y):
+    return x * y, y
+
+
+@case("composite", "mutate_and_alias", T(4), T(2, 2))
+def _(x, y):
+    y.view(-1).copy_(x)
+    return y.diagonal(), x
+
+
+# ---- 9. inputs on one storage ---------------------------------------------------
+
+ROWS = ((3, 4), (4, 1), 0, 0)
+LAST_ROWS = ((2, 4), (4, 1), 4, 0)
+LAST_ROWS_OWN = ((2, 4), (4, 1), 4, 1)
+EVEN = ((4,), (2,), 0, 0)
+ODD_OWN = ((4,), (2,), 1, 1)
+
+
+def _add_to_second(x, y):
+    y.add_(1)
+    return x.sum()
+
+
+def _mul_first_read_second(x, y):
+    x.mul_(2)
+    return y.clone()
+
+
+def _both(x, y):
+    x.add_(1)
+    y.mul_(3)
+
+
+def _t_first_add_second(x, y):
+    x.t_()
+    y.add_(1)
+    return x
+
+
+SHARED = [
+    ("view_mutated", _add_to_second, Shared(12, ROWS, LAST_ROWS)),
+    ("independent_mutated", _add_to_second, Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("base_mutated", _mul_first_read_second, Shared(12, ROWS, LAST_ROWS)),
+    ("base_mutated_independent", _mul_first_read_second,
+     Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("interleaved_both", _both, Shared(8, EVEN, ODD_OWN)),
+    ("overlapping_both", _both, Shared(12, ROWS, LAST_ROWS)),
+    ("overlapping_both_independent", _both, Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("metadata_and_data", _t_first_add_second,
+     Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("alias_out_of_second", lambda x, y: y.add_(1)[0],
+     Shared(12, ROWS, LAST_ROWS)),
+    ("unmutated_returned", lambda x, y: (x.add_(1), y)[1],
+     Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("two_storages", lambda x, y, z: (x.add_(z), y.neg_()) and None,
+     Shared(8, EVEN, ODD_OWN), T(4)),
+    ("bool_halves", lambda x, y: x.logical_not_(),
+     Shared(6, ((3,), (1,), 0, 0), ((3,), (1,), 3, 1), dtype=BOOL)),
+]
+
+for name, fn, *parts in SHARED:
+    add("shared_storage", name, fn, *parts)
+
+
+# ---- 10. calls wrapbake refuses -------------------------------------------------
+
+def _t_and_add(x, y):
+    x.t_()
+    return y + 1
+
+
+def _resize_and_add(x, y):
+    x.resize_(16).fill_(1)
+    y.add_(1)
+
+
+def _resize_and_t(x, y):
+    x.resize_(20)
+    x.zero_()
+    y.t_()
+
+
+def _overlap_then_write(x):
+    x.as_strided_((2, 3), (0, 1))
+    x[0].mul_(2)
+
+
+REFUSED = [
+    ("same_object/metadata", _t_and_add, (T(2, 3), Same(0))),
+    ("same_object/data_metadata", lambda x, y: x.t_().mul_(2),
+     (T(2, 3), Same(0))),
+    ("same_object/storage", lambda x, y: x.set_(torch.zeros(3)),
+     (T(2), Same(0))),
+    ("same_object/resize", lambda x, y: x.resize_(4).fill_(0),
+     (T(2), Same(0))),
+    ("same_object/out_reshape", lambda x, y: torch.add(y, 1, out=x).numel()
+     and None, (T(2, 3), Same(0), )),
+    ("resize_shares_storage", _resize_and_add,
+     (Shared(12, ROWS, LAST_ROWS),)),
+    ("resize_shares_storage_independent", _resize_and_t,
+     (Shared(12, ROWS, LAST_ROWS_OWN),)),
+    ("overlapping_input/data", lambda x: x[0].add_(1),
+     (Shared(3, ((2, 3), (0, 1), 0, 0)),)),
+    ("overlapping_input/windows", lambda x: x[1].zero_(),
+     (Shared(4, ((3, 2), (1, 1), 0, 0)),)),
+    ("overlapping_after/data_metadata", _overlap_then_write, (T(6),)),
+    ("int_output", lambda x: (x.mul_(2), x.numel()), (T(3),)),
+]
+
+for name, fn, parts in REFUSED:
+    add("refused", name, fn, *parts, refused=True)
+
+
+# ===========================================================================
+# Start-up checks and the main program
+
+def inplace_view_ops():
+    """Every aten overload tagged inplace_view in this torch."""
+    found = set()
+    for schema in torch._C._jit_get_all_schemas():
+        if not schema.name.startswith("aten::"):
+            continue
+        name = schema.name[len("aten::"):]
+        overload = schema.overload_name or "default"
+        packet = getattr(torch.ops.aten, name, None)
+        op = getattr(packet, overload, None) if packet is not None else None
+        if op is not None and torch.Tag.inplace_view in op.tags:
+            found.add(f"{name}.{overload}")
+    return found
+
+
+def check_unrunnable():
+    """The inplace_view overloads left without a case must still fail."""
+    for name, message in UNRUNNABLE_INPLACE_VIEWS.items():
+        x = torch.zeros(2, 1, names=("a", "b"))
+        method = getattr(x, name.split(".")[0])
+        try:
+            method("b")
+        except RuntimeError as e:
+            assert message in str(e), f"{name}: unexpected error {e}"
+        else:
+            raise AssertionError(f"{name} now runs: give it a case")
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} OUT", file=sys.stderr)
+        return 2
+    start = time.monotonic()
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore", message="An output with one or more "
+                            "elements was resized")
+    warnings.filterwarnings("ignore", message="Named tensors")
+    check_unrunnable()
+
+    names = [c.name for c in CASES]
+    assert len(set(names)) == len(names), "case names repeat"
+    assert all(re.fullmatch(r"[A-Za-z0-9_.:/+-]+", n) for n in names)
+    lines, seen, counts = [], set(), {}
+    for index, c in enumerate(CASES):
+        try:
+            text, ops = generate(index, c)
+        except Exception as e:
+            raise SystemExit(f"case {c.name}: {type(e).__name__}: {e}")
+        lines += text
+        seen |= ops | set(c.covers)
+        counts[c.category] = counts.get(c.category, 0) + 1
+
+    missing = inplace_view_ops() - seen - set(UNRUNNABLE_INPLACE_VIEWS)
+    assert not missing, f"inplace_view ops without a case: {sorted(missing)}"
+    assert len(CASES) >= 150, "the suite needs at least 150 cases"
+
+    with open(argv[1], "w") as f:
+        f.write(f"# wrapbake conformance cases from torch {torch.__version__}"
+                f", written by tests/torch/gen.py: {len(CASES)} cases\n")
+        f.write("\n".join(lines) + "\n")
+    for category, count in counts.items():
+        print(f"{category}: {count} cases", file=sys.stderr)
+    print(f"total: {len(CASES)} cases, "
+          f"{sum(c.refused for c in CASES)} refused, "
+          f"{time.monotonic() - start:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
