@@ -74,7 +74,8 @@ static inline wb_tensor *wb_rt_view_header(wb_tensor *h,
         return NULL;
     if (!keep)
         wb_rt_set_storage(h, wb_rt_storage_retain(holder->storage));
-    h->counter = wb_rt_counter_share(holder);
+    if (WB_RT_UNLIKELY(holder->counter != NULL))
+        h->counter = wb_rt_counter_share(holder);  /* headers come with none */
     return h;
 }
 

@@ -1017,12 +1017,22 @@ wb_tensor *wb_tensor_retain(wb_tensor *t)
     return t;
 }
 
-/* wb_rt_tensor_free of a view that kept a tensor.  Out of line, or gcc
-   makes that tensor's own free a loop in wb_rt_tensor_free, which then
-   saves registers for every header. */
-static WB_RT_NOINLINE void wb_rt_tensor_free_keeper(wb_tensor *t)
+/* wb_rt_tensor_free of a view that kept a tensor or holds a counter of
+   another storage.  Out of line, or gcc makes the kept tensor's own free a
+   loop in wb_rt_tensor_free, which then saves registers for every
+   header. */
+static WB_RT_NOINLINE void wb_rt_tensor_free_held(wb_tensor *t)
 {
     wb_tensor *keeper = t->keeper;
+    if (t->counter) {
+        wb_rt_counter_release(t->counter);
+        t->counter = NULL;
+    }
+    if (!keeper) {
+        wb_storage_release(t->storage);
+        wb_rt_tensor_discard(t);
+        return;
+    }
     t->keeper = NULL;
     wb_rt_tensor_discard(t);
     wb_rt_release(keeper);
@@ -1030,12 +1040,8 @@ static WB_RT_NOINLINE void wb_rt_tensor_free_keeper(wb_tensor *t)
 
 void wb_rt_tensor_free(wb_tensor *t)
 {
-    if (WB_RT_UNLIKELY(t->counter != NULL)) {
-        wb_rt_counter_release(t->counter);
-        t->counter = NULL;
-    }
-    if (t->keeper) {
-        wb_rt_tensor_free_keeper(t);
+    if ((uintptr_t)t->keeper | (uintptr_t)t->counter) {
+        wb_rt_tensor_free_held(t);
         return;
     }
     wb_storage_release(t->storage);
