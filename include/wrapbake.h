@@ -91,10 +91,21 @@ WB_API const char *wb_last_error(void);
 /* ---------------------------------------------------------------------- */
 
 /*
- * A storage owns a block of memory on one device, with a reference count and
- * a version counter.  Every in-place data write through a wrapper (a data
- * mutation, an in-graph mutation) bumps the version of the storage written,
- * so all views of one storage share one version counter.
+ * A storage owns a block of memory on one device, with a reference count.
+ *
+ * Version counters are PyTorch's.  A counter belongs to a tensor and is
+ * shared by every view made from it (wb_tensor_as_strided, wb_tensor_detach,
+ * the views a wrapper returns for aliased outputs).  A new tensor
+ * (wb_tensor_new, a DLPack import, wb_tensor_from_storage) has a counter of
+ * its own, so two tensors made independently on one storage do not share
+ * one; wb_tensor_set_ and wb_tensor_resize_ keep the tensor's counter.
+ * wb_tensor_copy_ and wb_tensor_set_ bump it by one.  A wrapper's call bumps
+ * each mutated input as AOTAutograd's epilogue does: a data mutation once
+ * (not at all when hidden from autograd), a metadata mutation once
+ * (as_strided_), a data+metadata one twice, a set_ once, a resize once for
+ * its copy and once more when the sizes change, an in-graph mutation once
+ * before the call (when hidden, its version is put back after the call,
+ * whatever the graph did to it).
  *
  * A tensor is a view of a storage: dtype, ndim, sizes, strides and an offset,
  * all in elements, plus flags and a dynamic-dims mask.  Tensors are reference
@@ -124,6 +135,9 @@ WB_API void wb_storage_release(wb_storage *s);
 WB_API void *wb_storage_data(const wb_storage *s);
 WB_API size_t wb_storage_nbytes(const wb_storage *s);
 WB_API DLDevice wb_storage_device(const wb_storage *s);
+/* The version counter of the first tensor made on s, which keeps its
+   counter in s (0 when none was made); versions belong to tensors: read
+   them with wb_tensor_version. */
 WB_API uint64_t wb_storage_version(const wb_storage *s);
 /* The current reference count, for tests and leak checks. */
 WB_API long wb_storage_refcount(const wb_storage *s);
@@ -157,14 +171,14 @@ WB_API wb_status wb_tensor_as_strided_(wb_tensor *t, int ndim,
                                        const int64_t *sizes,
                                        const int64_t *strides, int64_t offset);
 /* Copies src's elements into dst (same dtype and sizes, any strides on
-   either side, overlap refused); bumps dst's storage version. */
+   either side, overlap refused); bumps dst's version. */
 WB_API wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
 /* Resizes t in place to contiguous sizes, keeping its offset and growing its
    storage when it is too small (torch.Tensor.resize_). */
 WB_API wb_status wb_tensor_resize_(wb_tensor *t, int ndim,
                                    const int64_t *sizes);
 /* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);
-   bumps the version of the storage t ends up with. */
+   t keeps its version counter, and bumps it. */
 WB_API wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src);
 /* Promises that t's storage is never replaced: from now on set_ on t, by
    wb_tensor_set_ or a wrapper's set_ mutation, fails with WB_ERR_INVALID.
@@ -198,7 +212,7 @@ WB_API void wb_tensor_set_requires_grad(wb_tensor *t, bool on);
 /* Dimensions marked dynamic (bit d set: dim d), as recorded by wrappers. */
 WB_API uint64_t wb_tensor_dynamic_dims(const wb_tensor *t);
 WB_API void wb_tensor_set_dynamic_dims(wb_tensor *t, uint64_t mask);
-/* The version counter of t's storage. */
+/* t's version (torch.Tensor._version). */
 WB_API uint64_t wb_tensor_version(const wb_tensor *t);
 
 /* Takes ownership of mt on success (its deleter runs when the storage goes);
@@ -254,18 +268,21 @@ WB_API void wb_set_grad_enabled(bool on);
 /* How the wrapper writes an input back after the graph ran. */
 typedef enum wb_mutation {
     WB_MUT_NONE = 0,       /* not mutated */
-    WB_MUT_DATA,           /* copy the updated value in, bump the version */
-    WB_MUT_METADATA,       /* as_strided_ to the updated value's view */
-    WB_MUT_DATA_METADATA,  /* as_strided_, then copy */
-    WB_MUT_STORAGE,        /* set_: take the updated value's storage and view */
-    WB_MUT_RESIZE,         /* resize_ when sizes differ, then copy */
+    WB_MUT_DATA,           /* copy the updated value in (version + 1) */
+    WB_MUT_METADATA,       /* as_strided_ to the updated value's view (+ 1) */
+    WB_MUT_DATA_METADATA,  /* as_strided_, then copy (+ 2) */
+    WB_MUT_STORAGE,        /* set_: take the updated value's storage and view
+                              (+ 1, on the input's own counter) */
+    WB_MUT_RESIZE,         /* resize_ when sizes differ, then copy (+ 1 for
+                              the copy, + 1 for a resize) */
     WB_MUT_IN_GRAPH        /* the graph mutated it; bump its version first */
 } wb_mutation;
 
 /* Input flags. */
 #define WB_INPUT_DETACH 0x1u          /* training: pass a detached alias */
-#define WB_INPUT_HIDDEN 0x2u          /* in-graph mutation hidden from
-                                         autograd: no version bump */
+#define WB_INPUT_HIDDEN 0x2u          /* a data or in-graph mutation hidden
+                                         from autograd: its version stays
+                                         as it was before the call */
 #define WB_INPUT_OUT 0x4u             /* keyword-only `out` argument */
 #define WB_INPUT_OPTIONAL 0x8u        /* Tensor?: may be NULL; then it can
                                          be neither mutated nor aliased */

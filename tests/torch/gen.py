@@ -134,10 +134,22 @@ class View:
         return (f"{len(self.size)} {ints(self.size)} {ints(self.stride)} "
                 f"{self.offset}")
 
+    def nbytes(self, itemsize):
+        """The bytes of storage the view needs."""
+        if 0 in self.size:
+            return 0
+        last = self.offset + sum((n - 1) * s
+                                 for n, s in zip(self.size, self.stride))
+        return (last + 1) * itemsize
+
     def element_offsets(self):
         ranges = [range(n) for n in self.size]
         return [self.offset + sum(i * s for i, s in zip(index, self.stride))
                 for index in itertools.product(*ranges)]
+
+
+def itemsize(dtype):
+    return torch.empty(0, dtype=dtype).element_size()
 
 
 def elem_bytes(t):
@@ -151,10 +163,10 @@ def storage_key(t):
     return t.storage()._cdata
 
 
-def storage_bytes(t):
-    st = t.storage()
-    whole = torch.empty(0, dtype=t.dtype).set_(st, 0, (st.size(),), (1,))
-    return elem_bytes(whole)
+def storage_bytes(storage, dtype):
+    """The whole storage's bytes, read as dtype elements."""
+    return elem_bytes(tensor_on(storage, dtype,
+                                View.contiguous((storage.size(),))))
 
 
 def storage_from_bytes(dtype, data):
@@ -388,7 +400,9 @@ class Tracer(TorchDispatchMode):
                 continue
             sources = set()
             for arg, given in bound:
-                if arg.alias_info and arg.alias_info.before_set & info.before_set:
+                shared = arg.alias_info and (arg.alias_info.before_set
+                                             & info.before_set)
+                if shared:
                     for t in tensors_in(given):
                         sources |= self.origin(t)
             if sources:
@@ -430,7 +444,8 @@ def run_eager(case, traced):
 def fingerprint(run):
     """Everything a run left, for comparing two runs of one case."""
     def of(t):
-        return (View.of(t), elem_bytes(t), storage_bytes(t)) \
+        return (View.of(t), elem_bytes(t),
+                storage_bytes(t.storage(), t.dtype)) \
             if isinstance(t, torch.Tensor) else t
     return [of(t) for t in run.inputs + run.outputs]
 
@@ -472,7 +487,8 @@ def contiguous_value(t):
 def storage_value(t):
     """A fresh copy of t's whole storage, viewed as t is."""
     return Value("new", view=View.of(t), dtype=t.dtype,
-                 data=storage_bytes(t), source=storage_key(t))
+                 data=storage_bytes(t.storage(), t.dtype),
+                 source=storage_key(t))
 
 
 @dataclass
@@ -480,7 +496,6 @@ class Derivation:
     kinds: list          # per input: a mutation kind or None
     outputs: list        # Output per output
     values: list         # Value per graph value
-    nbases: int          # intermediate base values, after the outputs
 
     @property
     def updated(self):
@@ -548,15 +563,26 @@ def intermediate_base(run, members):
     return None
 
 
+def input_view_value(run, t, prefer):
+    """`view J` for t when the graph can make it so: t lies on the storage
+    input J had before the call, within the bytes it had (input prefer
+    first, then the lowest); else a fresh copy of t's storage."""
+    view = View.of(t)
+    for j in [prefer] + list(range(len(run.inputs))):
+        if (run.before_keys[j] == storage_key(t)
+                and view.nbytes(t.element_size()) <= run.before_nbytes[j]):
+            return Value("view", ref=j, view=view)
+    return storage_value(t)
+
+
 def updated_value(run, i, kind):
     t = run.inputs[i]
     if kind in (DATA, RESIZE):
         return contiguous_value(t)
     if kind == METADATA:
         return Value("view", ref=i, view=View.of(t))
-    if kind == STORAGE and storage_key(t) in run.before_keys:
-        return Value("view", ref=run.before_keys.index(storage_key(t)),
-                     view=View.of(t))
+    if kind == STORAGE:
+        return input_view_value(run, t, i)
     return storage_value(t)
 
 
@@ -577,14 +603,14 @@ def derive(run):
         if out.kind == "is_input":
             values.append(Value("input", ref=out.input))
         elif out.kind == "alias":
-            values.append(Value("view", ref=out.input, view=View.of(o)))
+            values.append(input_view_value(run, o, out.input))
         elif out.kind == "non_alias" or out.base:
             values.append(storage_value(o))
         elif out.kind == "intermediate":
             values.append(Value("of", ref=set_value[out.aset],
                                 view=View.of(o)))
     values += [storage_value(b) for b in bases]
-    return Derivation(kinds, outputs, values, len(bases))
+    return Derivation(kinds, outputs, values)
 
 
 # ---------------------------------------------------------------------------
@@ -664,8 +690,8 @@ def version_deltas(case, run, d):
 
 def counter_shares(inputs, outputs):
     """For each output, 'iN' for the lowest input whose version counter it
-    shares, else '-': each input's counter is bumped in turn (as_strided_
-    onto its own view is a no-op that counts as an in-place op)."""
+    shares, else '-': each input's counter is bumped in turn by as_strided_
+    onto its own view, an in-place op that changes nothing else."""
     shares = ["-"] * len(outputs)
     for n, t in enumerate(inputs):
         seen = [o._version for o in outputs]
@@ -684,6 +710,8 @@ def observe(case, storages, inputs, outputs, labels, dversion):
         assert storage_key(t) in labels, "a tensor on an unnamed storage"
         return labels[storage_key(t)]
 
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    shares = counter_shares(inputs, tensors)
     lines = []
     for i, t in enumerate(inputs):
         lines.append(f"expect input {i} {where(t)} {View.of(t).text()} "
@@ -691,21 +719,15 @@ def observe(case, storages, inputs, outputs, labels, dversion):
         lines.append(f"expect elems {i} {hexbytes(elem_bytes(t))}")
     for s, st in enumerate(storages):
         if st.nbytes() == len(case.storages[s].data):
-            whole = tensor_on(st, case.storages[s].dtype,
-                              View.contiguous((st.size(),)))
-            lines.append(f"expect storage {s} {hexbytes(elem_bytes(whole))}")
-    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
-    described = []
-    for o in tensors:
+            data = storage_bytes(st, case.storages[s].dtype)
+            lines.append(f"expect storage {s} {hexbytes(data)}")
+    for k, (o, share) in enumerate(zip(tensors, shares)):
         same = [i for i, t in enumerate(inputs) if o is t]
-        described.append(f"is_input {same[0]}" if same else
-                         f"{where(o)} {View.of(o).text()} {{}} "
-                         f"{hexbytes(elem_bytes(o))}")
+        lines.append(f"expect output {k} is_input {same[0]}" if same else
+                     f"expect output {k} {where(o)} {View.of(o).text()} "
+                     f"{share} {hexbytes(elem_bytes(o))}")
     extra = ([t.dtype for t in inputs + tensors],
              [st.nbytes() for st in storages])
-    shares = counter_shares(inputs, tensors)
-    for k, (text, share) in enumerate(zip(described, shares)):
-        lines.append(f"expect output {k} {text.format(share)}")
     return lines, extra
 
 
@@ -724,7 +746,8 @@ def refusal(case, d):
     """Why wrapbake refuses the call before mutating anything, or None:
     the checks of src/abi/args.c (distinct tensors) and src/abi/mutate.c
     (the copies of the write-back)."""
-    roots = [i if x.same is None else x.same for i, x in enumerate(case.inputs)]
+    roots = [i if x.same is None else x.same
+             for i, x in enumerate(case.inputs)]
     for k, o in enumerate(d.outputs):
         if o.kind == "scalar":
             return f"output {k} is an int, and wrapbake returns tensors only"
@@ -847,7 +870,7 @@ def generate(index, case):
             "wrapbake's epilogue would not reproduce eager PyTorch: " + \
             first_difference(replayed, (lines, extra))
     spec = spec_text(spec_name(index, case), d)
-    check_case(spec, d, why)
+    check_case(case, spec, d, why, lines)
     out = [f"case {case.name}", f"spec {spec}"]
     for s, st in enumerate(case.storages):
         out.append(f"storage {s} {WB_DTYPE[st.dtype]} {len(st.data)} "
@@ -869,15 +892,25 @@ def first_difference(replayed, eager):
     return "the number of lines differs"
 
 
-def check_case(spec, d, why):
-    """Invariants of the written case."""
+def check_case(case, spec, d, why, lines):
+    """Invariants of the written case: the values fit the spec, and the
+    driver can make each of them before the call."""
     assert len(d.values) == spec_value_count(spec), "values do not fit spec"
     new = {k for k, v in enumerate(d.values) if v.kind == "new"}
     for k, v in enumerate(d.values):
         if v.kind == "of":
             assert v.ref in new, f"value {k} views value {v.ref}, not new"
-        if v.kind in ("view", "input"):
-            assert 0 <= v.ref < len(d.kinds)
+            room, dtype = len(d.values[v.ref].data), d.values[v.ref].dtype
+        elif v.kind == "view":
+            storage = case.storages[case.inputs[v.ref].storage]
+            room, dtype = len(storage.data), storage.dtype
+        else:
+            continue
+        assert v.view.nbytes(itemsize(dtype)) <= room, \
+            f"value {k} does not fit the storage it views"
+    for line in lines:
+        for k in re.findall(r" v(\d+) ", line):
+            assert int(k) in new, f"{line!r}: value {k} is not new"
     if not why:
         assert all(o.kind != "scalar" for o in d.outputs)
 
@@ -981,7 +1014,7 @@ add("inplace", "row_through_view", lambda x: (x[1].mul_(10), None)[1],
     T(3, 2, how="t"))
 
 
-# ---- 2. out= ops --------------------------------------------------------------
+# ---- 2. out= ops ------------------------------------------------------------
 
 # How the out tensor lies: (sizes or None for the result's own, layout);
 # 'small' grows its storage, 'reshape' and 'big' re-view it.
@@ -1070,7 +1103,7 @@ add("out", "into_row_view", lambda o, a: torch.mul(a, 3, out=o[1]),
     T(2, 3), T(3))
 
 
-# ---- 3. every inplace_view op ---------------------------------------------------
+# ---- 3. every inplace_view op -----------------------------------------------
 
 def _rename_and_back(x):
     x.rename_("rows", "cols")
@@ -1108,7 +1141,8 @@ INPLACE_VIEW = [
     ("as_strided_/same", lambda x: x.as_strided_(x.size(), x.stride(),
                                                  x.storage_offset()),
      T(2, 3, how="t"), ()),
-    ("swapdims_", lambda x: x.swapdims_(0, 1), T(2, 3), ("swapdims_.default",)),
+    ("swapdims_", lambda x: x.swapdims_(0, 1), T(2, 3),
+     ("swapdims_.default",)),
     ("swapaxes_/3d", lambda x: x.swapaxes_(0, 2), T(2, 3, 1),
      ("swapaxes_.default",)),
     ("detach_", lambda x: x.detach_(), T(2, 3), ("detach_.default",)),
@@ -1121,7 +1155,7 @@ for name, fn, part, covers in INPLACE_VIEW:
     add("inplace_view", name, fn, part, covers=covers)
 
 
-# ---- 4. set_ and resize_ -------------------------------------------------------
+# ---- 4. set_ and resize_ ----------------------------------------------------
 
 def _set_fresh_then_add(x):
     x.set_(torch.arange(4.0))
@@ -1147,6 +1181,18 @@ def _shrink_and_write(x):
     return x
 
 
+def _grow_tail_out(x):
+    x.resize_(3, 3)
+    x[2].fill_(7)
+    return x[1:]
+
+
+def _set_then_write_source(x, y):
+    x.set_(y)
+    y.add_(1)
+    return x
+
+
 def _grow_from_empty(x):
     x.resize_(3)
     x.fill_(4)
@@ -1169,19 +1215,25 @@ SET_RESIZE = [
     ("set_/fresh_strided", lambda x: x.set_(torch.ones(2, 3).t()), (T(2),)),
     ("set_/fresh_then_add_", _set_fresh_then_add, (T(2),)),
     ("set_/empty", lambda x: x.set_(), (T(2, 2),)),
+    ("set_/then_view_out", lambda x, y: x.set_(y).view(-1), (T(3), T(2, 2))),
+    ("set_/fresh_row_out",
+     lambda x: x.set_(torch.arange(6.0).view(2, 3))[1], (T(2),)),
+    ("set_/then_write_source", _set_then_write_source, (T(2), T(3))),
     ("set_/int64", lambda x, y: x.set_(y), (T(3, dtype=I64), T(2, dtype=I64))),
     ("set_/bool_storage", lambda x, y: x.set_(y.storage(), 0, (2,), (2,)),
      (T(1, dtype=BOOL), T(4, dtype=BOOL))),
     ("resize_/same", lambda x: x.resize_(2, 3), (T(2, 3),)),
     ("resize_/same_then_add_", lambda x: x.resize_(2, 3).add_(1),
      (T(2, 3, how="t"),)),
-    ("resize_/shrink_offset", lambda x: x.resize_(2), (T(2, 2, how="offset"),)),
+    ("resize_/shrink_offset", lambda x: x.resize_(2),
+     (T(2, 2, how="offset"),)),
     ("resize_/restride", lambda x: x.resize_(3, 2), (T(2, 3, how="t"),)),
     ("resize_/shrink_and_write", _shrink_and_write, (T(3, 3),)),
     ("resize_/to_empty", lambda x: x.resize_(0), (T(4),)),
     ("resize_/grow", _grow_and_fill, (T(6),)),
     ("resize_/grow_offset", _grow_and_fill, (T(4, how="offset"),)),
     ("resize_/grow_2d", _grow_by_copy, (T(3),)),
+    ("resize_/grow_alias_out", _grow_tail_out, (T(2, 3),)),
     ("resize_/grow_int64", _grow_and_fill, (T(2, 3, dtype=I64),)),
     ("resize_/grow_from_empty", _grow_from_empty, (T(0),)),
     ("resize_as_/shrink", lambda x, y: x.resize_as_(y), (T(6), T(2, 2))),
@@ -1193,7 +1245,7 @@ for name, fn, parts in SET_RESIZE:
     add("set_resize", name, fn, *parts)
 
 
-# ---- 5. views of inputs ---------------------------------------------------------
+# ---- 5. views of inputs -----------------------------------------------------
 
 VIEWS = [
     ("view", lambda x: x.view(-1), "contig"),
@@ -1242,7 +1294,7 @@ add("views", "int64_select", lambda x: x[:, 0], T(3, 2, dtype=I64))
 add("views", "bool_t", lambda x: x.t(), T(2, 3, dtype=BOOL))
 
 
-# ---- 6. ops that return the input itself ----------------------------------------
+# ---- 6. ops that return the input itself ------------------------------------
 
 RETURNS_SELF = [
     ("contiguous", lambda x: x.contiguous(), T(2, 3)),
@@ -1274,7 +1326,7 @@ for name, fn, *parts in RETURNS_SELF:
     add("returns_self", name, fn, *parts)
 
 
-# ---- 7. multi-output ops --------------------------------------------------------
+# ---- 7. multi-output ops ----------------------------------------------------
 
 def _base_first(x):
     y = x * 2
@@ -1325,7 +1377,7 @@ for name, fn, *parts in MULTI:
     add("multi_output", name, fn, *parts)
 
 
-# ---- 8. several mutations in one call -------------------------------------------
+# ---- 8. several mutations in one call ---------------------------------------
 
 @case("composite", "mul_and_t_", T(2, 2), T(2, 2))
 def _(x, y):
@@ -1417,7 +1469,7 @@ def _(x, y):
     return y.diagonal(), x
 
 
-# ---- 9. inputs on one storage ---------------------------------------------------
+# ---- 9. inputs on one storage -----------------------------------------------
 
 ROWS = ((3, 4), (4, 1), 0, 0)
 LAST_ROWS = ((2, 4), (4, 1), 4, 0)
@@ -1441,6 +1493,16 @@ def _both(x, y):
     y.mul_(3)
 
 
+def _t_first_read_second(x, y):
+    x.t_()
+    return y + 1
+
+
+def _t_mul_first(x, y):
+    x.t_().mul_(2)
+    return y.sum()
+
+
 def _t_first_add_second(x, y):
     x.t_()
     y.add_(1)
@@ -1456,6 +1518,9 @@ SHARED = [
     ("interleaved_both", _both, Shared(8, EVEN, ODD_OWN)),
     ("overlapping_both", _both, Shared(12, ROWS, LAST_ROWS)),
     ("overlapping_both_independent", _both, Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("metadata_in_group", _t_first_read_second, Shared(12, ROWS, LAST_ROWS)),
+    ("data_metadata_in_group", _t_mul_first, Shared(16, ((4, 4), (4, 1), 0, 0),
+                                                    ((2, 4), (4, 1), 8, 0))),
     ("metadata_and_data", _t_first_add_second,
      Shared(12, ROWS, LAST_ROWS_OWN)),
     ("alias_out_of_second", lambda x, y: y.add_(1)[0],
@@ -1472,7 +1537,7 @@ for name, fn, *parts in SHARED:
     add("shared_storage", name, fn, *parts)
 
 
-# ---- 10. calls wrapbake refuses -------------------------------------------------
+# ---- 10. calls wrapbake refuses ---------------------------------------------
 
 def _t_and_add(x, y):
     x.t_()
