@@ -1287,6 +1287,9 @@ Test(tensor, set_releases_the_old_storage_when_last)
     WBT_OK(wb_tensor_new(WBT_F64, WBT_CPU, 1, sz, &src));
     WBT_OK(wb_tensor_set_(t, src));
     cr_assert_eq(log.calls, 1, "the old storage was not freed");
+    cr_assert_eq(wb_tensor_version(t), 1, "t's counter outlives the data "
+                 "of the storage it lived in");
+    cr_assert_eq(wb_tensor_version(src), 0);
     cr_assert_eq(wb_tensor_dtype(t).bits, 64, "set_ kept the old dtype");
     cr_assert_eq(wb_tensor_numel(t), 2);
     wbt_release_last(t);
@@ -1675,6 +1678,10 @@ Test(tensor, dlpack_round_trip_shares_data)
     cr_assert_eq(wbt_at(t, 1, 2), 6.0f);
     cr_assert_eq(buf[2 + 1 + 8], 6.0f);
     wbt_release_last(src);
+    /* The import is a tensor of its own, with a counter of its own, as
+       torch.from_dlpack makes one. */
+    cr_assert_eq(wb_tensor_version(u), 1);
+    cr_assert_eq(wb_tensor_version(t), 0);
 
     /* The original can go first: the import keeps the memory. */
     wbt_release_last(t);
