@@ -3,7 +3,9 @@
 # Run by `make` once per build tree; safe to run again.
 set -eu
 
-packages="libtcc-dev tcc libdlpack-dev libcriterion-dev libyaml-dev pkg-config"
+# python3-torch: the conformance suite runs PyTorch itself (tests/torch).
+packages="build-essential binutils pkg-config libtcc-dev tcc libdlpack-dev
+libcriterion-dev libyaml-dev python3-torch"
 
 missing=""
 for p in $packages; do
