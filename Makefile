@@ -102,7 +102,7 @@ DEPS      := $(BUILD)/.deps-ok
 
 .PHONY: all test test-asan test-tsan test-valgrind bench bench-check install \
         uninstall clean deps golden example fuzz fuzz-run fuzz-replay \
-        tsan-run
+        tsan-run test-torch
 
 all: $(LIB) $(BENCH) $(CLI)
 
@@ -341,9 +341,20 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIE
 	$(TEST_ENV) $(CUDA_EMU_RUN)
 	$(TEST_ENV) sh tests/cli/run.sh $(CLI) $(TIER_SRC)
 	$(TEST_ENV) CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
+	$(TORCH_RUN)
 	$(TEST_ENV) FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(CURDIR)/$(FAKECUDA)) sh tests/bench/run.sh $(BENCH)
 	@$(TEST_ENV) for t in $(FUZZ_TARGETS); do \
 	    $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
+	@$(TEST_HOME_CHECK)
+
+# Conformance with PyTorch itself (tests/torch, docs/conformance.md): the
+# cases gen.py observes in python3-torch, replayed on every tier; skipped,
+# saying so, where python3-torch is missing.
+TORCH_RUN = $(TEST_ENV) CC="$(CC)" CFLAGS="$(OPT)" \
+            sh tests/torch/run.sh $(CLI) $(LIB) $(BUILD)
+test-torch: $(CLI) $(LIB)
+	@$(TEST_SETUP)
+	$(TORCH_RUN)
 	@$(TEST_HOME_CHECK)
 
 test-asan:
@@ -369,7 +380,8 @@ tsan-run: $(CONC)
 # valgrind memcheck, no error and no leak, over programs that
 # need no test framework: the README example, the concurrency tests, the
 # fuzz corpora through the replay binaries (parser, builder, and the
-# differential run on every tier, JIT code included) and the CLI.
+# differential run on every tier, JIT code included), the CLI and the
+# PyTorch conformance driver.
 # The main thread's cache of tensor headers is still reachable at exit when
 # a program does not flush it (the README example); every other kind of
 # leak is an error.
@@ -386,6 +398,12 @@ test-valgrind: $(EXAMPLE) $(FUZZ_REPLAY) $(CLI) $(CONC)
 	$(TEST_ENV) $(VG) $(CLI) check --json tests/cli/specs.txt tests/cli/ops.yaml \
 	    >/dev/null; test $$? -ne 99
 	$(TEST_ENV) $(VG) $(CLI) emit --name decode_step tests/cli/specs.txt >/dev/null
+	@$(TEST_ENV) if [ -x $(BUILD)/torch/driver ]; then \
+	    echo "valgrind torch conformance (interp, tcc)"; \
+	    $(VG) $(BUILD)/torch/driver $(BUILD)/torch/cases.txt interp tcc \
+	        >/dev/null; test $$? -ne 99; \
+	else echo "valgrind torch conformance: skipped, no driver built" \
+	    "(make test builds it where python3-torch is installed)"; fi
 	@$(TEST_HOME_CHECK)
 
 # The benchmark twice: with the graph stand-in keeping a reference to every

@@ -2,14 +2,15 @@
  * driver.c -- replays PyTorch's behaviour, recorded as conformance cases,
  * through wrapbake's wrappers and compares what a caller observes.
  *
- * tests/torch/gen.py runs real ATen ops eagerly and writes one case per op
- * and input layout (docs/conformance.md has the format): the storages and
- * inputs before the call, a wrapbake spec of the op, the values its
+ * tests/torch/gen.py runs real ATen ops eagerly and writes what each call
+ * did as a case (docs/conformance.md has the format): the storages and
+ * inputs before the call, a wrapbake spec of it, the values its
  * functionalized graph returns, and what PyTorch left behind -- where each
  * input lies, its view, how far its version counter moved, its elements,
  * the bytes of each storage, and for each output its storage, view,
  * version counter and elements, or that it is an input itself.  A case
- * marked `refuse` is one wrapbake is known to refuse.
+ * marked `refuse` is one wrapbake is known to refuse: the wrapper cannot
+ * be made or the call fails, and every input is left as it was.
  *
  *   driver CASES [TIER...]   every case on each tier (interp tcc cc)
  *   driver --specs CASES     the specs wrapbake accepts, one a line: the
@@ -57,6 +58,12 @@
 /* A view as text: ndim, two lists of up to 16 numbers, the offset. */
 #define TC_LIST_LEN (WB_MAX_DIMS * 21)
 #define TC_VIEW_LEN (2 * TC_LIST_LEN + 32)
+
+#if defined(__GNUC__)
+#define TC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define TC_PRINTF(f, a)
+#endif
 
 static const DLDevice tc_cpu = {kDLCPU, 0};
 
@@ -200,7 +207,8 @@ typedef struct tc_reader {
 } tc_reader;
 
 /* Reports what is wrong at the current line; returns false. */
-static bool tc_bad(const tc_reader *rd, const char *fmt, ...)
+static TC_PRINTF(2, 3) bool tc_bad(const tc_reader *rd, const char *fmt,
+                                    ...)
 {
     va_list ap;
     fprintf(stderr, "%s:%d: ", rd->file, rd->line);
@@ -429,8 +437,10 @@ static bool tc_read_input(tc_reader *rd, char **f, int n)
     tc_case *c = rd->c;
     tc_input in = {.same = -1};
     int64_t group;
-    if (n < 3 || !tc_next(rd, "input", f[1], c->ninputs))
-        return n >= 3 || tc_bad(rd, "'input' takes 8 fields, or 4 with same");
+    if (n < 3)
+        return tc_bad(rd, "'input' takes 8 fields, or 4 with same");
+    if (!tc_next(rd, "input", f[1], c->ninputs))
+        return false;
     if (strcmp(f[2], "same") == 0) {
         if (!tc_fields(rd, "input I same", n, 4) ||
             !tc_index(rd, "input", f[3], c->ninputs, &in.same))
@@ -464,8 +474,10 @@ static bool tc_read_value(tc_reader *rd, char **f, int n)
     tc_case *c = rd->c;
     tc_value v = {.line = rd->line};
     int64_t nbytes, of;
-    if (n < 3 || !tc_next(rd, "value", f[1], c->nvalues))
-        return n >= 3 || tc_bad(rd, "'value' without its kind");
+    if (n < 3)
+        return tc_bad(rd, "'value' without its kind");
+    if (!tc_next(rd, "value", f[1], c->nvalues))
+        return false;
     if (strcmp(f[2], "new") == 0) {
         v.kind = TC_NEW;
         if (!tc_fields(rd, "value K new", n, 10) ||
@@ -520,6 +532,16 @@ static bool tc_shares(const tc_reader *rd, const char *s, int *out)
     return tc_index(rd, "input", s + 1, rd->c->ninputs, out);
 }
 
+/* An output's number; the spec, parsed later, says how many there are. */
+static bool tc_output_number(const tc_reader *rd, const char *s, int *out)
+{
+    int64_t v;
+    if (!tc_number(rd, "output", s, WB_MAX_OUTPUTS - 1, &v))
+        return false;
+    *out = (int)v;
+    return true;
+}
+
 static bool tc_read_expect(tc_reader *rd, char **f, int n)
 {
     tc_case *c = rd->c;
@@ -546,22 +568,18 @@ static bool tc_read_expect(tc_reader *rd, char **f, int n)
              tc_hex(rd, "bytes", f[3], &e.bytes);
     } else if (strcmp(f[1], "output") == 0 && n > 3 &&
                strcmp(f[3], "is_input") == 0) {
-        int64_t o;
         e.kind = TC_EXPECT_IS_INPUT;
         ok = tc_fields(rd, "expect output O is_input", n, 5) &&
-             tc_number(rd, "output", f[2], WB_MAX_OUTPUTS - 1, &o) &&
+             tc_output_number(rd, f[2], &e.index) &&
              tc_index(rd, "input", f[4], c->ninputs, &e.input);
-        e.index = (int)o;
     } else if (strcmp(f[1], "output") == 0) {
-        int64_t o;
         e.kind = TC_EXPECT_OUTPUT;
         ok = tc_fields(rd, "expect output", n, 10) &&
-             tc_number(rd, "output", f[2], WB_MAX_OUTPUTS - 1, &o) &&
+             tc_output_number(rd, f[2], &e.index) &&
              tc_where_read(rd, f[3], &e.where) &&
              tc_view_read(rd, f + 4, &e.view) &&
              tc_shares(rd, f[8], &e.input) &&
              tc_hex(rd, "bytes", f[9], &e.bytes);
-        e.index = (int)o;
     } else {
         return tc_bad(rd, "'expect %s' is not input, elems, storage or "
                       "output", f[1]);
@@ -584,21 +602,19 @@ static bool tc_read_end(tc_reader *rd, int n)
     if (c->refuse && c->nexpects)
         return tc_bad(rd, "case '%s' is refused but expects something",
                       c->name);
-    int end = rd->line;
     for (int k = 0; k < c->nvalues; k++) {
         const tc_value *v = &c->values[k];
+        tc_reader at = *rd;  /* reports at the value's line */
+        at.line = v->line;
         if (v->kind != TC_OF)
             continue;
-        rd->line = v->line;
         if (v->of >= c->nvalues)
-            return tc_bad(rd, "value %d is a view of value %d, which the "
+            return tc_bad(&at, "value %d is a view of value %d, which the "
                           "case does not have", k, v->of);
         if (c->values[v->of].kind == TC_OF)
-            return tc_bad(rd, "value %d is a view of value %d, itself a "
-                          "view of a value (an intermediate base is not)",
-                          k, v->of);
+            return tc_bad(&at, "value %d is a view of value %d, which is a "
+                          "view itself, not an intermediate base", k, v->of);
     }
-    rd->line = end;
     rd->c = NULL;
     return true;
 }
@@ -725,20 +741,39 @@ typedef struct tc_run {
     char graph_error[TC_MSG];
 } tc_run;
 
-/* Counts a check and reports it when it failed; returns ok. */
-static bool tc_check(const tc_run *r, bool ok, const char *fmt, ...)
+static TC_PRINTF(2, 0) void tc_report(const tc_run *r, const char *fmt,
+                                       va_list ap)
 {
-    va_list ap;
-    tc_checks++;
-    if (ok)
-        return true;
     tc_failed++;
     printf("FAIL case %s tier %s mode %s: ", r->c->name, r->tier,
            tc_mode_names[r->mode]);
-    va_start(ap, fmt);
     vprintf(fmt, ap);
-    va_end(ap);
     putchar('\n');
+}
+
+/* Counts a check and reports it when it failed; returns ok. */
+static TC_PRINTF(3, 4) bool tc_check(const tc_run *r, bool ok,
+                                      const char *fmt, ...)
+{
+    va_list ap;
+    tc_checks++;
+    if (!ok) {
+        va_start(ap, fmt);
+        tc_report(r, fmt, ap);
+        va_end(ap);
+    }
+    return ok;
+}
+
+/* Reports what kept a run from its checks (a case at odds with its spec,
+   the graph stand-in failing): a failed check.  Returns false. */
+static TC_PRINTF(2, 3) bool tc_fail(const tc_run *r, const char *fmt, ...)
+{
+    va_list ap;
+    tc_checks++;
+    va_start(ap, fmt);
+    tc_report(r, fmt, ap);
+    va_end(ap);
     return false;
 }
 
@@ -856,10 +891,9 @@ static bool tc_setup(tc_run *r)
     r->kept = tc_alloc(sizeof *r->kept * (size_t)c->nvalues);
     for (int s = 0; s < c->nstorages; s++) {
         const tc_bytes *b = &c->storages[s].bytes;
-        if (!tc_check(r, wb_storage_new(tc_cpu, b->n, &r->storages[s]) ==
-                             WB_OK,
-                      "storage %d cannot be made: %s", s, wb_last_error()))
-            return false;
+        if (wb_storage_new(tc_cpu, b->n, &r->storages[s]) != WB_OK)
+            return tc_fail(r, "storage %d cannot be made: %s", s,
+                           wb_last_error());
         if (b->n)
             memcpy(wb_storage_data(r->storages[s]), b->p, b->n);
     }
@@ -875,9 +909,9 @@ static bool tc_setup(tc_run *r)
             st = tc_from_view(r->storages[in->storage],
                               c->storages[in->storage].dtype, &in->view,
                               &r->inputs[i]);
-        if (!tc_check(r, st == WB_OK, "input %d cannot be made: %s", i,
-                      wb_last_error()))
-            return false;
+        if (st != WB_OK)
+            return tc_fail(r, "input %d cannot be made: %s", i,
+                           wb_last_error());
         r->before[i] = wb_tensor_version(r->inputs[i]);
     }
     return true;
@@ -1207,9 +1241,11 @@ static void tc_check_shares(const tc_run *r)
         for (int x = 0; x < c->nexpects; x++)
             if (tc_shares_checked(r, &c->expects[x]))
                 was[x] = wb_tensor_version(r->outs[c->expects[x].index]);
-        if (!tc_check(r, tc_bump(r->inputs[i]) == WB_OK, "input %d: its "
-                      "version cannot be bumped: %s", i, wb_last_error()))
+        if (tc_bump(r->inputs[i]) != WB_OK) {
+            tc_fail(r, "input %d: its version cannot be bumped: %s", i,
+                    wb_last_error());
             continue;
+        }
         for (int x = 0; x < c->nexpects; x++) {
             const tc_expect *e = &c->expects[x];
             if (!tc_shares_checked(r, e) || wrong[x] >= 0)
@@ -1226,8 +1262,10 @@ static void tc_check_shares(const tc_run *r)
         char want[32];
         if (!tc_shares_checked(r, e))
             continue;
-        snprintf(want, sizeof want, e->input < 0 ? "its own" : "input %d's",
-                 e->input);
+        if (e->input < 0)
+            snprintf(want, sizeof want, "its own");
+        else
+            snprintf(want, sizeof want, "input %d's", e->input);
         tc_check(r, wrong[x] < 0, "output %d version counter (expected %s, "
                  "got one that %s when input %d's was bumped)", e->index,
                  want, moved[x] ? "moved" : "did not move", wrong[x]);
@@ -1298,52 +1336,70 @@ static wb_status tc_wrapper(const tc_tier *tier, const wb_spec *spec,
     return st;
 }
 
+/* What became of a call. */
+typedef enum tc_outcome {
+    TC_CALLED,   /* it succeeded */
+    TC_REFUSED,  /* wrapbake refused the spec, the wrapper or the call */
+    TC_BROKEN    /* the case or the graph stand-in failed (reported) */
+} tc_outcome;
+
 /* The spec's arity is the case's. */
-static bool tc_check_arity(const tc_run *r, const wb_spec *spec)
+static bool tc_arity_ok(const tc_run *r, const wb_spec *spec)
 {
     const tc_case *c = r->c;
-    return tc_check(r, wb_spec_num_inputs(spec) == c->ninputs, "the spec "
-                    "takes %d inputs, the case has %d",
-                    wb_spec_num_inputs(spec), c->ninputs) &&
-           tc_check(r, wb_spec_num_values(spec) == c->nvalues, "the spec "
-                    "has %d graph values, the case %d",
-                    wb_spec_num_values(spec), c->nvalues);
+    if (wb_spec_num_inputs(spec) != c->ninputs)
+        return tc_fail(r, "the spec takes %d inputs, the case has %d",
+                       wb_spec_num_inputs(spec), c->ninputs);
+    if (wb_spec_num_values(spec) != c->nvalues)
+        return tc_fail(r, "the spec has %d graph values, the case %d",
+                       wb_spec_num_values(spec), c->nvalues);
+    return true;
 }
 
-/* Makes the wrapper and calls it once.  Returns WB_OK, or what refused
-   the call with wrapbake's message in why; *broken when the failure is
-   not wrapbake's doing (reported). */
-static wb_status tc_call(tc_run *r, const tc_tier *tier, char *why,
-                         bool *broken)
+/* Calls w once on the inputs, the outputs into r->outs. */
+static tc_outcome tc_invoke(tc_run *r, wb_wrapper *w, const wb_spec *spec,
+                            char *why)
 {
     const tc_case *c = r->c;
+    wb_arg *args = tc_alloc(sizeof *args * (size_t)c->ninputs);
+    for (int i = 0; i < c->ninputs; i++)
+        args[i].t = r->inputs[i];
+    r->nouts = wb_spec_num_outputs(spec);
+    r->outs = tc_alloc(sizeof *r->outs * (size_t)r->nouts);
+    wb_status st = wb_call(w, args, c->ninputs, r->outs, r->nouts);
+    if (st != WB_OK)
+        snprintf(why, TC_MSG, "%s", wb_last_error());
+    free(args);
+    if (r->graph_error[0]) {
+        tc_fail(r, "%s", r->graph_error);
+        return TC_BROKEN;
+    }
+    /* A refused call may stop before the graph runs. */
+    if (r->calls > 1 || (st == WB_OK && r->calls == 0)) {
+        tc_fail(r, "the graph ran %d times (expected once)", r->calls);
+        return TC_BROKEN;
+    }
+    return st == WB_OK ? TC_CALLED : TC_REFUSED;
+}
+
+/* Parses the spec, makes the wrapper and calls it once; why receives
+   wrapbake's message when it refuses. */
+static tc_outcome tc_call(tc_run *r, const tc_tier *tier, char *why)
+{
     wb_spec *spec = NULL;
     wb_wrapper *w = NULL;
-    wb_status st = WB_ERR_SPEC;
-    *broken = false;
-    if (!tc_spec(c, &spec, why))
-        return st;
-    if (!tc_check_arity(r, spec)) {
-        *broken = true;
-    } else if ((st = tc_wrapper(tier, spec, r, &w, why)) == WB_OK) {
-        wb_arg *args = tc_alloc(sizeof *args * (size_t)c->ninputs);
-        for (int i = 0; i < c->ninputs; i++)
-            args[i].t = r->inputs[i];
-        r->nouts = wb_spec_num_outputs(spec);
-        r->outs = tc_alloc(sizeof *r->outs * (size_t)r->nouts);
-        st = wb_call(w, args, c->ninputs, r->outs, r->nouts);
-        if (st != WB_OK)
-            snprintf(why, TC_MSG, "%s", wb_last_error());
-        free(args);
-        /* A refused call may stop before the graph runs. */
-        *broken = !tc_check(r, r->calls == 1 || (st != WB_OK && !r->calls),
-                            "the graph ran %d times (expected once)",
-                            r->calls) ||
-                  !tc_check(r, !r->graph_error[0], "%s", r->graph_error);
-    }
+    tc_outcome out;
+    if (!tc_spec(r->c, &spec, why))
+        return TC_REFUSED;
+    if (!tc_arity_ok(r, spec))
+        out = TC_BROKEN;
+    else if (tc_wrapper(tier, spec, r, &w, why) != WB_OK)
+        out = TC_REFUSED;
+    else
+        out = tc_invoke(r, w, spec, why);
     wb_wrapper_free(w);
     wb_spec_free(spec);
-    return st;
+    return out;
 }
 
 /* The case on tier in mode; a refusal is printed when `report` (the
@@ -1353,23 +1409,22 @@ static void tc_run_mode(const tc_case *c, const tc_tier *tier, tc_mode mode,
 {
     tc_run r = {.c = c, .tier = tier->name, .mode = mode};
     char why[TC_MSG] = "";
-    bool broken = false;
-    if (tc_setup(&r)) {
-        wb_status st = tc_call(&r, tier, why, &broken);
-        if (broken) {
-            /* reported */
-        } else if (c->refuse) {
-            if (tc_check(&r, st != WB_OK, "expected a refusal (%s), but the "
-                         "call succeeded", c->refuse) && report)
+    tc_outcome out = tc_setup(&r) ? tc_call(&r, tier, why) : TC_BROKEN;
+    if (out == TC_BROKEN) {
+        /* reported */
+    } else if (c->refuse) {
+        if (tc_check(&r, out == TC_REFUSED, "expected a refusal (%s), but "
+                     "the call succeeded", c->refuse)) {
+            if (report)
                 printf("refused %s (%s): %s: wrapbake says: %s\n", c->name,
                        tier->name, c->refuse, why);
             tc_check_unchanged(&r);
-        } else if (tc_check(&r, st == WB_OK, "the call failed: %s: %s",
-                            wb_status_str(st), why)) {
-            for (int x = 0; x < c->nexpects; x++)
-                tc_check_expect(&r, &c->expects[x]);
-            tc_check_shares(&r);
         }
+    } else if (tc_check(&r, out == TC_CALLED, "wrapbake refused the call: "
+                        "%s", why)) {
+        for (int x = 0; x < c->nexpects; x++)
+            tc_check_expect(&r, &c->expects[x]);
+        tc_check_shares(&r);
     }
     tc_release(&r);
     tc_check_leaks(&r);
@@ -1408,22 +1463,30 @@ static void *tc_keep_some(void *arg)
     return NULL;
 }
 
-/* The keepers of every case on tier, a malloc'ed array: on cc, where
-   each costs a run of the system compiler, compiled by one thread a
-   processor; none on interp and aot, which compile nothing. */
+/* How many threads make the keepers of tier: one a processor on cc, where
+   each costs a run of the system compiler; one on tcc, where libtcc
+   compiles under a lock; none on interp and aot, which compile nothing. */
+static int tc_keeper_threads(const tc_tier *tier)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (tier->tier == WB_TIER_TCC)
+        return 1;
+    if (tier->tier != WB_TIER_CC)
+        return 0;
+    return cpus < 1 ? 1 : cpus > TC_MAX_THREADS ? TC_MAX_THREADS : (int)cpus;
+}
+
+/* The keepers of every case on tier, in a malloc'ed array (NULL each when
+   there is nothing to compile). */
 static wb_wrapper **tc_keep_all(const tc_suite *s, const tc_tier *tier)
 {
     tc_keepers k = {.s = s, .tier = tier};
     pthread_t th[TC_MAX_THREADS];
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = cpus < 1 ? 1 : cpus > TC_MAX_THREADS ? TC_MAX_THREADS : (int)cpus;
-    int started = 0;
+    int n = tc_keeper_threads(tier), started = 0;
     k.w = tc_alloc(sizeof *k.w * (size_t)s->ncases);
     atomic_init(&k.next, 0);
-    if (tier->tier != WB_TIER_TCC && tier->tier != WB_TIER_CC)
+    if (n == 0)
         return k.w;
-    if (tier->tier == WB_TIER_TCC)
-        n = 1;  /* libtcc compiles under one lock */
     while (started < n - 1 &&
            pthread_create(&th[started], NULL, tc_keep_some, &k) == 0)
         started++;
@@ -1456,7 +1519,7 @@ static const tc_tier *tc_tier_named(const char *name)
     return NULL;
 }
 
-static int tc_usage(const char *fmt, ...)
+static TC_PRINTF(1, 2) int tc_usage(const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "driver: ");

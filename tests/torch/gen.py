@@ -37,7 +37,9 @@ How the spec is derived follows AOTAutograd's trace-time analysis
   data written; else ``data`` when data was written.
 * An output that *is* an input is returned as that input (``Tensor(a!)``
   when mutated, ``Tensor(a) [is_input]`` otherwise).  One that derives from
-  an input, or lies on an input's storage, is an alias of that input.
+  an input, or lies on an input's storage, is an alias of that input; its
+  graph value is a view of that input, or, where the call moved the input
+  onto another storage or grew it, a view or copy of the storage it lies on.
   Outputs that share a storage no input has form an intermediate alias set;
   the output the others view is marked ``[base]``, otherwise the set gets
   an intermediate base value.  Anything else is a non-alias output.
