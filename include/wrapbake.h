@@ -55,6 +55,7 @@ extern "C" {
 #define WB_MAX_OUTPUTS 1024   /* user-visible outputs of a spec */
 #define WB_MAX_BASES 1024     /* intermediate bases of a spec */
 #define WB_MAX_GUARDS 16      /* guards of a spec */
+#define WB_MAX_TOKENS 16      /* effect tokens of a spec */
 #define WB_MAX_NAME 256       /* bytes of any name in a spec */
 
 /* The version of the library actually linked (may differ from the header). */
@@ -354,8 +355,21 @@ WB_API wb_status wb_spec_add_output(wb_spec *spec, const char *name,
                                     bool requires_grad, uint64_t dynamic_dims,
                                     int *index_out);
 
+/* Deduplicated inputs (AOTAutograd's AOTDedupeWrapper): tensor input
+   `input` is, in every call, the same tensor object as the earlier input
+   `of`, which is kept.  The graph gets the kept inputs only; a call whose
+   two tensors differ fails, naming both, and changes nothing.  A
+   duplicate has no mutation, flag or output of its own: those of the
+   tensor are the kept input's. */
+WB_API wb_status wb_spec_set_duplicate(wb_spec *spec, int input, int of);
+
 /* Graph-level settings. */
 WB_API wb_status wb_spec_set_intermediate_bases(wb_spec *spec, int count);
+/* Effect tokens (AOTAutograd's EffectTokensWrapper): the graph gets count
+   placeholder arguments (NULL tensors) before the others, and returns
+   count values before the others, which the wrapper drops (NULL allowed);
+   0..WB_MAX_TOKENS. */
+WB_API wb_status wb_spec_set_effect_tokens(wb_spec *spec, int count);
 WB_API wb_status wb_spec_set_training(wb_spec *spec, bool training);
 WB_API wb_status wb_spec_set_keep_input_mutations(wb_spec *spec, bool keep);
 /* -1: leave the grad mode as it is after the call; 0 or 1: set it. */
@@ -386,8 +400,12 @@ WB_API wb_status wb_spec_validate(wb_spec *spec);
 WB_API const char *wb_spec_name(const wb_spec *spec);
 WB_API int wb_spec_num_inputs(const wb_spec *spec);
 WB_API int wb_spec_num_outputs(const wb_spec *spec);
-/* N = M + outputs + bases */
+/* The values the graph returns, in this order: the effect tokens, the M
+   updated inputs, the outputs, the intermediate bases. */
 WB_API int wb_spec_num_values(const wb_spec *spec);
+/* The arguments the graph gets, in this order: the effect tokens, then the
+   inputs that are not duplicates of earlier ones. */
+WB_API int wb_spec_num_graph_args(const wb_spec *spec);
        WB_API int wb_spec_num_updated(const wb_spec *spec);  /* M */
        WB_API wb_direction wb_spec_direction(const wb_spec *spec, int input);
 /* The C type of an input: "wb_tensor *", "int64_t", "double", "bool" or

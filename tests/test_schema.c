@@ -908,11 +908,12 @@ Test(schema, extension_rejections_parameters)
         {"f(Tensor(a!) x [bogus]) -> Tensor", 17,
          "parameter 0 'x': unknown attribute 'bogus'; a parameter takes "
          "data, metadata, data_metadata, storage, resize, in_graph, hidden, "
-         "detach, dtype=NAME, ndim=N or device=DEVICE"},
+         "detach, dtype=NAME, ndim=N, device=DEVICE or duplicate=NAME"},
         {"f(Tensor(a!) x [requires_grad]) -> Tensor", 17,
          "parameter 0 'x': unknown attribute 'requires_grad'; a parameter "
          "takes data, metadata, data_metadata, storage, resize, in_graph, "
-         "hidden, detach, dtype=NAME, ndim=N or device=DEVICE"},
+         "hidden, detach, dtype=NAME, ndim=N, device=DEVICE or "
+         "duplicate=NAME"},
         {"f(Tensor(a!) x [data=1]) -> Tensor", 22,
          "parameter 0 'x': attribute 'data' takes no value"},
         {"f(Tensor x [detach=yes]) -> Tensor", 20,
@@ -1021,7 +1022,8 @@ Test(schema, extension_rejections_returns_and_graph)
          "base of alias set 'c'"},
         {"f(Tensor x) -> Tensor with bogus", 28,
          "graph: unknown attribute 'bogus'; the graph takes training, "
-         "keep_input_mutations, inplace_view or grad_at_end=on|off"},
+         "keep_input_mutations, inplace_view, grad_at_end=on|off or "
+         "effect_tokens=N"},
         {"f(Tensor x) -> Tensor with inplace_view, inplace_view", 42,
          "graph: attribute 'inplace_view' is given twice"},
         {"f(Tensor x) -> Tensor with inplace_view=on", 41,

@@ -143,12 +143,17 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
     if (n < 0)
         return wb_rt_callf(e, WB_ERR_GRAPH, "the graph failed with code %d",
                            n);
-    if (n != s->nvalues)
+    char tokens[48] = "";
+    if (s->ntokens)
+        snprintf(tokens, sizeof tokens, "%d effect tokens, ", s->ntokens);
+    if (n != s->ntokens + s->nvalues)
         return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
-                           "expected %d (%d updated inputs, %d outputs, %d "
-                           "intermediate bases)", n, s->nvalues, s->nupdated,
+                           "expected %d (%s%d updated inputs, %d outputs, "
+                           "%d intermediate bases)", n,
+                           s->ntokens + s->nvalues, tokens, s->nupdated,
                            s->noutputs, s->nbases);
-    int i = 0;
+    /* Effect tokens may be NULL (None). */
+    int i = s->ntokens;
     while (i < n - 1 && r[i])
         i++;
     return wb_rt_callf(e, WB_ERR_GRAPH, "the graph returned NULL as value "
@@ -201,6 +206,24 @@ int wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
    that same tensor under another argument, and a resize, which may move its
    storage's bytes, must not share the storage with another mutated input.
    Such calls are refused before the graph runs. */
+/* AOTAutograd's AOTDedupeWrapper: a deduplicated input is, in every call,
+   the tensor it duplicates, which alone the graph gets. */
+int wb_rt_check_dups(const wb_env *e, const wb_arg *args)
+{
+    const wb_spec *s = e->spec;
+    char la[400], lb[400];
+    for (int k = 0; k < s->ndups; k++) {
+        int i = s->dups[k], j = s->inputs[i].dup_of;
+        if (args[i].t != args[j].t)
+            return wb_rt_callf(e, WB_ERR_INVALID, "%s is not the same tensor "
+                               "as %s, which it duplicates; the graph gets "
+                               "that one alone",
+                               wb_rt_input_label(e, i, la, sizeof la),
+                               wb_rt_input_label(e, j, lb, sizeof lb));
+    }
+    return WB_OK;
+}
+
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
 {
     const wb_spec *s = e->spec;
@@ -209,7 +232,9 @@ int wb_rt_check_distinct(const wb_env *e, const wb_arg *args)
         int i = s->reshaped[k];
         const wb_input *in = &s->inputs[i];
         for (int j = 0; j < s->ninputs; j++) {
-            if (j == i || !s->inputs[j].is_tensor)
+            /* A duplicate of i is i's tensor, which the graph gets once. */
+            if (j == i || !s->inputs[j].is_tensor ||
+                s->inputs[j].dup_of == i)
                 continue;
             if (args[j].t == args[i].t)
                 return wb_rt_callf(e, WB_ERR_INVALID, "%s is the same tensor "

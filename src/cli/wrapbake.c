@@ -123,7 +123,16 @@ static void wb_cli_json_failure(const char *name, const char *error)
     fputs("}\n", stdout);
 }
 
-static void wb_cli_json_spec(const wb_schema *sc, const char *why)
+/* Whether parameter i is an input the graph gets back updated: mutated,
+   and not in the graph itself. */
+static bool wb_cli_updated(const wb_schema *sc, int i)
+{
+    wb_mutation m = wb_schema_arg_mutation(sc, i);
+    return m != WB_MUT_NONE && m != WB_MUT_IN_GRAPH;
+}
+
+static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
+                             const char *why)
 {
     FILE *f = stdout;
     int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
@@ -145,6 +154,8 @@ static void wb_cli_json_spec(const wb_schema *sc, const char *why)
         fprintf(f, ", \"dir\": \"%s\", \"ctype\": ",
                 wb_cli_dir_name(wb_schema_arg_dir(sc, i)));
         wb_cli_json_string(f, wb_schema_arg_ctype(sc, i));
+        if (wb_schema_arg_dup_of(sc, i) >= 0)
+            fprintf(f, ", \"duplicate_of\": %d", wb_schema_arg_dup_of(sc, i));
         putc('}', f);
     }
     fputs("], \"returns\": [", f);
@@ -170,7 +181,27 @@ static void wb_cli_json_spec(const wb_schema *sc, const char *why)
         fprintf(f, "%s\"%s\"", first ? "" : ", ", wb_cli_dir_name(d));
         first = false;
     }
-    fputs("]}\n", f);
+    fputc(']', f);
+    if (spec) {
+        /* The graph's side of the call, in order (wrapbake.h). */
+        fprintf(f, ", \"effect_tokens\": %d, \"graph_args\": [",
+                wb_schema_num_tokens(sc));
+        first = true;
+        for (int i = 0; i < nargs; i++)
+            if (wb_schema_arg_dup_of(sc, i) < 0) {
+                fprintf(f, "%s%d", first ? "" : ", ", i);
+                first = false;
+            }
+        fputs("], \"updated\": [", f);
+        first = true;
+        for (int i = 0; i < nargs; i++)
+            if (wb_cli_updated(sc, i)) {
+                fprintf(f, "%s%d", first ? "" : ", ", i);
+                first = false;
+            }
+        fprintf(f, "], \"values\": %d", wb_spec_num_values(spec));
+    }
+    fputs("}\n", f);
 }
 
 static int wb_cli_width(const char *s) { return (int)strlen(s); }
@@ -181,7 +212,7 @@ static bool wb_cli_has_note(const wb_schema *sc, int i)
 {
     return wb_schema_arg_kwonly(sc, i) || wb_schema_arg_default(sc, i) ||
            wb_schema_arg_mutation(sc, i) != WB_MUT_NONE ||
-           wb_schema_arg_flags(sc, i);
+           wb_schema_arg_flags(sc, i) || wb_schema_arg_dup_of(sc, i) >= 0;
 }
 
 /* What a reviewer wants next to an argument: how the wrapper writes it back
@@ -202,6 +233,12 @@ static void wb_cli_print_note(FILE *f, const wb_schema *sc, int i)
     }
     if (flags & WB_INPUT_DETACH) {
         fprintf(f, "%sdetached", sep);
+        sep = ", ";
+    }
+    if (wb_schema_arg_dup_of(sc, i) >= 0) {
+        int j = wb_schema_arg_dup_of(sc, i);
+        fprintf(f, "%sduplicate of arg %d '%s'", sep, j,
+                wb_schema_arg_name(sc, j));
         sep = ", ";
     }
     if (wb_schema_arg_kwonly(sc, i)) {
@@ -270,8 +307,46 @@ static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
 
 /* The block a person reads: the verdict first, then what the wrapper's
    signature will be, one aligned row per argument and per return. */
-static void wb_cli_text_spec(const wb_schema *sc, const char *why,
-                             const wb_cli_entry *en)
+/* What the graph gets and returns, in order (wrapbake.h): its arguments
+   and its values, for a spec that validated. */
+static void wb_cli_text_graph(FILE *f, const wb_schema *sc,
+                              const wb_spec *spec)
+{
+    int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
+    int tokens = wb_schema_num_tokens(sc), updated = 0;
+    const char *sep = "";
+    int nga = wb_spec_num_graph_args(spec);
+    fprintf(f, "  graph      %d arg%s: ", nga, nga == 1 ? "" : "s");
+    if (tokens) {
+        fprintf(f, "%d effect token%s", tokens, tokens == 1 ? "" : "s");
+        sep = ", ";
+    }
+    for (int i = 0; i < nargs; i++) {
+        updated += wb_cli_updated(sc, i);
+        if (wb_schema_arg_dup_of(sc, i) < 0) {
+            fprintf(f, "%s%s", sep, wb_schema_arg_name(sc, i));
+            sep = ", ";
+        }
+    }
+    int values = wb_spec_num_values(spec);
+    fprintf(f, "\n             %d value%s: ", values, values == 1 ? "" : "s");
+    sep = "";
+    if (tokens) {
+        fprintf(f, "%d effect token%s", tokens, tokens == 1 ? "" : "s");
+        sep = ", ";
+    }
+    for (int i = 0; i < nargs; i++)
+        if (wb_cli_updated(sc, i)) {
+            fprintf(f, "%supdated %s", sep, wb_schema_arg_name(sc, i));
+            sep = ", ";
+        }
+    int bases = values - tokens - updated - nret;
+    fprintf(f, "%s%d return%s, %d intermediate base%s\n", sep, nret,
+            nret == 1 ? "" : "s", bases, bases == 1 ? "" : "s");
+}
+
+static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,
+                             const char *why, const wb_cli_entry *en)
 {
     FILE *f = stdout;
     int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
@@ -338,7 +413,10 @@ static void wb_cli_text_spec(const wb_schema *sc, const char *why,
                 wb_schema_arg_name(sc, i));
         first = false;
     }
-    fputs(")\n\n", f);
+    fputs(")\n", f);
+    if (spec)
+        wb_cli_text_graph(f, sc, spec);
+    putc('\n', f);
 }
 
 /* A spec that failed: name is what names it, if anything, and error the
@@ -396,8 +474,8 @@ static void wb_cli_check_entry(const wb_cli_entry *en, bool json,
         return;
     }
     const char *why = wb_schema_unwrappable(sc);
+    wb_spec *spec = NULL;
     if (!why) {
-        wb_spec *spec = NULL;
         if (wb_schema_to_spec(sc, &spec) != WB_OK ||
             wb_spec_validate(spec) != WB_OK) {
             char *msg = wb_cli_located(en, wb_last_error());
@@ -409,17 +487,17 @@ static void wb_cli_check_entry(const wb_cli_entry *en, bool json,
             wb_schema_free(sc);
             return;
         }
-        wb_spec_free(spec);
     }
     if (why)
         counts->unwrappable++;
     else
         counts->wrappable++;
     if (json)
-        wb_cli_json_spec(sc, why);
+        wb_cli_json_spec(sc, spec, why);
     else
-        wb_cli_text_spec(sc, why, en);
+        wb_cli_text_spec(sc, spec, why, en);
     free(full);
+    wb_spec_free(spec);
     wb_schema_free(sc);
 }
 

@@ -489,9 +489,25 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array, int n)
 /* Whether guards, detaches or the before-call hook stand around the call;
    without them one helper sets grad mode, calls the graph and restores
    it. */
+/* Whether the graph gets arguments of its own (ca) rather than the
+   call's: detached ones, effect tokens first, or the kept inputs alone
+   when some are duplicates. */
+static bool wb_emit_own_args(const wb_spec *s)
+{
+    return s->ndetached || s->ndups || s->ntokens;
+}
+
+/* The array the graph writes its values into: r, or rt when effect
+   tokens come before them (r then points past the tokens). */
+static const char *wb_emit_values(const wb_spec *s)
+{
+    return s->ntokens ? "rt" : "r";
+}
+
 static bool wb_emit_call_wrapped(const wb_spec *s)
 {
-    return s->nguards || s->ndetached || s->before_call || s->nhidden;
+    return s->nguards || wb_emit_own_args(s) || s->before_call ||
+           s->nhidden;
 }
 
 /* A data mutation of an input declared with 1 to WB_RT_MAX_ND dimensions
@@ -527,8 +543,15 @@ static bool wb_emit_checks_inline(const wb_emitter *x);
 static void wb_emit_locals(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
-    wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
-                s->nvalues ? s->nvalues : 1);
+    if (s->ntokens) {
+        wb_buf_line(b, "wb_tensor *rt[%d]; /* the graph's values: %d effect "
+                    "tokens, then r's */", s->ntokens + s->nvalues,
+                    s->ntokens);
+        wb_buf_line(b, "wb_tensor **const r = rt + %d;", s->ntokens);
+    } else {
+        wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
+                    s->nvalues ? s->nvalues : 1);
+    }
     if (s->nviews)
         wb_buf_line(b, "wb_tensor *v[%d]; /* views for aliased outputs */",
                     s->nviews);
@@ -536,9 +559,9 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
         if (wb_emit_grows(&s->muts[j]))
             wb_buf_line(b, "wb_rt_grow g%d = {0}; /* growth for input %d */",
                         j, s->muts[j].input);
-    if (s->ndetached)
-        wb_buf_line(b, "wb_arg ca[%d]; /* arguments, some detached */",
-                    s->ninputs);
+    if (wb_emit_own_args(s))
+        wb_buf_line(b, "wb_arg ca[%d]; /* the graph's arguments */",
+                    s->nargs);
     if (s->nhidden)
         wb_buf_line(b, "unsigned long long kept[%d]; /* versions put back "
                     "after the call */", s->nhidden);
@@ -556,7 +579,8 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     /* Failure paths release every non-NULL slot.  Up to 16 stores beat
        the memset libtcc would call for an initializer; longer arrays take
        it. */
-    wb_emit_zero(x, b, "r", s->nvalues ? s->nvalues : 1);
+    wb_emit_zero(x, b, wb_emit_values(s),
+                 s->ntokens + s->nvalues ? s->ntokens + s->nvalues : 1);
     if (s->nviews)
         wb_emit_zero(x, b, "v", s->nviews);
     /* A graph with no user outputs writes none; -Wextra rejects the unused
@@ -725,6 +749,13 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
         wb_emit_run_end(x, b, runs);
         wb_buf_line(b, "    return %s(e, a);", WB_EMIT_NAME(wb_rt_err_inputs));
     }
+    if (s->ndups) {
+        wb_emit_comment(x, b, "/* deduplicated inputs are the tensors they "
+                        "duplicate */");
+        wb_buf_line(b, "if ((st = %s(e, a)) != 0)",
+                    WB_EMIT_NAME(wb_rt_check_dups));
+        wb_buf_line(b, "    return st;");
+    }
     if (s->nreshaped) {
         wb_emit_comment(x, b, "/* inputs whose view or storage changes are "
                         "not passed twice */");
@@ -742,12 +773,47 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
     wb_buf_printf(b, "\n");
 }
 
+/* The graph's own arguments (wb_emit_own_args): the effect tokens, NULL,
+   then the kept inputs, copied in runs of consecutive ones. */
+static void wb_emit_graph_args(wb_emitter *x, wb_buf *b)
+{
+    const wb_spec *s = x->s;
+    char f1[24], f2[24];
+    if (!wb_emit_own_args(s))
+        return;
+    for (int k = 0; k < s->ntokens; k++)
+        wb_buf_line(b, "ca[%d].t = 0; /* effect token %d */", k, k);
+    if (s->nargs == s->ntokens + s->ninputs && s->ninputs) {
+        wb_buf_line(b, "%s(%s, a, sizeof *a * %d);", WB_EMIT_NAME(memcpy),
+                    wb_emit_from(f1, "ca", s->ntokens), s->ninputs);
+        return;
+    }
+    for (int i = 0, n; i < s->ninputs; i += n) {
+        for (n = 0; i + n < s->ninputs && s->arg_at[i + n] >= 0; n++)
+            ;
+        if (n == 0) {
+            wb_emit_at(x, wb_emit_input_line(i));
+            wb_emit_comment(x, b, "/* %s: the same tensor as input %d, "
+                            "not passed again */", wb_emit_in_desc(x, i),
+                            s->inputs[i].dup_of);
+            n = 1;
+        } else if (n == 1) {
+            wb_buf_line(b, "ca[%d] = a[%d];", s->arg_at[i], i);
+        } else {
+            wb_buf_line(b, "%s(%s, %s, sizeof *a * %d);",
+                        WB_EMIT_NAME(memcpy),
+                        wb_emit_from(f1, "ca", s->arg_at[i]),
+                        wb_emit_from(f2, "a", i), n);
+        }
+    }
+}
+
 /* Bumps, guards, grad mode, detaches, the before-call hook and the call,
    with a ladder of labels that undoes exactly what was done. */
 static void wb_emit_call(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
-    const char *args = s->ndetached ? "ca" : "a";
+    const char *args = wb_emit_own_args(s) ? "ca" : "a";
     const char *bail = s->nbumped ? "goto unbump" : "return st";
     for (int k = 0; k < s->nbumped; k++) {
         int i = s->bumped[k];
@@ -768,13 +834,12 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     }
     wb_buf_line(b, "grad = %s(%d);", WB_EMIT_NAME(wb_rt_grad_swap),
                 s->training ? 1 : 0);
-    if (s->ndetached)
-        wb_buf_line(b, "%s(ca, a, sizeof ca);", WB_EMIT_NAME(memcpy));
+    wb_emit_graph_args(x, b);
     for (int d = 0; d < s->ndetached; d++) {
         int i = s->detached[d];
         wb_emit_at(x, wb_emit_input_line(i));
         wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, &ca[%d])) != 0)",
-                    WB_EMIT_NAME(wb_rt_detach), i, i, i);
+                    WB_EMIT_NAME(wb_rt_detach), i, i, s->arg_at[i]);
         wb_buf_line(b, "    goto undetach%d;", d);
     }
     if (s->before_call) {
@@ -785,8 +850,8 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     for (int k = 0; k < s->nhidden; k++)
         wb_buf_line(b, "kept[%d] = %s(a[%d].t); /* hidden from autograd */",
                     k, WB_EMIT_NAME(wb_rt_version_get), s->hidden[k]);
-    wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, r, %d);", args,
-                s->ninputs, s->nvalues);
+    wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, %s, %d);", args,
+                s->nargs, wb_emit_values(s), s->ntokens + s->nvalues);
     for (int k = 0; k < s->nhidden; k++)
         wb_buf_line(b, "%s(a[%d].t, kept[%d]);",
                     WB_EMIT_NAME(wb_rt_version_put), s->hidden[k], k);
@@ -795,7 +860,7 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
             wb_buf_printf(b, "undetach%d:\n", d);
         if (d > 0)
             wb_buf_line(b, "%s(ca[%d].t);", WB_EMIT_NAME(wb_tensor_release),
-                        s->detached[d - 1]);
+                        s->arg_at[s->detached[d - 1]]);
     }
     wb_buf_line(b, "%s(grad);", WB_EMIT_NAME(wb_rt_grad_set));
     for (int g = s->nguards - 1; g >= 0; g--) {
@@ -889,8 +954,8 @@ static bool wb_emit_ends_plain(const wb_spec *s)
     const wb_spec_out *d = s->noutputs ? &s->outs[s->noutputs - 1] : NULL;
     return d &&
            wb_gen_steps.out[d->kind].commit_end.args != WB_GEN_ARGS_none &&
-           !d->requires_grad && !d->dyn &&
-           !s->nbases && s->grad_at_end < 0 && !s->device_copies;
+           !d->requires_grad && !d->dyn && !s->nbases && !s->ntokens &&
+           s->grad_at_end < 0 && !s->device_copies;
 }
 
 /* Output k, from v[vi] when it is a view: its row's commit, or the
@@ -1015,11 +1080,12 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                                  : WB_EMIT_NAME(wb_rt_call_nograd),
                      s->ninputs, s->nvalues, s->nvalues);
     else
-        wb_emit_term(x, b, &k, "n != %d", s->nvalues);
+        wb_emit_term(x, b, &k, "n != %d", s->ntokens + s->nvalues);
     for (int i = 0; i < s->nvalues; i++)
         wb_emit_term(x, b, &k, "!r[%d]", i);
     wb_buf_printf(b, ") {\n");
-    wb_buf_line(b, "    st = %s(e, n, r);", WB_EMIT_NAME(wb_rt_err_values));
+    wb_buf_line(b, "    st = %s(e, n, %s);", WB_EMIT_NAME(wb_rt_err_values),
+                wb_emit_values(s));
     wb_buf_line(b, "    goto fail;");
     wb_buf_line(b, "}");
     for (int j = 0, n; j < s->nupdated; j += n) {
@@ -1136,6 +1202,11 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "%s(r + %d, %d);", WB_EMIT_NAME(wb_rt_release_all),
                     s->nupdated + s->noutputs, s->nbases);
     }
+    if (s->ntokens) {
+        wb_emit_at(x, 1);
+        wb_buf_line(b, "%s(rt, %d); /* the effect tokens are dropped */",
+                    WB_EMIT_NAME(wb_rt_release_all), s->ntokens);
+    }
     if (s->grad_at_end >= 0) {
         wb_emit_at(x, 1);
         wb_buf_line(b, "%s(%d); /* grad mode at the end */",
@@ -1160,7 +1231,8 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
                     "their version bumps stand */");
     wb_buf_printf(b, "fail:\n");
     const char *release = WB_EMIT_NAME(wb_rt_release_all);
-    wb_buf_line(b, "%s(r, %d);", release, s->nvalues);
+    wb_buf_line(b, "%s(%s, %d);", release, wb_emit_values(s),
+                s->ntokens + s->nvalues);
     if (s->nviews)
         wb_buf_line(b, "%s(v, %d);", release, s->nviews);
     for (int j = 0; j < s->nupdated; j++)

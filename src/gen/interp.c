@@ -56,7 +56,7 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
                    wb_tensor **outs, int nouts)
 {
     const wb_spec *s = e->spec;
-    const int N = s->nvalues, M = s->nupdated;
+    const int N = s->nvalues, M = s->nupdated, T = s->ntokens;
     wb_status st = WB_OK;
     int i, g, nd = 0, n = 0, grad;
 
@@ -71,15 +71,22 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
         if ((st = wb_rt_check_input(e, x, args[x].t)) != WB_OK)
             return st;
     }
+    if (s->ndups && (st = wb_rt_check_dups(e, args)) != WB_OK)
+        return st;
     if (s->nreshaped && (st = wb_rt_check_distinct(e, args)) != WB_OK)
         return st;
     if (s->first_call && (st = wb_rt_first_call(e)) != WB_OK)
         return st;
 
-    wb_tensor *r[N + 1];
+    /* The graph's values: the effect tokens, then the M updated inputs,
+       the outputs and the intermediate bases, which r starts at. */
+    wb_tensor *rt[T + N + 1], **r = rt + T;
     wb_tensor *views[s->nviews + 1];
     wb_rt_grow grows[M + 1];
-    wb_arg dargs[s->ndetached ? nargs : 1];
+    /* The graph's arguments: the effect tokens, then the kept inputs, the
+       detached ones detached. */
+    bool own_args = s->ndetached || s->ndups || T;
+    wb_arg gargs[own_args ? s->nargs : 1];
     unsigned long long kept[s->nhidden + 1];
     const wb_arg *cargs = args;
 
@@ -92,29 +99,35 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
         if ((st = wb_rt_guard_enter(e, g)) != WB_OK)
             goto leave_guards;
     grad = wb_rt_grad_swap(s->training);
-    if (s->ndetached) {
-        memcpy(dargs, args, sizeof *args * (size_t)nargs);
-        cargs = dargs;
+    if (own_args) {
+        for (i = 0; i < T; i++)
+            gargs[i].t = NULL;
+        for (i = 0; i < nargs; i++)
+            if (s->arg_at[i] >= 0)
+                gargs[s->arg_at[i]] = args[i];
+        cargs = gargs;
         for (; nd < s->ndetached; nd++) {
             int x = s->detached[nd];
-            if ((st = wb_rt_detach(e, x, args[x].t, &dargs[x])) != WB_OK)
+            if ((st = wb_rt_detach(e, x, args[x].t,
+                                   &gargs[s->arg_at[x]])) != WB_OK)
                 goto undetach;
         }
     }
     if (s->before_call && (st = wb_rt_before_call(e)) != WB_OK)
         goto undetach;
-    for (i = 0; i < N; i++)
-        r[i] = NULL;
+    for (i = 0; i < T + N; i++)
+        rt[i] = NULL;
     /* In-graph mutations hidden from autograd: whatever the graph does to
        their versions is undone. */
     for (i = 0; i < s->nhidden; i++)
         kept[i] = wb_rt_version_get(args[s->hidden[i]].t);
-    n = e->graph(e->graph_ctx, cargs, nargs, r, N);
+    n = e->graph(e->graph_ctx, cargs, own_args ? s->nargs : nargs, rt,
+                 T + N);
     for (i = 0; i < s->nhidden; i++)
         wb_rt_version_put(args[s->hidden[i]].t, kept[i]);
 undetach:
     while (nd-- > 0)
-        wb_tensor_release(dargs[s->detached[nd]].t);
+        wb_tensor_release(gargs[s->arg_at[s->detached[nd]]].t);
     wb_rt_grad_set(grad);
 leave_guards:
     while (g-- > 0)
@@ -127,10 +140,10 @@ leave_guards:
         grows[i] = (wb_rt_grow){NULL, 0, NULL};
     for (i = 0; i < s->nviews; i++)
         views[i] = NULL;
-    for (i = 0; n == N && i < N && r[i]; i++)
+    for (i = 0; n == T + N && i < N && r[i]; i++)
         ;
-    if (n != N || i < N) {
-        st = wb_rt_err_values(e, n, r);
+    if (n != T + N || i < N) {
+        st = wb_rt_err_values(e, n, rt);
         goto fail;
     }
     for (i = 0; i < M; i++) {
@@ -181,6 +194,8 @@ leave_guards:
     /* The intermediate bases are not returned. */
     if (s->nbases)
         wb_rt_release_all(r + M + s->noutputs, s->nbases);
+    /* Nor are the effect tokens. */
+    wb_rt_release_all(rt, T);
     if (s->grad_at_end >= 0)
         wb_rt_grad_set(s->grad_at_end);
     return s->device_copies ? wb_rt_flush(e, outs, s->noutputs) : WB_OK;
@@ -188,7 +203,7 @@ leave_guards:
     /* After the graph ran, its in-graph writes stand, and so do their
        version bumps. */
 fail:
-    wb_rt_release_all(r, N);
+    wb_rt_release_all(rt, T + N);
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)
         wb_rt_grow_free(&grows[i]);

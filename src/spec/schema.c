@@ -122,6 +122,7 @@ typedef struct wb_schema_arg {
     DLDataType dtype;
     int ndim;
     DLDevice device;       /* device_type 0: not declared */
+    int dup_of;            /* the earlier parameter it duplicates, or -1 */
     unsigned seen;         /* attributes given, a bit each */
     const char *mut_attr;  /* the mutation attribute given, or NULL */
     size_t mut_pos, hidden_pos, detach_pos;
@@ -180,6 +181,7 @@ struct wb_schema {
     bool keep_input_mutations;
     bool inplace_view;
     int grad_at_end;
+    int ntokens;           /* effect tokens */
     unsigned graph_seen;
     char *unwrappable;     /* why it cannot be wrapped, or NULL */
 };
@@ -942,14 +944,14 @@ static wb_status wb_schema_attr_common(const wb_schema_parser *p,
 
 static const char *const wb_schema_param_attrs[] = {
     "data", "metadata", "data_metadata", "storage", "resize", "in_graph",
-    "hidden", "detach", "dtype", "ndim", "device",
+    "hidden", "detach", "dtype", "ndim", "device", "duplicate",
 };
 static const wb_mutation wb_schema_param_muts[] = {
     WB_MUT_DATA, WB_MUT_METADATA, WB_MUT_DATA_METADATA, WB_MUT_STORAGE,
     WB_MUT_RESIZE, WB_MUT_IN_GRAPH,
 };
 enum { WB_SCHEMA_PA_HIDDEN = 6, WB_SCHEMA_PA_DETACH, WB_SCHEMA_PA_DTYPE,
-       WB_SCHEMA_PA_NDIM, WB_SCHEMA_PA_DEVICE };
+       WB_SCHEMA_PA_NDIM, WB_SCHEMA_PA_DEVICE, WB_SCHEMA_PA_DUPLICATE };
 
 /* DLPack 0.8 brought a code for bool; before it, bool travels as uint8, as
    PyTorch exported it then. */
@@ -982,9 +984,10 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
         p, a, who, "a parameter", wb_schema_param_attrs,
         WB_SCHEMA_COUNT(wb_schema_param_attrs),
         (1u << WB_SCHEMA_PA_DTYPE) | (1u << WB_SCHEMA_PA_NDIM) |
-            (1u << WB_SCHEMA_PA_DEVICE), &arg->seen,
+            (1u << WB_SCHEMA_PA_DEVICE) | (1u << WB_SCHEMA_PA_DUPLICATE),
+        &arg->seen,
         "data, metadata, data_metadata, storage, resize, in_graph, hidden, "
-        "detach, dtype=NAME, ndim=N or device=DEVICE", &k);
+        "detach, dtype=NAME, ndim=N, device=DEVICE or duplicate=NAME", &k);
     if (st != WB_OK)
         return st;
     wb_spec_print_name(arg->type.text, ty, sizeof ty);
@@ -1022,6 +1025,16 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
         arg->flags |= WB_INPUT_DETACH;
         arg->detach_pos = a->pos;
         return WB_OK;
+    case WB_SCHEMA_PA_DUPLICATE:
+        if (a->vkind == WB_SCHEMA_V_IDENT)
+            for (int j = 0; j < i; j++)
+                if (wb_schema_is_word(p->text + a->vpos, a->vlen,
+                                      p->sc->args[j].name)) {
+                    arg->dup_of = j;
+                    return WB_OK;
+                }
+        return wb_schema_fail_at(p, a->vpos, "%s: duplicate takes the name "
+                                 "of an earlier parameter", who);
     case WB_SCHEMA_PA_DTYPE:
         if (a->vkind == WB_SCHEMA_V_IDENT)
             for (int d = 0; d < WB_SCHEMA_COUNT(wb_schema_dtypes); d++)
@@ -1134,9 +1147,10 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
 
 static const char *const wb_schema_graph_attrs[] = {
     "training", "keep_input_mutations", "grad_at_end", "inplace_view",
+    "effect_tokens",
 };
 enum { WB_SCHEMA_GA_TRAINING, WB_SCHEMA_GA_KEEP, WB_SCHEMA_GA_GRAD,
-       WB_SCHEMA_GA_INPLACE_VIEW };
+       WB_SCHEMA_GA_INPLACE_VIEW, WB_SCHEMA_GA_TOKENS };
 
 static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
                                       const wb_schema_attr *a)
@@ -1145,9 +1159,10 @@ static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
     int i;
     wb_status st = wb_schema_attr_common(
         p, a, "graph", "the graph", wb_schema_graph_attrs,
-        WB_SCHEMA_COUNT(wb_schema_graph_attrs), 1u << WB_SCHEMA_GA_GRAD,
-        &sc->graph_seen, "training, keep_input_mutations, inplace_view or "
-        "grad_at_end=on|off", &i);
+        WB_SCHEMA_COUNT(wb_schema_graph_attrs),
+        (1u << WB_SCHEMA_GA_GRAD) | (1u << WB_SCHEMA_GA_TOKENS),
+        &sc->graph_seen, "training, keep_input_mutations, inplace_view, "
+        "grad_at_end=on|off or effect_tokens=N", &i);
     if (st != WB_OK)
         return st;
     if (i == WB_SCHEMA_GA_TRAINING) {
@@ -1156,6 +1171,12 @@ static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
         sc->keep_input_mutations = true;
     } else if (i == WB_SCHEMA_GA_INPLACE_VIEW) {
         sc->inplace_view = true;
+    } else if (i == WB_SCHEMA_GA_TOKENS) {
+        if (a->vkind != WB_SCHEMA_V_INTS || a->nints != 1 ||
+            a->first > WB_MAX_TOKENS)
+            return wb_schema_fail_at(p, a->vpos, "graph: effect_tokens takes "
+                                     "one number 0..%d", WB_MAX_TOKENS);
+        sc->ntokens = (int)a->first;
     } else {
         bool on = a->vkind == WB_SCHEMA_V_IDENT &&
                   wb_schema_is_word(p->text + a->vpos, a->vlen, "on");
@@ -1235,7 +1256,7 @@ static wb_status wb_schema_parse_param(wb_schema_parser *p)
         return st;
     int i = sc->nargs++;
     wb_schema_arg *a = &sc->args[i];
-    *a = (wb_schema_arg){.kwonly = p->kwonly, .ndim = -1,
+    *a = (wb_schema_arg){.kwonly = p->kwonly, .ndim = -1, .dup_of = -1,
                          .mut_pos = WB_SCHEMA_NOPOS,
                          .hidden_pos = WB_SCHEMA_NOPOS,
                          .detach_pos = WB_SCHEMA_NOPOS};
@@ -1947,6 +1968,17 @@ unsigned wb_schema_arg_flags(const wb_schema *sc, int i)
     return a ? a->flags : 0;
 }
 
+int wb_schema_arg_dup_of(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    return a ? a->dup_of : -1;
+}
+
+int wb_schema_num_tokens(const wb_schema *sc)
+{
+    return sc ? sc->ntokens : 0;
+}
+
 wb_direction wb_schema_arg_dir(const wb_schema *sc, int i)
 {
     const wb_schema_arg *a = wb_schema_get_arg(sc, i);
@@ -2082,6 +2114,8 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
         if (a->kwonly && a->type.write)
             flags |= WB_INPUT_OUT;
         st = wb_spec_add_tensor(s, a->name, a->mutation, flags, NULL);
+        if (st == WB_OK && a->dup_of >= 0)
+            st = wb_spec_set_duplicate(s, i, a->dup_of);
         if (st == WB_OK && (a->dtype.bits != 0 || a->ndim >= 0))
             st = wb_spec_declare_input(s, i, a->dtype, a->ndim);
         if (st == WB_OK && a->device.device_type)
@@ -2100,6 +2134,8 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
         st = wb_spec_set_keep_input_mutations(s, sc->keep_input_mutations);
     if (st == WB_OK)
         st = wb_spec_set_grad_mode_at_end(s, sc->grad_at_end);
+    if (st == WB_OK)
+        st = wb_spec_set_effect_tokens(s, sc->ntokens);
     if (st != WB_OK) {
         wb_spec_free(s);
         return st;

@@ -63,6 +63,10 @@ const char *wb_schema_arg_default(const wb_schema *sc, int i);
    flags from the extension. */
 wb_mutation wb_schema_arg_mutation(const wb_schema *sc, int i);
 unsigned wb_schema_arg_flags(const wb_schema *sc, int i);
+/* The earlier parameter it duplicates ([duplicate=NAME]), or -1. */
+int wb_schema_arg_dup_of(const wb_schema *sc, int i);
+/* The graph's effect tokens (with effect_tokens=N). */
+int wb_schema_num_tokens(const wb_schema *sc);
 /* Whether the parameter comes after the keyword-only marker '*'. */
 bool wb_schema_arg_kwonly(const wb_schema *sc, int i);
 

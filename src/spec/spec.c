@@ -154,6 +154,8 @@ static void wb_spec_forget(wb_spec *s)
     free(s->declared);
     free(s->bumped);
     free(s->hidden);
+    free(s->arg_at);
+    free(s->dups);
     free(s->detached);
     free(s->muts);
     free(s->reshaped);
@@ -161,6 +163,7 @@ static void wb_spec_forget(wb_spec *s)
     free(s->dirs);
     free(s->signature);
     s->tensor_inputs = s->declared = s->bumped = s->hidden = NULL;
+    s->arg_at = s->dups = NULL;
     s->detached = NULL;
     s->muts = NULL;
     s->reshaped = NULL;
@@ -223,7 +226,7 @@ wb_status wb_spec_add_tensor(wb_spec *s, const char *name,
                              int *index_out)
 {
     wb_input in = {.is_tensor = true, .mutation = mutation, .flags = flags,
-                   .ndim = -1};
+                   .ndim = -1, .dup_of = -1};
     if (!s)
         return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_tensor: spec is NULL");
     if ((unsigned)mutation > WB_MUT_IN_GRAPH)
@@ -239,7 +242,8 @@ wb_status wb_spec_add_tensor(wb_spec *s, const char *name,
 wb_status wb_spec_add_scalar(wb_spec *s, const char *name,
                              wb_scalar_type type, int *index_out)
 {
-    wb_input in = {.is_tensor = false, .scalar = type, .ndim = -1};
+    wb_input in = {.is_tensor = false, .scalar = type, .ndim = -1,
+                   .dup_of = -1};
     if (!s)
         return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_scalar: spec is NULL");
     if (type < WB_SCALAR_INT || type > WB_SCALAR_OPAQUE)
@@ -313,6 +317,33 @@ wb_status wb_spec_add_output(wb_spec *s, const char *name, wb_alias kind,
     if (index_out)
         *index_out = s->noutputs;
     s->noutputs++;
+    return WB_OK;
+}
+
+wb_status wb_spec_set_duplicate(wb_spec *s, int input, int of)
+{
+    if (!s || input < 0 || input >= s->ninputs)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_duplicate: no input "
+                          "%d", input);
+    if (of < -1 || of >= input)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: the input it duplicates, "
+                          "%d, is not an earlier one (0..%d, or -1 for "
+                          "none)", input, of, input - 1);
+    wb_spec_forget(s);
+    s->inputs[input].dup_of = of;
+    return WB_OK;
+}
+
+wb_status wb_spec_set_effect_tokens(wb_spec *s, int count)
+{
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_effect_tokens: "
+                          "spec is NULL");
+    if (count < 0 || count > WB_MAX_TOKENS)
+        return wb_rt_fail(WB_ERR_SPEC, "%d effect tokens is outside 0..%d",
+                          count, WB_MAX_TOKENS);
+    wb_spec_forget(s);
+    s->ntokens = count;
     return WB_OK;
 }
 
@@ -412,6 +443,7 @@ wb_status wb_spec_clone(const wb_spec *src, wb_spec **out)
         return st;
     }
     s->nbases = src->nbases;
+    s->ntokens = src->ntokens;
     s->training = src->training;
     s->keep_input_mutations = src->keep_input_mutations;
     s->grad_at_end = src->grad_at_end;
@@ -458,6 +490,27 @@ static wb_status wb_spec_check_input(const wb_spec *s, int i)
     const wb_input *in = &s->inputs[i];
     char nm[300];
     wb_spec_item_name(in->name, nm, sizeof nm);
+    if (in->dup_of >= 0) {
+        const wb_input *of = &s->inputs[in->dup_of];
+        if (!in->is_tensor || !of->is_tensor)
+            return WB_SPEC_ERR(s, "input %d '%s': duplicates input %d, but "
+                               "only tensor inputs are deduplicated", i, nm,
+                               in->dup_of);
+        if (of->dup_of >= 0)
+            return WB_SPEC_ERR(s, "input %d '%s': duplicates input %d, "
+                               "itself a duplicate of input %d; expected "
+                               "the kept one", i, nm, in->dup_of,
+                               of->dup_of);
+        if ((in->flags | of->flags) & WB_INPUT_OPTIONAL)
+            return WB_SPEC_ERR(s, "input %d '%s': duplicates input %d, but "
+                               "an optional tensor may be NULL", i, nm,
+                               in->dup_of);
+        if (in->mutation != WB_MUT_NONE || in->flags)
+            return WB_SPEC_ERR(s, "input %d '%s': a duplicate of input %d "
+                               "has no mutation or flag of its own; give "
+                               "them to input %d", i, nm, in->dup_of,
+                               in->dup_of);
+    }
     if (!in->is_tensor)
         return WB_OK;
     if ((in->flags & WB_INPUT_HIDDEN) && in->mutation != WB_MUT_IN_GRAPH &&
@@ -520,6 +573,10 @@ static wb_status wb_spec_check_output(const wb_spec *s, int k)
             return WB_SPEC_ERR(s, "output %d '%s': %s base %d is an optional "
                                "tensor, which may be NULL", k, nm, kind,
                                o->base);
+        if (s->inputs[o->base].dup_of >= 0)
+            return WB_SPEC_ERR(s, "output %d '%s': %s base %d duplicates "
+                               "input %d; expected the kept input", k, nm,
+                               kind, o->base, s->inputs[o->base].dup_of);
         if (o->kind == WB_OUT_IS_INPUT && o->requires_grad)
             return WB_SPEC_ERR(s, "output %d '%s': is-input returns the "
                                "caller's own tensor, whose requires-grad it "
@@ -602,13 +659,15 @@ static wb_status wb_spec_alloc_derived(wb_spec *s)
     s->declared = malloc(ni * sizeof(int));
     s->bumped = malloc(ni * sizeof(int));
     s->hidden = malloc(ni * sizeof(int));
+    s->arg_at = malloc(ni * sizeof(int));
+    s->dups = malloc(ni * sizeof(int));
     s->detached = malloc(ni * sizeof(int));
     s->muts = malloc(ni * sizeof *s->muts);
     s->reshaped = malloc(ni * sizeof(int));
     s->dirs = malloc(ni * sizeof *s->dirs);
     s->outs = malloc(no * sizeof *s->outs);
     if (!s->tensor_inputs || !s->declared || !s->bumped || !s->hidden ||
-        !s->detached ||
+        !s->arg_at || !s->dups || !s->detached ||
         !s->muts || !s->reshaped || !s->dirs || !s->outs)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory validating a spec");
     return WB_OK;
@@ -626,12 +685,16 @@ static wb_direction wb_input_direction(const wb_input *in)
 static void wb_spec_derive_inputs(wb_spec *s)
 {
     s->ntensor_inputs = s->ndeclared = s->nbumped = s->nhidden = 0;
-    s->ndetached = 0;
+    s->ndetached = s->ndups = 0;
+    s->nargs = s->ntokens;
     s->nreshaped = 0;
     s->nupdated = 0;
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         s->dirs[i] = wb_input_direction(in);
+        s->arg_at[i] = in->dup_of >= 0 ? -1 : s->nargs++;
+        if (in->dup_of >= 0)
+            s->dups[s->ndups++] = i;
         if (!in->is_tensor || (in->flags & WB_INPUT_OPTIONAL))
             continue;
         s->tensor_inputs[s->ntensor_inputs++] = i;
@@ -745,7 +808,15 @@ fail:
 const char *wb_spec_name(const wb_spec *s) { return s ? s->name : NULL; }
 int wb_spec_num_inputs(const wb_spec *s) { return s ? s->ninputs : -1; }
 int wb_spec_num_outputs(const wb_spec *s) { return s ? s->noutputs : -1; }
-int wb_spec_num_values(const wb_spec *s) { return s && s->valid ? s->nvalues : -1; }
+int wb_spec_num_values(const wb_spec *s)
+{
+    return s && s->valid ? s->ntokens + s->nvalues : -1;
+}
+
+int wb_spec_num_graph_args(const wb_spec *s)
+{
+    return s && s->valid ? s->nargs : -1;
+}
 int wb_spec_num_updated(const wb_spec *s) { return s && s->valid ? s->nupdated : -1; }
 
 wb_direction wb_spec_direction(const wb_spec *s, int i)

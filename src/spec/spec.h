@@ -20,6 +20,7 @@ typedef struct wb_input {
     DLDataType dtype;    /* bits == 0: any dtype */
     int ndim;            /* -1: any ndim */
     DLDevice device;     /* device_type 0: any device */
+    int dup_of;          /* the earlier input it duplicates, or -1 */
 } wb_input;
 
 typedef struct wb_output {
@@ -65,6 +66,7 @@ struct wb_spec {
     wb_output *outputs;
     int noutputs, cap_outputs;
     int nbases;
+    int ntokens;                /* effect tokens */
     bool training;
     bool keep_input_mutations;
     int grad_at_end;            /* -1, 0 or 1 */
@@ -78,8 +80,14 @@ struct wb_spec {
     /* Derived by wb_spec_validate. */
     bool valid;
     bool device_copies;         /* see wb_spec_mut_on_device */
-    int nvalues;                /* N */
+    int nvalues;                /* N = M + outputs + bases, after the
+                                   tokens: the graph returns ntokens + N */
     int nupdated;               /* M */
+    int nargs;                  /* the graph's: tokens, kept inputs */
+    int *arg_at;                /* per input, its graph argument (-1 for
+                                   a duplicate) */
+    int *dups;                  /* inputs that duplicate earlier ones */
+    int ndups;
     int *tensor_inputs;         /* every tensor input, for NULL checks */
     int ntensor_inputs;
     int *declared;              /* tensor inputs with a declared dtype/ndim */

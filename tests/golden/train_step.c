@@ -99,7 +99,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     wb_tensor *r[13]; /* the graph's values */
     wb_tensor *v[5]; /* views for aliased outputs */
     wb_rt_grow g1 = {0}; /* growth for input 4 */
-    wb_arg ca[9]; /* arguments, some detached */
+    wb_arg ca[9]; /* the graph's arguments */
     unsigned long long kept[1]; /* versions put back after the call */
     int n = 0, st = 0, grad;
 
@@ -132,7 +132,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_guard_enter(e, 1)) != 0)
         goto leave1;
     grad = wb_rt_grad_swap(1);
-    memcpy(ca, a, sizeof ca);
+    memcpy(ca, a, sizeof *a * 9);
     if ((st = wb_rt_detach(e, 0, a[0].t, &ca[0])) != 0)
         goto undetach0;
     if ((st = wb_rt_detach(e, 4, a[4].t, &ca[4])) != 0)
