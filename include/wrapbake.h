@@ -429,10 +429,12 @@ typedef union wb_arg {
 } wb_arg;
 
 /*
- * The compiled graph.  It reads args (borrowed) and writes up to nvalues new
- * tensor references into values: the M updated inputs, then the outputs,
- * then the intermediate bases.  It returns how many values it produced, or a
- * negative number on failure.  Whatever non-NULL references it leaves in
+ * The compiled graph.  It reads args (borrowed): the effect tokens (NULL
+ * tensors), then the call's inputs that are not duplicates of earlier ones
+ * (wb_spec_num_graph_args in all).  It writes up to nvalues new tensor
+ * references into values: the effect tokens (which may be NULL), the M
+ * updated inputs, then the outputs, then the intermediate bases.  It
+ * returns how many values it produced, or a negative number on failure.  Whatever non-NULL references it leaves in
  * values, on success or failure, belong to the wrapper from then on.  A view
  * output's value that lies on the storage its base will have after the
  * call's mutations, and whose only reference the graph handed over, is

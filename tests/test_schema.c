@@ -885,6 +885,15 @@ Test(schema, extension_declares_devices)
 Test(schema, extension_rejections_parameters)
 {
     static const tsc_case c[] = {
+        {"f(Tensor x, Tensor y [duplicate=z]) -> Tensor", 33,
+         "parameter 1 'y': duplicate takes the name of an earlier "
+         "parameter"},
+        {"f(Tensor x [duplicate=x]) -> Tensor", 23,
+         "parameter 0 'x': duplicate takes the name of an earlier "
+         "parameter"},
+        {"f(Tensor x, int n [duplicate=x]) -> Tensor", 20,
+         "parameter 1 'n': attribute 'duplicate' applies to a Tensor "
+         "parameter, not to 'int'"},
         {"f(Tensor(a) x [metadata]) -> Tensor", 16,
          "parameter 0 'x': attribute 'metadata' needs a mutable annotation "
          "such as Tensor(a!)"},
@@ -1039,6 +1048,10 @@ Test(schema, extension_rejections_returns_and_graph)
          "graph: grad_at_end takes on or off"},
         {"f(Tensor x) -> Tensor with grad_at_end=1", 40,
          "graph: grad_at_end takes on or off"},
+        {"f(Tensor x) -> Tensor with effect_tokens=17", 42,
+         "graph: effect_tokens takes one number 0..16"},
+        {"f(Tensor x) -> Tensor with effect_tokens=on", 42,
+         "graph: effect_tokens takes one number 0..16"},
     };
     tsc_rejects_all(c, TSC_COUNT(c));
 }

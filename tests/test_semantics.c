@@ -1922,3 +1922,123 @@ Test(semantics, is_input_of_an_unmutated_input_is_the_input_itself)
     }
     wb_spec_free(s);
 }
+
+/* ======================================================================= */
+/* The argument list: deduplicated inputs, effect tokens                    */
+/* ======================================================================= */
+
+/* AOTAutograd's AOTDedupeWrapper: the graph gets the kept inputs alone, and
+   the tensor's mutations and aliases are the kept input's; a call whose
+   duplicate is another tensor fails before anything happens. */
+Test(semantics, deduplicated_inputs_reach_the_graph_once)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("dedup");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_scalar(s, "k", WB_SCALAR_INT, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "z", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_duplicate(s, 2, 0));
+        WBT_OK(wb_spec_add_output(s, "xt", WB_OUT_ALIAS_OF_INPUT, 0, false,
+                                  0, NULL));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_eq(wb_spec_num_graph_args(s), 3);
+        wb_tensor *x = wbt_f32(0, 2, 2, 3), *z = wbt_f32(0, 1, 2);
+        wb_tensor *vb = wbt_f32(10, 1, 6);
+        wb_tensor *v = sem_view(vb, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3},
+                                0);
+        wb_tensor *g = sem_view(vb, 1, (int64_t[]){2}, (int64_t[]){1}, 1);
+        sem_ctx c = {.vals = {v, g}, .nvals = 2, .tensor_args = 0x5};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_tensor *o[1] = {NULL};
+
+        /* Another tensor for the duplicate: refused, nothing touched. */
+        wb_arg bad[4] = {{.t = x}, {.i = 7}, {.t = z}, {.t = z}};
+        WBT_FAILS(wb_call(w, bad, 4, o, 1), WB_ERR_INVALID,
+                  "input 2 'y' is not the same tensor as input 0 'x', which "
+                  "it duplicates");
+        cr_assert_eq(c.calls, 0);
+        cr_assert_eq(wb_tensor_version(x), 0);
+        cr_assert_null(o[0]);
+
+        /* The same tensor twice: the graph sees x, k, z; x is restrided
+           and written once, as the one tensor it is. */
+        wb_arg a[4] = {{.t = x}, {.i = 7}, {.t = x}, {.t = z}};
+        WBT_OK(wb_call(w, a, 4, o, 1));
+        cr_assert_eq(c.nargs, 3);
+        cr_assert_eq(c.args[0].t, x);
+        cr_assert_eq(c.args[1].i, 7);
+        cr_assert_eq(c.args[2].t, z);
+        wbt_assert_view(x, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0);
+        cr_assert_eq(wbt_at(x, 2, 1), 15.0f);
+        cr_assert_eq(wb_tensor_version(x), 2, "as_strided_, then copy_");
+        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(x));
+        cr_assert_eq(wb_tensor_version(o[0]), 2, "x's counter");
+
+        wbt_release_last(o[0]);
+        wbt_release_last(v);
+        wbt_release_last(g);
+        wbt_release_last(vb);
+        wbt_release_last(x);
+        wbt_release_last(z);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
+/* AOTAutograd's EffectTokensWrapper: the graph gets the tokens first
+   (None: NULL tensors) and returns them first; the wrapper drops them. */
+Test(semantics, effect_tokens_come_first_and_are_dropped)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = sem_spec("tokens");
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "y", WB_OUT_NON_ALIAS, -1, false, 0,
+                                  NULL));
+        WBT_OK(wb_spec_set_effect_tokens(s, 2));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_eq(wb_spec_num_graph_args(s), 3);
+        cr_assert_eq(wb_spec_num_values(s), 2 + 1 + 1);
+        wb_tensor *x = wbt_f32(0, 1, 3), *tok = wbt_f32(0, 1, 1);
+        wb_tensor *v = wbt_f32(5, 1, 3), *y = wbt_f32(9, 1, 2);
+        /* A token returned as None (NULL), and one as a tensor. */
+        sem_ctx c = {.vals = {NULL, tok, v, y}, .nvals = 4,
+                     .tensor_args = 0x4};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_tensor *o[1] = {NULL};
+
+        WBT_OK(wb_call(w, a, 1, o, 1));
+        cr_assert_eq(c.nargs, 3);
+        cr_assert_null(c.args[0].t);
+        cr_assert_null(c.args[1].t);
+        cr_assert_eq(c.args[2].t, x);
+        cr_assert_eq(c.nvalues, 4);
+        cr_assert_eq(o[0], y);
+        cr_assert_eq(wbt_at(x, 2), 7.0f);
+        cr_assert_eq(wb_tensor_refcount(tok), 1, "the token was dropped");
+        cr_assert_eq(wb_tensor_refcount(y), 2, "the test's and the output's");
+        wb_tensor_release(o[0]);
+
+        /* The count includes the tokens; a missing value is named with
+           its place after them. */
+        c.nvals = 3;
+        WBT_FAILS(wb_call(w, a, 1, o, 1), WB_ERR_ARITY,
+                  "the graph returned 3 values; expected 4 (2 effect tokens, "
+                  "1 updated inputs, 1 outputs, 0 intermediate bases)");
+        cr_assert_eq(wb_tensor_refcount(tok), 1);
+        cr_assert_eq(wb_tensor_version(x), 1, "the failed call wrote nothing");
+        c.vals[2] = NULL;
+        c.nvals = 4;
+        WBT_FAILS(wb_call(w, a, 1, o, 1), WB_ERR_GRAPH,
+                  "the graph returned NULL as value 2");
+        cr_assert_eq(wb_tensor_refcount(tok), 1);
+
+        wbt_release_last(tok);
+        wbt_release_last(v);
+        wbt_release_last(y);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}

@@ -1164,3 +1164,90 @@ Test(spec, hostile_names_appear_escaped_in_messages)
               strlen(wb_last_error()));
     wb_spec_free(s);
 }
+
+/* ---- deduplicated inputs and effect tokens ----------------------------- */
+
+Test(spec, duplicates_follow_the_dedupe_rules)
+{
+    /* The setter: an earlier input, or -1 to undo. */
+    wb_spec *s = ts_small("d");
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+    WBT_FAILS(wb_spec_set_duplicate(s, 0, 1), WB_ERR_SPEC,
+              "input 0: the input it duplicates, 1, is not an earlier one");
+    WBT_FAILS(wb_spec_set_duplicate(s, 1, 1), WB_ERR_SPEC, "not an earlier");
+    WBT_FAILS(wb_spec_set_duplicate(s, 2, 0), WB_ERR_INVALID, "no input 2");
+    WBT_FAILS(wb_spec_set_duplicate(NULL, 0, 0), WB_ERR_INVALID, "no input");
+    WBT_OK(wb_spec_set_duplicate(s, 1, 0));
+    WBT_OK(wb_spec_validate(s));
+    cr_assert_eq(wb_spec_num_graph_args(s), 1);
+    WBT_OK(wb_spec_set_duplicate(s, 1, -1));
+    WBT_OK(wb_spec_validate(s));
+    cr_assert_eq(wb_spec_num_graph_args(s), 2);
+    wb_spec_free(s);
+
+    /* What validation refuses: a duplicate with a mutation or a flag of
+       its own, of a duplicate, of or as a scalar or an optional tensor,
+       and an output based on a duplicate. */
+    static const struct {
+        wb_mutation mut;
+        unsigned flags;
+        const char *needle;
+    } own[] = {
+        {WB_MUT_DATA, 0, "input 1 'y': a duplicate of input 0 has no "
+                         "mutation or flag of its own; give them to input 0"},
+        {WB_MUT_NONE, WB_INPUT_OPTIONAL,
+         "input 1 'y': duplicates input 0, but an optional tensor may be "
+         "NULL"},
+    };
+    for (size_t k = 0; k < sizeof own / sizeof *own; k++) {
+        s = ts_small("d");
+        WBT_OK(wb_spec_add_tensor(s, "y", own[k].mut, own[k].flags, NULL));
+        WBT_OK(wb_spec_set_duplicate(s, 1, 0));
+        TS_REJECTS(s, own[k].needle);
+        wb_spec_free(s);
+    }
+    s = ts_small("d");
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(s, "z", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_set_duplicate(s, 1, 0));
+    WBT_OK(wb_spec_set_duplicate(s, 2, 1));
+    TS_REJECTS(s, "input 2 'z': duplicates input 1, itself a duplicate of "
+                  "input 0; expected the kept one");
+    wb_spec_free(s);
+    s = ts_small("d");
+    WBT_OK(wb_spec_add_scalar(s, "n", WB_SCALAR_INT, NULL));
+    WBT_OK(wb_spec_set_duplicate(s, 1, 0));
+    TS_REJECTS(s, "input 1 'n': duplicates input 0, but only tensor inputs "
+                  "are deduplicated");
+    wb_spec_free(s);
+    s = ts_small("d");
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_set_duplicate(s, 1, 0));
+    WBT_OK(wb_spec_add_output(s, "v", WB_OUT_ALIAS_OF_INPUT, 1, false, 0,
+                              NULL));
+    TS_REJECTS(s, "output 1 'v': alias-of-input base 1 duplicates input 0; "
+                  "expected the kept input");
+    wb_spec_free(s);
+}
+
+Test(spec, effect_tokens_lead_the_arguments_and_values)
+{
+    wb_spec *s = ts_small("t");
+    WBT_FAILS(wb_spec_set_effect_tokens(s, -1), WB_ERR_SPEC,
+              "-1 effect tokens is outside 0..16");
+    WBT_FAILS(wb_spec_set_effect_tokens(s, WB_MAX_TOKENS + 1), WB_ERR_SPEC,
+              "17 effect tokens is outside 0..16");
+    WBT_FAILS(wb_spec_set_effect_tokens(NULL, 1), WB_ERR_INVALID,
+              "spec is NULL");
+    WBT_OK(wb_spec_set_effect_tokens(s, 3));
+    WBT_OK(wb_spec_validate(s));
+    cr_assert_eq(wb_spec_num_graph_args(s), 3 + 1);
+    cr_assert_eq(wb_spec_num_values(s), 3 + 1);
+    /* A clone keeps them. */
+    wb_spec *c = NULL;
+    WBT_OK(wb_spec_clone(s, &c));
+    WBT_OK(wb_spec_validate(c));
+    cr_assert_eq(wb_spec_num_graph_args(c), 4);
+    wb_spec_free(c);
+    wb_spec_free(s);
+}

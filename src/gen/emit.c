@@ -797,9 +797,9 @@ static void wb_emit_graph_args(wb_emitter *x, wb_buf *b)
                             "not passed again */", wb_emit_in_desc(x, i),
                             s->inputs[i].dup_of);
             n = 1;
-        } else if (n == 1) {
-            wb_buf_line(b, "ca[%d] = a[%d];", s->arg_at[i], i);
         } else {
+            /* memcpy even for one: libtcc copies a union by calling
+               memmove, which the code cannot reach. */
             wb_buf_line(b, "%s(%s, %s, sizeof *a * %d);",
                         WB_EMIT_NAME(memcpy),
                         wb_emit_from(f1, "ca", s->arg_at[i]),

@@ -313,6 +313,17 @@ has check_missing.err 'tests/cli/nosuch.txt: cannot read'
 lines check_missing.out 2
 run check_ok 0 "$wb" check "$tmp/lf.txt"
 has check_ok.out '2 specs: 2 wrappable, 0 not wrappable, 0 failed'
+# The graph's side of a call, in order, as docs/spec-format.md shows it.
+sed -n '/^twice(/p; /^print_(/p' docs/spec-format.md >"$tmp/graph.txt"
+run check_graph 0 "$wb" check "$tmp/graph.txt"
+has check_graph.out "$(sed -n '/^twice  (doc)/,/^```/p' docs/spec-format.md | sed -n 2,3p)" \
+    '  graph      2 args: 1 effect token, x' \
+    '             2 values: 1 effect token, 1 return, 0 intermediate bases' \
+    "             1  y  Tensor      in     wb_tensor *  duplicate of arg 0 'x'"
+run check_graph_json 0 "$wb" check --json "$tmp/graph.txt"
+has check_graph_json.out '"duplicate_of": 0}' \
+    '"effect_tokens": 0, "graph_args": [0, 2], "updated": [0], "values": 2}' \
+    '"effect_tokens": 1, "graph_args": [0], "updated": [], "values": 2}'
 
 # ---- emit ----------------------------------------------------------------
 # A wrapper's source (wb_wrapper_source): the same text as `emit` prints.

@@ -732,9 +732,12 @@ typedef struct tc_run {
     uint64_t *before;       /* their versions before the call */
     wb_tensor **outs;       /* the outputs of the call */
     int nouts;
-    /* The graph stand-in's: how often it ran, the storages of the values
-       it made (a reference each, so that they are compared by pointer
-       while alive), the values it kept, and why it failed. */
+    /* The graph stand-in's: the arguments it gets (the spec's graph
+       arguments: its effect tokens and its inputs that are not
+       duplicates), how often it ran, the storages of the values it made
+       (a reference each, so that they are compared by pointer while
+       alive), the values it kept, and why it failed. */
+    int nargs;
     int calls;
     wb_storage **made;
     wb_tensor **kept;
@@ -808,9 +811,10 @@ static wb_status tc_fresh(DLDataType dtype, const tc_bytes *bytes,
     return st;
 }
 
-/* Makes value k into values[k], as the mode says. */
-static bool tc_make_value(tc_run *r, const wb_arg *args, wb_tensor **values,
-                          int k)
+/* Makes value k into values[k], as the mode says.  `view I` and `input I`
+   name the user's input I, the driver's own object, which is what it
+   passed to the call: the graph's arguments leave duplicates out. */
+static bool tc_make_value(tc_run *r, wb_tensor **values, int k)
 {
     const tc_value *v = &r->c->values[k];
     wb_tensor *t = NULL;
@@ -820,13 +824,13 @@ static bool tc_make_value(tc_run *r, const wb_arg *args, wb_tensor **values,
         st = tc_fresh(v->dtype, &v->bytes, &v->view, &t);
         break;
     case TC_VIEW:
-        st = tc_as_strided(args[v->of].t, &v->view, &t);
+        st = tc_as_strided(r->inputs[v->of], &v->view, &t);
         break;
     case TC_OF:
         st = tc_as_strided(values[v->of], &v->view, &t);
         break;
     case TC_INPUT:
-        t = wb_tensor_retain(args[v->of].t);
+        t = wb_tensor_retain(r->inputs[v->of]);
         break;
     }
     if (st != WB_OK) {
@@ -850,18 +854,20 @@ static int tc_graph(void *ctx, const wb_arg *args, int nargs,
 {
     tc_run *r = ctx;
     const tc_case *c = r->c;
+    (void)args;
     if (++r->calls > 1)
         return -1;
-    if (nargs != c->ninputs || nvalues != c->nvalues) {
+    if (nargs != r->nargs || nvalues != c->nvalues) {
         snprintf(r->graph_error, sizeof r->graph_error,
-                 "the graph got %d arguments and room for %d values",
-                 nargs, nvalues);
+                 "the graph got %d arguments and room for %d values "
+                 "(expected %d and %d)", nargs, nvalues, r->nargs,
+                 c->nvalues);
         return -1;
     }
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < c->nvalues; k++)
             if ((c->values[k].kind == TC_OF) == (pass == 1) &&
-                !tc_make_value(r, args, values, k))
+                !tc_make_value(r, values, k))
                 return -1;
     return c->nvalues;
 }
@@ -1391,6 +1397,7 @@ static tc_outcome tc_call(tc_run *r, const tc_tier *tier, char *why)
     tc_outcome out;
     if (!tc_spec(r->c, &spec, why))
         return TC_REFUSED;
+    r->nargs = wb_spec_num_graph_args(spec);
     if (!tc_arity_ok(r, spec))
         out = TC_BROKEN;
     else if (tc_wrapper(tier, spec, r, &w, why) != WB_OK)

@@ -91,9 +91,6 @@ WB_DTYPE = {F32: "float32", F64: "float64", I64: "int64", I32: "int32",
 # Mutation kinds, as the spec's attributes name them.
 DATA, METADATA, DATA_METADATA = "data", "metadata", "data_metadata"
 STORAGE, RESIZE = "storage", "resize"
-# Kinds that change an input's view or storage: wrapbake refuses a call that
-# passes such an input's tensor object for another input too.
-RESHAPING = (METADATA, DATA_METADATA, STORAGE, RESIZE)
 # Ops that write their argument's sizes and storage, not its elements,
 # though torch 1.13 does not tag them all inplace_view.
 RESIZE_OPS = ("resize_", "resize_as_")
@@ -502,6 +499,8 @@ def storage_value(t):
 
 @dataclass
 class Derivation:
+    kept: list           # per input: the input whose object it is (itself
+                         # when kept, else the one it duplicates)
     kinds: list          # per input: a mutation kind or None
     outputs: list        # Output per output
     values: list         # Value per graph value
@@ -509,6 +508,17 @@ class Derivation:
     @property
     def updated(self):
         return [i for i, kind in enumerate(self.kinds) if kind]
+
+    def is_duplicate(self, i):
+        return self.kept[i] != i
+
+
+def dedupe(inputs):
+    """Per input, the input it keeps, as aot_wrapper_dedupe decides: an
+    argument that `is` an earlier one duplicates the first occurrence of
+    its object, and the graph gets the first occurrences alone."""
+    first = {}
+    return [first.setdefault(id(t), i) for i, t in enumerate(inputs)]
 
 
 def mutation_kind(run, i):
@@ -524,9 +534,10 @@ def mutation_kind(run, i):
     return DATA if written else None
 
 
-def classify_outputs(run):
+def classify_outputs(run, kept):
     """Output per output, and the intermediate alias sets: (members, base
-    output or None) in order of first appearance."""
+    output or None) in order of first appearance.  The input an output is
+    or aliases is a kept one: a duplicate's are its kept input's."""
     after = [storage_key(t) for t in run.inputs]
     outputs, by_storage = [], {}
     for k, o in enumerate(run.outputs):
@@ -536,11 +547,12 @@ def classify_outputs(run):
         same = [i for i, t in enumerate(run.inputs) if o is t]
         origin = run.tracer.origin(o)
         if same:
-            outputs.append(Output("is_input", input=same[0]))
+            outputs.append(Output("is_input", input=kept[same[0]]))
         elif origin:
-            outputs.append(Output("alias", input=min(origin)))
+            outputs.append(Output("alias", input=kept[min(origin)]))
         elif storage_key(o) in after:
-            outputs.append(Output("alias", input=after.index(storage_key(o))))
+            outputs.append(Output("alias",
+                                  input=kept[after.index(storage_key(o))]))
         else:
             outputs.append(None)
             by_storage.setdefault(storage_key(o), []).append(k)
@@ -596,8 +608,14 @@ def updated_value(run, i, kind):
 
 
 def derive(run):
-    kinds = [mutation_kind(run, i) for i in range(len(run.inputs))]
-    outputs, sets = classify_outputs(run)
+    """The spec's facts and the graph's values.  A duplicate has no
+    mutation of its own: every write through it or its kept input is one
+    tensor's, whose combined effect the kept input's kind describes, and
+    the graph returns one updated value for it."""
+    kept = dedupe(run.inputs)
+    kinds = [mutation_kind(run, i) if kept[i] == i else None
+             for i in range(len(run.inputs))]
+    outputs, sets = classify_outputs(run, kept)
     values = [updated_value(run, i, kind)
               for i, kind in enumerate(kinds) if kind]
     first_output = len(values)
@@ -619,7 +637,7 @@ def derive(run):
             values.append(Value("of", ref=set_value[out.aset],
                                 view=View.of(o)))
     values += [storage_value(b) for b in bases]
-    return Derivation(kinds, outputs, values)
+    return Derivation(kept, kinds, outputs, values)
 
 
 # ---------------------------------------------------------------------------
@@ -637,7 +655,9 @@ def spec_text(name, d):
     aliased = {o.input for o in d.outputs if o.input >= 0}
     params = []
     for i, kind in enumerate(d.kinds):
-        if kind:
+        if d.is_duplicate(i):
+            params.append(f"Tensor x{i} [duplicate=x{d.kept[i]}]")
+        elif kind:
             params.append(f"Tensor({names[i]}!) x{i} [{kind}]")
         elif i in aliased:
             params.append(f"Tensor({names[i]}) x{i}")
@@ -683,7 +703,9 @@ BUMPS = {DATA: 1, METADATA: 1, DATA_METADATA: 2, STORAGE: 1}
 
 def version_deltas(case, run, d):
     """DVERSION per input: the epilogue's bumps of every mutated input in
-    its counter group; a set_ bumps only its own input's counter."""
+    its counter group; a set_ bumps only its own input's counter (and so
+    its duplicates', which are that tensor).  A duplicate is in its kept
+    input's group and has no bumps of its own."""
     groups = [x.group for x in case.inputs]
 
     def bumps(j):
@@ -693,7 +715,7 @@ def version_deltas(case, run, d):
         return BUMPS.get(kind, 0)
     return [sum(bumps(j) for j in range(len(groups))
                 if groups[j] == groups[i] and d.kinds[j]
-                and (d.kinds[j] != STORAGE or j == i))
+                and (d.kinds[j] != STORAGE or j == d.kept[i]))
             for i in range(len(groups))]
 
 
@@ -754,17 +776,14 @@ def eager_labels(run, d):
 def refusal(case, d):
     """Why wrapbake refuses the call before mutating anything, or None:
     the checks of src/abi/args.c (distinct tensors) and src/abi/mutate.c
-    (the copies of the write-back)."""
-    roots = [i if x.same is None else x.same
-             for i, x in enumerate(case.inputs)]
+    (the copies of the write-back).  One tensor passed for several inputs
+    is never refused: derive() makes the later ones duplicates of the
+    first, so that no two inputs the spec mutates are one tensor."""
     for k, o in enumerate(d.outputs):
         if o.kind == "scalar":
             return f"output {k} is an int, and wrapbake returns tensors only"
     for i, kind in enumerate(d.kinds):
         for j in range(len(d.kinds)):
-            if kind in RESHAPING and j != i and roots[j] == roots[i]:
-                return (f"input {j} is the same tensor as input {i}, whose "
-                        f"{kind} mutation changes it")
             if (kind == RESIZE and j != i and d.kinds[j]
                     and case.inputs[j].storage == case.inputs[i].storage):
                 return (f"input {j} shares a storage with input {i}, whose "
@@ -1464,16 +1483,6 @@ def _(x, y):
     torch._foreach_add_([x, y], 1)
 
 
-@case("composite", "same_object_twice_data", T(2, 3), Same(0))
-def _(x, y):
-    return x.add_(y)
-
-
-@case("composite", "same_object_read_twice", T(3), Same(0))
-def _(x, y):
-    return x * y, y
-
-
 @case("composite", "mutate_and_alias", T(4), T(2, 2))
 def _(x, y):
     y.view(-1).copy_(x)
@@ -1548,12 +1557,118 @@ for name, fn, *parts in SHARED:
     add("shared_storage", name, fn, *parts)
 
 
-# ---- 10. calls wrapbake refuses ---------------------------------------------
+# ---- 10. one tensor passed for several inputs ------------------------------
+#
+# AOTAutograd's AOTDedupeWrapper: a later argument that is an earlier one's
+# very object is a duplicate of its first occurrence; the graph gets the
+# first occurrences alone, and every write through either name is the kept
+# input's mutation.
 
 def _t_and_add(x, y):
     x.t_()
     return y + 1
 
+
+def _add_then_t_other(a, b):
+    a.add_(1)
+    b.t_()
+
+
+def _data_through_both(a, b):
+    a.add_(1)
+    b.mul_(2)
+
+
+def _three_times(a, b, c):
+    a.add_(b)
+    return c.mul_(a)
+
+
+def _three_times_reshaped(a, b, c):
+    a.unsqueeze_(0)
+    b.add_(c)
+
+
+def _mutated_then_aliased(a, b):
+    a.mul_(2)
+    return b.t(), b[0], a
+
+
+def _t_then_aliased(a, b):
+    a.t_()
+    return b[0], b
+
+
+def _mixed(x, y, x2, z):
+    x.add_(z)
+    y.t_()
+    x2.mul_(y)
+    return y, x2.diagonal(), z + x
+
+
+def _kept_second(y, x, x2):
+    x.mul_(y)
+    x2.unsqueeze_(0)
+    return x2
+
+
+def _two_pairs(x, y, x2, y2):
+    x.add_(1)
+    y2.t_()
+    return x2 + y.sum(), y
+
+
+def _set_to_other(x, y, x2):
+    x.set_(y)
+    return x2
+
+
+def _in_group(x, v, x2):
+    x2.mul_(2)
+    v.add_(1)
+    return x
+
+
+def _neg_then_squeeze(a, b):
+    a.neg_()
+    b.squeeze_()
+
+
+DEDUP = [
+    ("metadata", _t_and_add, (T(2, 3), Same(0))),
+    ("data_metadata", lambda x, y: x.t_().mul_(2), (T(2, 3), Same(0))),
+    ("data_then_metadata_of_other", _add_then_t_other,
+     (T(2, 3, how="slice"), Same(0))),
+    ("storage", lambda x, y: x.set_(torch.zeros(3)), (T(2), Same(0))),
+    ("resize", lambda x, y: x.resize_(4).fill_(0), (T(2), Same(0))),
+    ("data_through_both", _data_through_both, (T(2, 3, how="t"), Same(0))),
+    ("add_self", lambda x, y: x.add_(y), (T(2, 3), Same(0))),
+    ("read_twice", lambda x, y: (x * y, y), (T(3), Same(0))),
+    ("three_times", _three_times, (T(3, how="offset"), Same(0), Same(0))),
+    ("three_times_reshaped", _three_times_reshaped,
+     (T(2, 2, how="step"), Same(0), Same(0))),
+    ("mutated_then_aliased", _mutated_then_aliased, (T(2, 3), Same(0))),
+    ("t_then_aliased", _t_then_aliased, (T(2, 3, how="offset"), Same(0))),
+    ("views_of_both", lambda x, y: (x.t(), y.view(-1), y), (T(2, 3), Same(0))),
+    ("mixed", _mixed, (T(2, 2), T(2, 2, how="t"), Same(0), T(2, 2))),
+    ("kept_second", _kept_second, (T(3), T(3, how="step"), Same(1))),
+    ("two_pairs", _two_pairs, (T(2, 2), T(2, 3), Same(0), Same(1))),
+    ("out_same", lambda x, y, o: torch.mul(x, y, out=o),
+     (T(2, 3), T(2, 3), Same(0))),
+    ("out_grows", lambda o, a, o2: torch.cat([a, a], out=o2),
+     (T(2), T(3), Same(0))),
+    ("set_to_other", _set_to_other, (T(2), T(2, 2), Same(0))),
+    ("in_counter_group", _in_group, (Shared(12, ROWS, LAST_ROWS), Same(0))),
+    ("int64", _neg_then_squeeze, (T(1, 3, dtype=I64), Same(0))),
+    ("bool", lambda x, y: (x.logical_not_(), y.logical_and(x))[1],
+     (T(4, dtype=BOOL), Same(0))),
+]
+
+for name, fn, parts in DEDUP:
+    add("dedup", name, fn, *parts)
+
+
+# ---- 11. calls wrapbake refuses ---------------------------------------------
 
 def _resize_and_add(x, y):
     x.resize_(16).fill_(1)
@@ -1572,13 +1687,6 @@ def _overlap_then_write(x):
 
 
 REFUSED = [
-    ("same_object/metadata", _t_and_add, (T(2, 3), Same(0))),
-    ("same_object/data_metadata", lambda x, y: x.t_().mul_(2),
-     (T(2, 3), Same(0))),
-    ("same_object/storage", lambda x, y: x.set_(torch.zeros(3)),
-     (T(2), Same(0))),
-    ("same_object/resize", lambda x, y: x.resize_(4).fill_(0),
-     (T(2), Same(0))),
     ("resize_shares_storage", _resize_and_add,
      (Shared(12, ROWS, LAST_ROWS),)),
     ("resize_shares_storage_independent", _resize_and_t,
