@@ -31,6 +31,22 @@ static wb_spec *golden_decode_step(void)
     return s;
 }
 
+/* The wrappers that change the argument list: an input passed three
+   times and deduplicated, around a scalar and another tensor, and an
+   effect token.
+   dedup_step(Tensor(a!) x [data_metadata], Tensor y [duplicate=x], int n,
+              Tensor w, Tensor z [duplicate=x]) -> (Tensor(a), Tensor)
+       with effect_tokens=1 */
+static wb_spec *golden_dedup(void)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("dedup_step(Tensor(a!) x [data_metadata], "
+                         "Tensor y [duplicate=x], int n, Tensor w, "
+                         "Tensor z [duplicate=x]) -> (Tensor(a), Tensor) "
+                         "with effect_tokens=1", &s));
+    return s;
+}
+
 /* The benchmark's case E: 5 alias, 3 mut, 20 args. */
 static wb_spec *golden_case_e(void)
 {
@@ -129,6 +145,7 @@ static void golden_check(const char *name, wb_spec *s)
 Test(golden, decode_step) { golden_check("decode_step", golden_decode_step()); }
 Test(golden, case_e) { golden_check("case_E", golden_case_e()); }
 Test(golden, training) { golden_check("train_step", golden_training()); }
+Test(golden, dedup_and_tokens) { golden_check("dedup_step", golden_dedup()); }
 
 /* What the tcc tier compiles of case E: libtcc's branch of every run, the
    #line directives, no banner or step comments. */

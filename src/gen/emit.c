@@ -510,6 +510,13 @@ static bool wb_emit_call_wrapped(const wb_spec *s)
            s->nhidden;
 }
 
+/* Whether a step before the graph call can fail: a guard, a detach or
+   the before-call hook. */
+static bool wb_emit_call_may_fail(const wb_spec *s)
+{
+    return s->nguards || s->ndetached || s->before_call;
+}
+
 /* A data mutation of an input declared with 1 to WB_RT_MAX_ND dimensions
    uses the primitives unrolled for that count: their number, else 0. */
 static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
@@ -545,8 +552,8 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     const wb_spec *s = x->s;
     if (s->ntokens) {
         wb_buf_line(b, "wb_tensor *rt[%d]; /* the graph's values: %d effect "
-                    "tokens, then r's */", s->ntokens + s->nvalues,
-                    s->ntokens);
+                    "token%s, then r's */", s->ntokens + s->nvalues,
+                    s->ntokens, s->ntokens == 1 ? "" : "s");
         wb_buf_line(b, "wb_tensor **const r = rt + %d;", s->ntokens);
     } else {
         wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
@@ -870,8 +877,10 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     }
     if (s->nguards)
         wb_buf_printf(b, "leave0:\n");
-    wb_buf_line(b, "if (st != 0)");
-    wb_buf_line(b, "    %s;", bail);
+    if (wb_emit_call_may_fail(s)) {
+        wb_buf_line(b, "if (st != 0)");
+        wb_buf_line(b, "    %s;", bail);
+    }
     wb_buf_printf(b, "\n");
 }
 
@@ -1245,7 +1254,7 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     /* Only a guard, a detach or the before-call hook can bail out after
        the bumps and before the call; without one the label would be
        unused, which -Wall rejects in ahead-of-time builds. */
-    if (s->nbumped && wb_emit_call_wrapped(s)) {
+    if (s->nbumped && wb_emit_call_may_fail(s)) {
         wb_buf_printf(b, "unbump:\n");
         for (int k = 0; k < s->nbumped; k++)
             wb_buf_line(b, "%s(a[%d].t);", WB_EMIT_NAME(wb_rt_unbump),
