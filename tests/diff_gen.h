@@ -104,6 +104,9 @@ typedef struct diff_spec {
     wb_alias kind[DIFF_MAX_OUT];
     int base[DIFF_MAX_OUT];
     int muts[DIFF_MAX_IN], nmuts;
+    int dup_of[DIFF_MAX_IN];  /* the input it duplicates, or -1 */
+    int arg_at[DIFF_MAX_IN];  /* its graph argument, or -1 */
+    int ntokens, nargs;       /* effect tokens; the graph's arguments */
 } diff_spec;
 
 /* One tier's world: its graph context, its hook log. */
@@ -245,11 +248,19 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
     wb_tensor *bases[4] = {0};
     int v = 0;
     diff_log(w, "G%d", wb_grad_enabled());
-    if (nargs != d->ninputs)
+    if (nargs != d->nargs)
         return -9;
+    for (int k = 0; k < d->ntokens; k++)
+        if (args[k].t)
+            return -10;
+    /* Effect tokens: None, or a tensor the wrapper drops. */
+    for (int k = 0; k < d->ntokens && v < nvalues; k++)
+        values[v++] = diff_below(&r, 2)
+                          ? NULL
+                          : diff_tensor(&r, d->dev, diff_dtypes[0], 1, NULL);
     for (int j = 0; j < d->nmuts && v < nvalues; j++) {
         int i = d->muts[j];
-        const wb_tensor *t = args[i].t;
+        const wb_tensor *t = args[d->arg_at[i]].t;
         DLDataType dt = d->dtype[i];
         if (w->fault == 4 && j == 0)
             dt = dt.bits == 8 ? diff_dtypes[0] : diff_dtypes[3];
@@ -281,7 +292,7 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
         const wb_tensor *base = NULL;
         switch (d->kind[k]) {
         case WB_OUT_ALIAS_OF_INPUT:
-            base = args[d->base[k]].t;
+            base = args[d->arg_at[d->base[k]]].t;
             break;
         case WB_OUT_ALIAS_OF_INTERMEDIATE:
         case WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT:
@@ -340,6 +351,7 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     d->ninputs = 1 + diff_below(r, DIFF_MAX_IN);
     int ntensors = 0;
     for (int i = 0; i < d->ninputs; i++) {
+        d->dup_of[i] = -1;
         if (diff_below(r, 5) == 0) {
             WBD_OK(wb_spec_add_scalar(s, "k", (wb_scalar_type)(1 + diff_below(r, 3)), NULL));
             continue;
@@ -357,10 +369,19 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
             flags |= WB_INPUT_DETACH;
         if (m != WB_MUT_NONE && diff_below(r, 4) == 0)
             flags |= WB_INPUT_OUT;
+        /* An unmutated input may be deduplicated: the same tensor as the
+           last earlier input that is kept. */
+        if (m == WB_MUT_NONE && !flags && diff_below(r, 4) == 0)
+            for (int j = 0; j < i; j++)
+                if (d->is_tensor[j] && d->dup_of[j] < 0)
+                    d->dup_of[i] = j;
+        if (d->dup_of[i] >= 0)
+            d->dtype[i] = d->dtype[d->dup_of[i]];
         d->mut[i] = m;
         if (m != WB_MUT_NONE && m != WB_MUT_IN_GRAPH)
             d->muts[d->nmuts++] = i;
         WBD_OK(wb_spec_add_tensor(s, "t", m, flags, NULL));
+        WBD_OK(wb_spec_set_duplicate(s, i, d->dup_of[i]));
         if (diff_below(r, 4) == 0)
             WBD_OK(wb_spec_declare_input(s, i, diff_below(r, 8) ? d->dtype[i]
                                                               : diff_dtypes[0],
@@ -384,7 +405,7 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
             }
             do
                 base = diff_below(r, d->ninputs);
-            while (!d->is_tensor[base]);
+            while (!d->is_tensor[base] || d->dup_of[base] >= 0);
             break;
         case WB_OUT_ALIAS_OF_INTERMEDIATE:
         case WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT:
@@ -413,6 +434,11 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     }
     WBD_OK(wb_spec_set_intermediate_bases(s, d->nbases));
     WBD_OK(wb_spec_set_grad_mode_at_end(s, diff_below(r, 3) - 1));
+    d->ntokens = diff_below(r, 4) == 0 ? 1 + diff_below(r, 2) : 0;
+    WBD_OK(wb_spec_set_effect_tokens(s, d->ntokens));
+    d->nargs = d->ntokens;
+    for (int i = 0; i < d->ninputs; i++)
+        d->arg_at[i] = d->dup_of[i] >= 0 ? -1 : d->nargs++;
     return s;
 }
 
@@ -515,7 +541,9 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
                ? diff_made_wrapper(s, w, &wr)
                : wb_wrapper_new(s, diff_graph, w, &opt, &wr));
     for (int i = 0; i < d->ninputs; i++) {
-        if (d->is_tensor[i]) {
+        if (d->dup_of[i] >= 0) {
+            args[i].t = in[d->dup_of[i]];
+        } else if (d->is_tensor[i]) {
             in[i] = diff_tensor(&r, d->dev, d->dtype[i], diff_below(&r, 4),
                                 NULL);
             args[i].t = in[i];

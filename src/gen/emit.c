@@ -554,7 +554,10 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "wb_tensor *rt[%d]; /* the graph's values: %d effect "
                     "token%s, then r's */", s->ntokens + s->nvalues,
                     s->ntokens, s->ntokens == 1 ? "" : "s");
-        wb_buf_line(b, "wb_tensor **const r = rt + %d;", s->ntokens);
+        /* Without other values, no line reads r; -Wall would reject it in
+           ahead-of-time builds. */
+        if (s->nvalues)
+            wb_buf_line(b, "wb_tensor **const r = rt + %d;", s->ntokens);
     } else {
         wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
                     s->nvalues ? s->nvalues : 1);

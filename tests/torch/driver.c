@@ -24,8 +24,10 @@
  * parses the spec, makes a wrapper, calls it once and checks every
  * expectation; then it bumps each input's version counter to see which
  * outputs share it, releases everything and checks that every storage is
- * back to the references the driver holds.  The graph stand-in returns the
- * case's values in one of three modes:
+ * back to the references the driver holds.  The graph stand-in checks that
+ * it gets the spec's graph arguments (duplicated inputs once) and returns
+ * the case's values, made from the driver's own inputs, in one of three
+ * modes:
  *
  *   handed  new values on each call, their only reference handed over
  *   kept    the same, but the graph keeps a reference to each value
@@ -98,7 +100,7 @@ typedef enum tc_value_kind { TC_NEW, TC_VIEW, TC_OF, TC_INPUT } tc_value_kind;
 
 typedef struct tc_value {
     tc_value_kind kind;
-    int of;            /* the input (view, input) or the value (of) */
+    int of;            /* the user's input (view, input) or the value (of) */
     DLDataType dtype;  /* new */
     tc_bytes bytes;    /* new */
     tc_view view;      /* all but input */

@@ -29,12 +29,19 @@ How the spec is derived follows AOTAutograd's trace-time analysis
   derives from, except for ``set_`` (a storage mutation, when applied to
   the input object itself) and the ops that only re-view their argument
   (tagged ``inplace_view``, and the ``resize_`` family).
-* Per input, the mutation kind is: ``storage`` when ``set_`` was applied to
-  it; else ``resize`` when its storage grew (``out=`` kernels resize their
-  ``out`` inside ``at::native::resize_output``, which the mode never sees,
-  so sizes and storage bytes are compared before and after instead); else
-  ``data_metadata`` or ``metadata`` when its view changed, with or without
-  data written; else ``data`` when data was written.
+* An argument that *is* an earlier one (the same tensor object) is a
+  duplicate of its first occurrence, as ``aot_wrapper_dedupe`` decides
+  (``[duplicate=xJ]`` in the spec): the graph gets the kept inputs alone,
+  and a duplicate has no mutation or output of its own.  Every write
+  through either name is the one tensor's, so the kept input's kind below
+  describes their combined effect, and outputs that are or alias the
+  tensor are the kept input's.
+* Per kept input, the mutation kind is: ``storage`` when ``set_`` was
+  applied to it; else ``resize`` when its storage grew (``out=`` kernels
+  resize their ``out`` inside ``at::native::resize_output``, which the mode
+  never sees, so sizes and storage bytes are compared before and after
+  instead); else ``data_metadata`` or ``metadata`` when its view changed,
+  with or without data written; else ``data`` when data was written.
 * An output that *is* an input is returned as that input (``Tensor(a!)``
   when mutated, ``Tensor(a) [is_input]`` otherwise).  One that derives from
   an input, or lies on an input's storage, is an alias of that input; its
@@ -48,18 +55,18 @@ How the spec is derived follows AOTAutograd's trace-time analysis
   eager, by bumping each input's counter and watching which outputs move.
 
 Every case is checked before it is written: the script replays wrapbake's
-epilogue in torch from the spec and the values (mutations in input order,
-then the outputs) and requires it to reproduce exactly what eager PyTorch
-left behind; a case marked as refused must instead break one of the checks
-wrapbake makes before it mutates anything (one tensor passed for two inputs
-whose view or storage changes, a resized storage shared with another
-mutated input, a write-back into a view whose elements overlap, a
-non-tensor output).  Each case also runs twice, so that no expectation
-depends on uninitialized memory.  Calls the format cannot describe are left
-out rather than refused: tensor lists as inputs, outputs with several
-possible bases, and out= kernels that resize their out tensor to the
-strides of a non-contiguous input (wrapbake's resize write-back lays the
-input out contiguously, as resize_ does).
+epilogue in torch from the spec and the values (the graph's values made
+once, from the kept inputs; mutations in input order, then the outputs)
+and requires it to reproduce exactly what eager PyTorch left behind; a case
+marked as refused must instead break one of the checks wrapbake makes
+before it mutates anything (a resized storage shared with another mutated
+input, a write-back into a view whose elements overlap, a non-tensor
+output).  Each case also runs twice, so that no expectation depends on
+uninitialized memory.  Calls the format cannot describe are left out
+rather than refused: tensor lists as inputs, outputs with several possible
+bases, and out= kernels that resize their out tensor to the strides of a
+non-contiguous input (wrapbake's resize write-back lays the input out
+contiguously, as resize_ does).
 """
 
 import itertools
@@ -213,7 +220,8 @@ class Part:
 
 @dataclass(frozen=True)
 class Same:
-    """An input that is another input's very tensor object."""
+    """An input that is another input's very tensor object: the spec makes
+    it a duplicate of that object's first input."""
     index: int
 
 
@@ -695,6 +703,20 @@ def spec_value_count(text):
     return mutated + len(rets) + len(bases - based)
 
 
+def spec_duplicates(text):
+    """{I: J} for each parameter xI the spec text marks [duplicate=xJ],
+    read back from the text alone; a duplicate has no alias set, mutation
+    or flag of its own."""
+    params = text.split(" -> ")[0]
+    found = {}
+    for m in re.finditer(r"(Tensor(?:\(\w+!?\))?) x(\d+) \[duplicate=x(\d+)\]",
+                         params):
+        assert m.group(1) == "Tensor", f"duplicate x{m.group(2)} is annotated"
+        found[int(m.group(2))] = int(m.group(3))
+    assert params.count("duplicate=") == len(found), "a duplicate with flags"
+    return found
+
+
 # ---------------------------------------------------------------------------
 # What a caller observes
 
@@ -849,9 +871,22 @@ def write_back(t, kind, v):
 
 def replay(case, d, dversion):
     """wrapbake's epilogue on fresh inputs: mutations in input order, then
-    the outputs; returns what a caller would observe."""
+    the outputs; returns what a caller would observe.  The graph gets the
+    kept inputs alone and computes its values once, one updated value per
+    mutated kept input: a duplicate is its kept input's very tensor, which
+    the epilogue mutates once, and which every value naming either one
+    views."""
     storages, inputs = build(case)
-    made = make_values(d.values, inputs)
+    kept = [i for i in range(len(inputs)) if d.kept[i] == i]
+    args = [inputs[i] for i in kept]
+    assert len({id(t) for t in inputs}) == len(args), \
+        "the graph would get one tensor twice, or miss one"
+    assert all(d.kept[i] == i for i in d.updated), "a duplicate is mutated"
+    # A value names the user's input I: the graph's argument of I's kept
+    # input, which is I's very object.
+    by_user = [args[kept.index(d.kept[i])] for i in range(len(inputs))]
+    assert all(t is u for t, u in zip(by_user, inputs))
+    made = make_values(d.values, by_user)
     for slot, i in enumerate(d.updated):
         write_back(inputs[i], d.kinds[i], made[slot])
     outputs = []
@@ -924,6 +959,13 @@ def check_case(case, spec, d, lines):
     """Invariants of the written case: the values fit the spec, and the
     driver can make each of them before the call."""
     assert len(d.values) == spec_value_count(spec), "values do not fit spec"
+    # The spec's duplicates are the case's same inputs, each naming the
+    # first input of its tensor object, which is kept.
+    roots = [i if x.same is None else x.same
+             for i, x in enumerate(case.inputs)]
+    assert spec_duplicates(spec) == {i: r for i, r in enumerate(roots)
+                                     if r != i}, "duplicates do not fit"
+    assert d.kept == roots, "the eager objects do not fit the case"
     new = {k for k, v in enumerate(d.values) if v.kind == "new"}
     for k, v in enumerate(d.values):
         if v.kind == "of":
