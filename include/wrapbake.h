@@ -365,6 +365,21 @@ WB_API wb_status wb_spec_set_duplicate(wb_spec *spec, int input, int of);
 
 /* Graph-level settings. */
 WB_API wb_status wb_spec_set_intermediate_bases(wb_spec *spec, int count);
+/* Functionalized RNG (AOTAutograd's FunctionalizedRngRuntimeWrapper).
+   Before the graph runs, get gives the generator's seed and offset (two
+   new tensor references; nonzero fails the call with WB_ERR_HOOK), which
+   the graph gets after its other arguments.  The graph returns the
+   generator's new offset as its last value; once the call has succeeded,
+   set receives it (borrowed), so a failed call leaves the generator as it
+   was. */
+typedef int (*wb_rng_get_fn)(void *ud, wb_tensor **seed, wb_tensor **offset);
+typedef void (*wb_rng_set_fn)(void *ud, wb_tensor *offset);
+/* Gives the spec functionalized RNG with these callbacks; get and set
+   NULL turn it off.  A spec read from text with functional_rng asks for
+   it, and wrappers of it cannot be made until it has its callbacks. */
+WB_API wb_status wb_spec_set_rng(wb_spec *spec, wb_rng_get_fn get,
+                                 wb_rng_set_fn set, void *ud);
+
 /* Effect tokens (AOTAutograd's EffectTokensWrapper): the graph gets count
    placeholder arguments (NULL tensors) before the others, and returns
    count values before the others, which the wrapper drops (NULL allowed);
@@ -401,10 +416,11 @@ WB_API const char *wb_spec_name(const wb_spec *spec);
 WB_API int wb_spec_num_inputs(const wb_spec *spec);
 WB_API int wb_spec_num_outputs(const wb_spec *spec);
 /* The values the graph returns, in this order: the effect tokens, the M
-   updated inputs, the outputs, the intermediate bases. */
+   updated inputs, the outputs, the intermediate bases, the RNG offset. */
 WB_API int wb_spec_num_values(const wb_spec *spec);
-/* The arguments the graph gets, in this order: the effect tokens, then the
-   inputs that are not duplicates of earlier ones. */
+/* The arguments the graph gets, in this order: the effect tokens, the
+   inputs that are not duplicates of earlier ones, the RNG seed and
+   offset. */
 WB_API int wb_spec_num_graph_args(const wb_spec *spec);
        WB_API int wb_spec_num_updated(const wb_spec *spec);  /* M */
        WB_API wb_direction wb_spec_direction(const wb_spec *spec, int input);
@@ -430,11 +446,12 @@ typedef union wb_arg {
 
 /*
  * The compiled graph.  It reads args (borrowed): the effect tokens (NULL
- * tensors), then the call's inputs that are not duplicates of earlier ones
- * (wb_spec_num_graph_args in all).  It writes up to nvalues new tensor
- * references into values: the effect tokens (which may be NULL), the M
- * updated inputs, then the outputs, then the intermediate bases.  It
- * returns how many values it produced, or a negative number on failure.  Whatever non-NULL references it leaves in
+ * tensors), the call's inputs that are not duplicates of earlier ones,
+ * then the RNG seed and offset (wb_spec_num_graph_args in all).  It writes
+ * up to nvalues new tensor references into values: the effect tokens
+ * (which may be NULL), the M updated inputs, the outputs, the intermediate
+ * bases, then the new RNG offset.  It returns how many values it produced,
+ * or a negative number on failure.  Whatever non-NULL references it leaves in
  * values, on success or failure, belong to the wrapper from then on.  A view
  * output's value that lies on the storage its base will have after the
  * call's mutations, and whose only reference the graph handed over, is

@@ -32,18 +32,18 @@ static wb_spec *golden_decode_step(void)
 }
 
 /* The wrappers that change the argument list: an input passed three
-   times and deduplicated, around a scalar and another tensor, and an
-   effect token.
+   times and deduplicated, around a scalar and another tensor, an effect
+   token and functionalized RNG.
    dedup_step(Tensor(a!) x [data_metadata], Tensor y [duplicate=x], int n,
               Tensor w, Tensor z [duplicate=x]) -> (Tensor(a), Tensor)
-       with effect_tokens=1 */
+       with effect_tokens=1, functional_rng */
 static wb_spec *golden_dedup(void)
 {
     wb_spec *s;
     WBT_OK(wb_spec_parse("dedup_step(Tensor(a!) x [data_metadata], "
                          "Tensor y [duplicate=x], int n, Tensor w, "
                          "Tensor z [duplicate=x]) -> (Tensor(a), Tensor) "
-                         "with effect_tokens=1", &s));
+                         "with effect_tokens=1, functional_rng", &s));
     return s;
 }
 

@@ -118,9 +118,27 @@ static int tsc_no_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
 }
 
 /* Parses, validates and wraps text on both tiers. */
+static int tsc_rng_get(void *ud, wb_tensor **seed, wb_tensor **offset)
+{
+    (void)ud;
+    (void)seed;
+    (void)offset;
+    return 1;
+}
+
+static void tsc_rng_set(void *ud, wb_tensor *offset)
+{
+    (void)ud;
+    (void)offset;
+}
+
 static void tsc_wraps(const char *text)
 {
     wb_spec *s = tsc_spec(text);
+    /* A spec that asks for functionalized RNG wraps once it has the
+       generator's callbacks. */
+    if (strstr(text, "functional_rng"))
+        WBT_OK(wb_spec_set_rng(s, tsc_rng_get, tsc_rng_set, NULL));
     WBT_EACH_TIER(tier) {
         wb_wrapper *w = wbt_wrap(s, tsc_no_graph, NULL, tier);
         wb_wrapper_free(w);
@@ -1031,8 +1049,8 @@ Test(schema, extension_rejections_returns_and_graph)
          "base of alias set 'c'"},
         {"f(Tensor x) -> Tensor with bogus", 28,
          "graph: unknown attribute 'bogus'; the graph takes training, "
-         "keep_input_mutations, inplace_view, grad_at_end=on|off or "
-         "effect_tokens=N"},
+         "keep_input_mutations, inplace_view, grad_at_end=on|off, "
+         "effect_tokens=N or functional_rng"},
         {"f(Tensor x) -> Tensor with inplace_view, inplace_view", 42,
          "graph: attribute 'inplace_view' is given twice"},
         {"f(Tensor x) -> Tensor with inplace_view=on", 41,

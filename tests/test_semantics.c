@@ -2042,3 +2042,103 @@ Test(semantics, effect_tokens_come_first_and_are_dropped)
         wb_spec_free(s);
     }
 }
+
+/* AOTAutograd's FunctionalizedRngRuntimeWrapper: the generator's seed and
+   offset go after the graph's other arguments, and its new offset, the
+   graph's last value, reaches the generator only once the call has
+   succeeded. */
+typedef struct sem_rng {
+    wb_tensor *seed, *offset;  /* what get hands out, a new reference each */
+    wb_tensor *last;           /* what set received last (retained) */
+    int gets, sets, fail;
+} sem_rng;
+
+static int sem_rng_get(void *ud, wb_tensor **seed, wb_tensor **offset)
+{
+    sem_rng *g = ud;
+    g->gets++;
+    if (g->fail)
+        return g->fail;
+    *seed = wb_tensor_retain(g->seed);
+    *offset = wb_tensor_retain(g->offset);
+    return 0;
+}
+
+static void sem_rng_set(void *ud, wb_tensor *offset)
+{
+    sem_rng *g = ud;
+    g->sets++;
+    wb_tensor_release(g->last);
+    g->last = wb_tensor_retain(offset);
+}
+
+Test(semantics, functionalized_rng_threads_seed_and_offset)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s = NULL;
+        WBT_OK(wb_spec_parse("drop(Tensor(a!) x, float p) -> Tensor "
+                             "with functional_rng", &s));
+        /* Asked for in the text, the callbacks come from the caller. */
+        wb_wrapper *none = NULL;
+        WBT_FAILS(wb_wrapper_new(s, sem_graph, NULL,
+                                 &(wb_options){.tier = tier}, &none),
+                  WB_ERR_SPEC, "spec 'drop': it asks for functionalized RNG "
+                  "and has no callbacks; give them with wb_spec_set_rng");
+        WBT_FAILS(wb_spec_set_rng(s, sem_rng_get, NULL, NULL),
+                  WB_ERR_INVALID, "get and set go together");
+        sem_rng g = {.seed = wbt_f32(7, 1, 1), .offset = wbt_f32(0, 1, 1)};
+        WBT_OK(wb_spec_set_rng(s, sem_rng_get, sem_rng_set, &g));
+        WBT_OK(wb_spec_validate(s));
+        cr_assert_eq(wb_spec_num_graph_args(s), 2 + 2);
+        cr_assert_eq(wb_spec_num_values(s), 1 + 1 + 1);
+        wb_tensor *x = wbt_f32(0, 1, 2), *v = wbt_f32(3, 1, 2);
+        wb_tensor *y = wbt_f32(1, 1, 2), *next = wbt_f32(4, 1, 1);
+        sem_ctx c = {.vals = {v, y, next}, .nvals = 3, .tensor_args = 0xd};
+        wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+        wb_arg a[2] = {{.t = x}, {.f = 0.5}};
+        wb_tensor *o[1] = {NULL};
+
+        WBT_OK(wb_call(w, a, 2, o, 1));
+        cr_assert_eq(c.nargs, 4);
+        cr_assert_eq(c.args[0].t, x);
+        cr_assert_eq(c.args[1].f, 0.5);
+        cr_assert_eq(c.args[2].t, g.seed);
+        cr_assert_eq(c.args[3].t, g.offset);
+        cr_assert_eq(g.gets, 1);
+        cr_assert_eq(g.sets, 1);
+        cr_assert_eq(g.last, next, "the graph's last value");
+        cr_assert_eq(wbt_at(x, 1), 4.0f);
+        cr_assert_eq(o[0], y);
+        cr_assert_eq(wb_tensor_refcount(g.seed), 1, "handed back");
+        cr_assert_eq(wb_tensor_refcount(g.offset), 1);
+        cr_assert_eq(wb_tensor_refcount(next), 2, "the test's and set's");
+        wb_tensor_release(o[0]);
+
+        /* A call that fails after the graph ran: no set. */
+        c.nvals = 2;
+        WBT_FAILS(wb_call(w, a, 2, o, 1), WB_ERR_ARITY,
+                  "expected 3 (1 updated inputs, 1 outputs, 0 intermediate "
+                  "bases, the RNG offset)");
+        cr_assert_eq(g.gets, 2);
+        cr_assert_eq(g.sets, 1, "the generator is left as it was");
+        c.nvals = 3;
+        /* get fails: the graph does not run. */
+        g.fail = 5;
+        WBT_FAILS(wb_call(w, a, 2, o, 1), WB_ERR_HOOK,
+                  "the RNG's get callback failed with code 5");
+        cr_assert_eq(c.calls, 2);
+        cr_assert_eq(g.sets, 1);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        cr_assert_eq(wb_tensor_refcount(g.seed), 1);
+
+        wb_tensor_release(g.last);
+        wbt_release_last(g.seed);
+        wbt_release_last(g.offset);
+        wbt_release_last(next);
+        wbt_release_last(v);
+        wbt_release_last(y);
+        wbt_release_last(x);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}

@@ -146,12 +146,13 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
     char tokens[48] = "";
     if (s->ntokens)
         snprintf(tokens, sizeof tokens, "%d effect tokens, ", s->ntokens);
-    if (n != s->ntokens + s->nvalues)
+    if (n != s->ntokens + s->nvalues + s->rng)
         return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
                            "expected %d (%s%d updated inputs, %d outputs, "
-                           "%d intermediate bases)", n,
-                           s->ntokens + s->nvalues, tokens, s->nupdated,
-                           s->noutputs, s->nbases);
+                           "%d intermediate bases%s)", n,
+                           s->ntokens + s->nvalues + s->rng, tokens,
+                           s->nupdated, s->noutputs, s->nbases,
+                           s->rng ? ", the RNG offset" : "");
     /* Effect tokens may be NULL (None). */
     int i = s->ntokens;
     while (i < n - 1 && r[i])

@@ -133,6 +133,37 @@ void wb_rt_guard_leave(const wb_env *e, int guard)
     g->leave(g->ud);
 }
 
+/* Functionalized RNG: the generator's seed and offset for the graph, and
+   its new offset once the call has succeeded. */
+int wb_rt_rng_get(const wb_env *e, wb_arg *seed_offset)
+{
+    const wb_spec *s = e->spec;
+    seed_offset[0].t = seed_offset[1].t = NULL;
+    int rc = s->rng_get(s->rng_ud, &seed_offset[0].t, &seed_offset[1].t);
+    if (!rc && seed_offset[0].t && seed_offset[1].t)
+        return WB_OK;
+    const char *missing = seed_offset[0].t ? "offset" : "seed";
+    wb_rt_rng_put(seed_offset);
+    if (rc)
+        return wb_rt_callf(e, WB_ERR_HOOK, "the RNG's get callback failed "
+                           "with code %d", rc);
+    return wb_rt_callf(e, WB_ERR_HOOK, "the RNG's get callback gave no %s",
+                       missing);
+}
+
+void wb_rt_rng_put(wb_arg *seed_offset)
+{
+    wb_tensor_release(seed_offset[0].t);
+    wb_tensor_release(seed_offset[1].t);
+}
+
+void wb_rt_rng_set(const wb_env *e, wb_tensor *offset)
+{
+    const wb_spec *s = e->spec;
+    s->rng_set(s->rng_ud, offset);
+    wb_rt_release(offset);
+}
+
 int wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
                        wb_arg *slot)
 {

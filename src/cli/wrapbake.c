@@ -184,8 +184,9 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
     fputc(']', f);
     if (spec) {
         /* The graph's side of the call, in order (wrapbake.h). */
-        fprintf(f, ", \"effect_tokens\": %d, \"graph_args\": [",
-                wb_schema_num_tokens(sc));
+        fprintf(f, ", \"effect_tokens\": %d, \"functional_rng\": %s, "
+                "\"graph_args\": [", wb_schema_num_tokens(sc),
+                wb_schema_rng(sc) ? "true" : "false");
         first = true;
         for (int i = 0; i < nargs; i++)
             if (wb_schema_arg_dup_of(sc, i) < 0) {
@@ -328,6 +329,9 @@ static void wb_cli_text_graph(FILE *f, const wb_schema *sc,
             sep = ", ";
         }
     }
+    bool rng = wb_schema_rng(sc);
+    if (rng)
+        fprintf(f, "%sthe RNG's seed and offset", sep);
     int values = wb_spec_num_values(spec);
     fprintf(f, "\n             %d value%s: ", values, values == 1 ? "" : "s");
     sep = "";
@@ -340,9 +344,10 @@ static void wb_cli_text_graph(FILE *f, const wb_schema *sc,
             fprintf(f, "%supdated %s", sep, wb_schema_arg_name(sc, i));
             sep = ", ";
         }
-    int bases = values - tokens - updated - nret;
-    fprintf(f, "%s%d return%s, %d intermediate base%s\n", sep, nret,
-            nret == 1 ? "" : "s", bases, bases == 1 ? "" : "s");
+    int bases = values - tokens - updated - nret - rng;
+    fprintf(f, "%s%d return%s, %d intermediate base%s%s\n", sep, nret,
+            nret == 1 ? "" : "s", bases, bases == 1 ? "" : "s",
+            rng ? ", the RNG's new offset" : "");
 }
 
 static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,

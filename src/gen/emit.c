@@ -494,7 +494,14 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array, int n)
    when some are duplicates. */
 static bool wb_emit_own_args(const wb_spec *s)
 {
-    return s->ndetached || s->ndups || s->ntokens;
+    return s->ndetached || s->ndups || s->ntokens || s->rng;
+}
+
+/* All the values the graph returns: the effect tokens, N, the RNG's new
+   offset. */
+static int wb_emit_nreturned(const wb_spec *s)
+{
+    return s->ntokens + s->nvalues + s->rng;
 }
 
 /* The array the graph writes its values into: r, or rt when effect
@@ -510,11 +517,11 @@ static bool wb_emit_call_wrapped(const wb_spec *s)
            s->nhidden;
 }
 
-/* Whether a step before the graph call can fail: a guard, a detach or
-   the before-call hook. */
+/* Whether a step before the graph call can fail: a guard, a detach, the
+   before-call hook or the RNG's get. */
 static bool wb_emit_call_may_fail(const wb_spec *s)
 {
-    return s->nguards || s->ndetached || s->before_call;
+    return s->nguards || s->ndetached || s->before_call || s->rng;
 }
 
 /* A data mutation of an input declared with 1 to WB_RT_MAX_ND dimensions
@@ -552,15 +559,15 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     const wb_spec *s = x->s;
     if (s->ntokens) {
         wb_buf_line(b, "wb_tensor *rt[%d]; /* the graph's values: %d effect "
-                    "token%s, then r's */", s->ntokens + s->nvalues,
+                    "token%s, then r's */", wb_emit_nreturned(s),
                     s->ntokens, s->ntokens == 1 ? "" : "s");
         /* Without other values, no line reads r; -Wall would reject it in
            ahead-of-time builds. */
-        if (s->nvalues)
+        if (s->nvalues || s->rng)
             wb_buf_line(b, "wb_tensor **const r = rt + %d;", s->ntokens);
     } else {
         wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
-                    s->nvalues ? s->nvalues : 1);
+                    wb_emit_nreturned(s) ? wb_emit_nreturned(s) : 1);
     }
     if (s->nviews)
         wb_buf_line(b, "wb_tensor *v[%d]; /* views for aliased outputs */",
@@ -590,7 +597,7 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
        the memset libtcc would call for an initializer; longer arrays take
        it. */
     wb_emit_zero(x, b, wb_emit_values(s),
-                 s->ntokens + s->nvalues ? s->ntokens + s->nvalues : 1);
+                 wb_emit_nreturned(s) ? wb_emit_nreturned(s) : 1);
     if (s->nviews)
         wb_emit_zero(x, b, "v", s->nviews);
     /* A graph with no user outputs writes none; -Wextra rejects the unused
@@ -793,7 +800,7 @@ static void wb_emit_graph_args(wb_emitter *x, wb_buf *b)
         return;
     for (int k = 0; k < s->ntokens; k++)
         wb_buf_line(b, "ca[%d].t = 0; /* effect token %d */", k, k);
-    if (s->nargs == s->ntokens + s->ninputs && s->ninputs) {
+    if (!s->ndups && s->ninputs) {
         wb_buf_line(b, "%s(%s, a, sizeof *a * %d);", WB_EMIT_NAME(memcpy),
                     wb_emit_from(f1, "ca", s->ntokens), s->ninputs);
         return;
@@ -857,16 +864,24 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
                     WB_EMIT_NAME(wb_rt_before_call));
         wb_buf_line(b, "    goto undetach%d;", s->ndetached);
     }
+    if (s->rng) {
+        wb_buf_line(b, "if ((st = %s(e, ca + %d)) != 0) /* seed, offset */",
+                    WB_EMIT_NAME(wb_rt_rng_get), s->nargs - 2);
+        wb_buf_line(b, "    goto undetach%d;", s->ndetached);
+    }
     for (int k = 0; k < s->nhidden; k++)
         wb_buf_line(b, "kept[%d] = %s(a[%d].t); /* hidden from autograd */",
                     k, WB_EMIT_NAME(wb_rt_version_get), s->hidden[k]);
     wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, %s, %d);", args,
-                s->nargs, wb_emit_values(s), s->ntokens + s->nvalues);
+                s->nargs, wb_emit_values(s), wb_emit_nreturned(s));
     for (int k = 0; k < s->nhidden; k++)
         wb_buf_line(b, "%s(a[%d].t, kept[%d]);",
                     WB_EMIT_NAME(wb_rt_version_put), s->hidden[k], k);
+    if (s->rng)
+        wb_buf_line(b, "%s(ca + %d);", WB_EMIT_NAME(wb_rt_rng_put),
+                    s->nargs - 2);
     for (int d = s->ndetached; d >= 0; d--) {
-        if (d < s->ndetached || s->before_call)
+        if (d < s->ndetached || s->before_call || s->rng)
             wb_buf_printf(b, "undetach%d:\n", d);
         if (d > 0)
             wb_buf_line(b, "%s(ca[%d].t);", WB_EMIT_NAME(wb_tensor_release),
@@ -967,7 +982,7 @@ static bool wb_emit_ends_plain(const wb_spec *s)
     return d &&
            wb_gen_steps.out[d->kind].commit_end.args != WB_GEN_ARGS_none &&
            !d->requires_grad && !d->dyn && !s->nbases && !s->ntokens &&
-           s->grad_at_end < 0 && !s->device_copies;
+           !s->rng && s->grad_at_end < 0 && !s->device_copies;
 }
 
 /* Output k, from v[vi] when it is a view: its row's commit, or the
@@ -1092,8 +1107,8 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                                  : WB_EMIT_NAME(wb_rt_call_nograd),
                      s->ninputs, s->nvalues, s->nvalues);
     else
-        wb_emit_term(x, b, &k, "n != %d", s->ntokens + s->nvalues);
-    for (int i = 0; i < s->nvalues; i++)
+        wb_emit_term(x, b, &k, "n != %d", wb_emit_nreturned(s));
+    for (int i = 0; i < s->nvalues + s->rng; i++)
         wb_emit_term(x, b, &k, "!r[%d]", i);
     wb_buf_printf(b, ") {\n");
     wb_buf_line(b, "    st = %s(e, n, %s);", WB_EMIT_NAME(wb_rt_err_values),
@@ -1228,9 +1243,26 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, 1);
         wb_emit_comment(x, b, "/* device copies, all at once on the call's "
                         "stream */");
-        wb_buf_line(b, "return %s(e, outs, %d);", WB_EMIT_NAME(wb_rt_flush),
-                    s->noutputs);
-    } else if (!wb_emit_ends_plain(s)) {
+        if (!s->rng) {
+            wb_buf_line(b, "return %s(e, outs, %d);",
+                        WB_EMIT_NAME(wb_rt_flush), s->noutputs);
+        } else {
+            wb_buf_line(b, "if ((st = %s(e, outs, %d)) != 0) {",
+                        WB_EMIT_NAME(wb_rt_flush), s->noutputs);
+            wb_buf_line(b, "    %s(r[%d]);", WB_EMIT_NAME(wb_tensor_release),
+                        s->nvalues);
+            wb_buf_line(b, "    return st;");
+            wb_buf_line(b, "}");
+        }
+    }
+    if (s->rng) {
+        /* Only now, so that a failed call leaves the generator as it
+           was. */
+        wb_emit_at(x, 1);
+        wb_buf_line(b, "%s(e, r[%d]); /* the RNG's new offset */",
+                    WB_EMIT_NAME(wb_rt_rng_set), s->nvalues);
+        wb_buf_line(b, "return 0;");
+    } else if (!s->device_copies && !wb_emit_ends_plain(s)) {
         wb_buf_line(b, "return 0;");
     }
     wb_buf_printf(b, "\n");
@@ -1244,7 +1276,7 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     wb_buf_printf(b, "fail:\n");
     const char *release = WB_EMIT_NAME(wb_rt_release_all);
     wb_buf_line(b, "%s(%s, %d);", release, wb_emit_values(s),
-                s->ntokens + s->nvalues);
+                wb_emit_nreturned(s));
     if (s->nviews)
         wb_buf_line(b, "%s(v, %d);", release, s->nviews);
     for (int j = 0; j < s->nupdated; j++)

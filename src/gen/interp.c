@@ -56,7 +56,10 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
                    wb_tensor **outs, int nouts)
 {
     const wb_spec *s = e->spec;
-    const int N = s->nvalues, M = s->nupdated, T = s->ntokens;
+    /* The graph's values: T effect tokens, N = M + outputs + bases, the
+       RNG's new offset. */
+    const int N = s->nvalues, M = s->nupdated, T = s->ntokens,
+              all = T + N + s->rng;
     wb_status st = WB_OK;
     int i, g, nd = 0, n = 0, grad;
 
@@ -78,14 +81,12 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     if (s->first_call && (st = wb_rt_first_call(e)) != WB_OK)
         return st;
 
-    /* The graph's values: the effect tokens, then the M updated inputs,
-       the outputs and the intermediate bases, which r starts at. */
-    wb_tensor *rt[T + N + 1], **r = rt + T;
+    wb_tensor *rt[all + 1], **r = rt + T;
     wb_tensor *views[s->nviews + 1];
     wb_rt_grow grows[M + 1];
-    /* The graph's arguments: the effect tokens, then the kept inputs, the
-       detached ones detached. */
-    bool own_args = s->ndetached || s->ndups || T;
+    /* The graph's arguments: the effect tokens, the kept inputs (the
+       detached ones detached), the RNG's seed and offset. */
+    bool own_args = s->ndetached || s->ndups || T || s->rng;
     wb_arg gargs[own_args ? s->nargs : 1];
     unsigned long long kept[s->nhidden + 1];
     const wb_arg *cargs = args;
@@ -115,14 +116,17 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     }
     if (s->before_call && (st = wb_rt_before_call(e)) != WB_OK)
         goto undetach;
-    for (i = 0; i < T + N; i++)
+    if (s->rng && (st = wb_rt_rng_get(e, gargs + s->nargs - 2)) != WB_OK)
+        goto undetach;
+    for (i = 0; i < all; i++)
         rt[i] = NULL;
     /* In-graph mutations hidden from autograd: whatever the graph does to
        their versions is undone. */
     for (i = 0; i < s->nhidden; i++)
         kept[i] = wb_rt_version_get(args[s->hidden[i]].t);
-    n = e->graph(e->graph_ctx, cargs, own_args ? s->nargs : nargs, rt,
-                 T + N);
+    n = e->graph(e->graph_ctx, cargs, own_args ? s->nargs : nargs, rt, all);
+    if (s->rng)
+        wb_rt_rng_put(gargs + s->nargs - 2);
     for (i = 0; i < s->nhidden; i++)
         wb_rt_version_put(args[s->hidden[i]].t, kept[i]);
 undetach:
@@ -140,9 +144,9 @@ leave_guards:
         grows[i] = (wb_rt_grow){NULL, 0, NULL};
     for (i = 0; i < s->nviews; i++)
         views[i] = NULL;
-    for (i = 0; n == T + N && i < N && r[i]; i++)
+    for (i = 0; n == all && i < N + s->rng && r[i]; i++)
         ;
-    if (n != T + N || i < N) {
+    if (n != all || i < N + s->rng) {
         st = wb_rt_err_values(e, n, rt);
         goto fail;
     }
@@ -198,12 +202,20 @@ leave_guards:
     wb_rt_release_all(rt, T);
     if (s->grad_at_end >= 0)
         wb_rt_grad_set(s->grad_at_end);
-    return s->device_copies ? wb_rt_flush(e, outs, s->noutputs) : WB_OK;
+    if (s->device_copies && (st = wb_rt_flush(e, outs, s->noutputs))) {
+        if (s->rng)
+            wb_tensor_release(r[N]);
+        return st;
+    }
+    /* Only now, so that a failed call leaves the generator as it was. */
+    if (s->rng)
+        wb_rt_rng_set(e, r[N]);
+    return WB_OK;
 
     /* After the graph ran, its in-graph writes stand, and so do their
        version bumps. */
 fail:
-    wb_rt_release_all(rt, T + N);
+    wb_rt_release_all(rt, all);
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)
         wb_rt_grow_free(&grows[i]);

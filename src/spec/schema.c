@@ -182,6 +182,7 @@ struct wb_schema {
     bool inplace_view;
     int grad_at_end;
     int ntokens;           /* effect tokens */
+    bool rng;              /* functionalized RNG */
     unsigned graph_seen;
     char *unwrappable;     /* why it cannot be wrapped, or NULL */
 };
@@ -1147,10 +1148,10 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
 
 static const char *const wb_schema_graph_attrs[] = {
     "training", "keep_input_mutations", "grad_at_end", "inplace_view",
-    "effect_tokens",
+    "effect_tokens", "functional_rng",
 };
 enum { WB_SCHEMA_GA_TRAINING, WB_SCHEMA_GA_KEEP, WB_SCHEMA_GA_GRAD,
-       WB_SCHEMA_GA_INPLACE_VIEW, WB_SCHEMA_GA_TOKENS };
+       WB_SCHEMA_GA_INPLACE_VIEW, WB_SCHEMA_GA_TOKENS, WB_SCHEMA_GA_RNG };
 
 static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
                                       const wb_schema_attr *a)
@@ -1162,7 +1163,7 @@ static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
         WB_SCHEMA_COUNT(wb_schema_graph_attrs),
         (1u << WB_SCHEMA_GA_GRAD) | (1u << WB_SCHEMA_GA_TOKENS),
         &sc->graph_seen, "training, keep_input_mutations, inplace_view, "
-        "grad_at_end=on|off or effect_tokens=N", &i);
+        "grad_at_end=on|off, effect_tokens=N or functional_rng", &i);
     if (st != WB_OK)
         return st;
     if (i == WB_SCHEMA_GA_TRAINING) {
@@ -1171,6 +1172,8 @@ static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
         sc->keep_input_mutations = true;
     } else if (i == WB_SCHEMA_GA_INPLACE_VIEW) {
         sc->inplace_view = true;
+    } else if (i == WB_SCHEMA_GA_RNG) {
+        sc->rng = true;
     } else if (i == WB_SCHEMA_GA_TOKENS) {
         if (a->vkind != WB_SCHEMA_V_INTS || a->nints != 1 ||
             a->first > WB_MAX_TOKENS)
@@ -1979,6 +1982,11 @@ int wb_schema_num_tokens(const wb_schema *sc)
     return sc ? sc->ntokens : 0;
 }
 
+bool wb_schema_rng(const wb_schema *sc)
+{
+    return sc && sc->rng;
+}
+
 wb_direction wb_schema_arg_dir(const wb_schema *sc, int i)
 {
     const wb_schema_arg *a = wb_schema_get_arg(sc, i);
@@ -2136,6 +2144,8 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
         st = wb_spec_set_grad_mode_at_end(s, sc->grad_at_end);
     if (st == WB_OK)
         st = wb_spec_set_effect_tokens(s, sc->ntokens);
+    /* Asked for; the caller gives the callbacks (wb_spec_set_rng). */
+    s->rng = sc->rng;
     if (st != WB_OK) {
         wb_spec_free(s);
         return st;

@@ -67,6 +67,8 @@ unsigned wb_schema_arg_flags(const wb_schema *sc, int i);
 int wb_schema_arg_dup_of(const wb_schema *sc, int i);
 /* The graph's effect tokens (with effect_tokens=N). */
 int wb_schema_num_tokens(const wb_schema *sc);
+/* Whether the graph asks for functionalized RNG (with functional_rng). */
+bool wb_schema_rng(const wb_schema *sc);
 /* Whether the parameter comes after the keyword-only marker '*'. */
 bool wb_schema_arg_kwonly(const wb_schema *sc, int i);
 

@@ -334,6 +334,22 @@ wb_status wb_spec_set_duplicate(wb_spec *s, int input, int of)
     return WB_OK;
 }
 
+wb_status wb_spec_set_rng(wb_spec *s, wb_rng_get_fn get, wb_rng_set_fn set,
+                          void *ud)
+{
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_rng: spec is NULL");
+    if (!get != !set)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_rng: get and set go "
+                          "together (both, or both NULL)");
+    wb_spec_forget(s);
+    s->rng = get != NULL;
+    s->rng_get = get;
+    s->rng_set = set;
+    s->rng_ud = ud;
+    return WB_OK;
+}
+
 wb_status wb_spec_set_effect_tokens(wb_spec *s, int count)
 {
     if (!s)
@@ -444,6 +460,10 @@ wb_status wb_spec_clone(const wb_spec *src, wb_spec **out)
     }
     s->nbases = src->nbases;
     s->ntokens = src->ntokens;
+    s->rng = src->rng;
+    s->rng_get = src->rng_get;
+    s->rng_set = src->rng_set;
+    s->rng_ud = src->rng_ud;
     s->training = src->training;
     s->keep_input_mutations = src->keep_input_mutations;
     s->grad_at_end = src->grad_at_end;
@@ -789,6 +809,7 @@ wb_status wb_spec_validate(wb_spec *s)
         (st = wb_spec_alloc_derived(s)) != WB_OK)
         goto fail;
     wb_spec_derive_inputs(s);
+    s->nargs += s->rng ? 2 : 0;  /* the seed and the offset */
     wb_spec_derive_outputs(s);
     s->nvalues = s->nupdated + s->noutputs + s->nbases;
     if ((st = wb_spec_derive_signature(s)) != WB_OK)
@@ -810,7 +831,7 @@ int wb_spec_num_inputs(const wb_spec *s) { return s ? s->ninputs : -1; }
 int wb_spec_num_outputs(const wb_spec *s) { return s ? s->noutputs : -1; }
 int wb_spec_num_values(const wb_spec *s)
 {
-    return s && s->valid ? s->ntokens + s->nvalues : -1;
+    return s && s->valid ? s->ntokens + s->nvalues + s->rng : -1;
 }
 
 int wb_spec_num_graph_args(const wb_spec *s)

@@ -67,6 +67,11 @@ struct wb_spec {
     int noutputs, cap_outputs;
     int nbases;
     int ntokens;                /* effect tokens */
+    bool rng;                   /* functionalized RNG: seed and offset in,
+                                   the new offset out */
+    wb_rng_get_fn rng_get;
+    wb_rng_set_fn rng_set;
+    void *rng_ud;
     bool training;
     bool keep_input_mutations;
     int grad_at_end;            /* -1, 0 or 1 */
@@ -81,9 +86,11 @@ struct wb_spec {
     bool valid;
     bool device_copies;         /* see wb_spec_mut_on_device */
     int nvalues;                /* N = M + outputs + bases, after the
-                                   tokens: the graph returns ntokens + N */
+                                   tokens: the graph returns ntokens + N
+                                   values, and the RNG offset last */
     int nupdated;               /* M */
-    int nargs;                  /* the graph's: tokens, kept inputs */
+    int nargs;                  /* the graph's: tokens, kept inputs, RNG
+                                   seed and offset */
     int *arg_at;                /* per input, its graph argument (-1 for
                                    a duplicate) */
     int *dups;                  /* inputs that duplicate earlier ones */

@@ -51,7 +51,11 @@ wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
     if (!w)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a wrapper");
     if ((st = wb_spec_clone(spec, &w->spec)) != WB_OK ||
-        (st = wb_spec_validate(w->spec)) != WB_OK) {
+        (st = wb_spec_validate(w->spec)) != WB_OK ||
+        (w->spec->rng && !w->spec->rng_get &&
+         (st = wb_rt_fail(WB_ERR_SPEC, "spec '%s': it asks for "
+                          "functionalized RNG and has no callbacks; give "
+                          "them with wb_spec_set_rng", w->spec->name)))) {
         wb_spec_free(w->spec);
         free(w);
         return st;

@@ -40,6 +40,9 @@ int wb_rt_check_dups(const wb_env *e, const wb_arg *args);
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
+int wb_rt_rng_get(const wb_env *e, wb_arg *seed_offset);
+void wb_rt_rng_put(wb_arg *seed_offset);
+void wb_rt_rng_set(const wb_env *e, wb_tensor *offset);
 int wb_rt_prep_data_meta(const wb_env *e, int input, const wb_tensor *t,
                          const wb_tensor *v);
 int wb_rt_prep_same(const wb_tensor *holder, const wb_tensor *v,
@@ -53,18 +56,19 @@ wb_tensor *wb_rt_out_plain(wb_tensor *t);
 int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
 void wb_rt_drop_copies(const wb_env *e);
+void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
         wb_tensor **outs, int nouts)
 {
-    wb_tensor *rt[4]; /* the graph's values: 1 effect token, then r's */
+    wb_tensor *rt[5]; /* the graph's values: 1 effect token, then r's */
     wb_tensor **const r = rt + 1;
     wb_tensor *v[1]; /* views for aliased outputs */
-    wb_arg ca[4]; /* the graph's arguments */
+    wb_arg ca[6]; /* the graph's arguments */
     int n = 0, st = 0, grad;
 
-    rt[0] = rt[1] = rt[2] = rt[3] = 0;
+    rt[0] = rt[1] = rt[2] = rt[3] = rt[4] = 0;
     v[0] = 0;
     /* 5 arguments, room for at least 2 outputs */
     if (nargs != 5 || nouts < 2)
@@ -86,11 +90,17 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     /* input 1 'y', IN: the same tensor as input 0, not passed again */
     memcpy(ca + 2, a + 2, sizeof *a * 2);
     /* input 4 'z', IN: the same tensor as input 0, not passed again */
-    n = e->graph(e->graph_ctx, ca, 4, rt, 4);
+    if ((st = wb_rt_rng_get(e, ca + 4)) != 0) /* seed, offset */
+        goto undetach0;
+    n = e->graph(e->graph_ctx, ca, 6, rt, 5);
+    wb_rt_rng_put(ca + 4);
+undetach0:
     wb_rt_grad_set(grad);
+    if (st != 0)
+        return st;
 
     /* check: every value, mutation and view; may fail */
-    if (n != 4 || !r[0] || !r[1] || !r[2]) {
+    if (n != 5 || !r[0] || !r[1] || !r[2] || !r[3]) {
         st = wb_rt_err_values(e, n, rt);
         goto fail;
     }
@@ -110,11 +120,16 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     outs[1] = wb_rt_out_plain(r[2]);
     wb_rt_release_all(rt, 1); /* the effect tokens are dropped */
     /* device copies, all at once on the call's stream */
-    return wb_rt_flush(e, outs, 2);
+    if ((st = wb_rt_flush(e, outs, 2)) != 0) {
+        wb_tensor_release(r[3]);
+        return st;
+    }
+    wb_rt_rng_set(e, r[3]); /* the RNG's new offset */
+    return 0;
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
-    wb_rt_release_all(rt, 4);
+    wb_rt_release_all(rt, 5);
     wb_rt_release_all(v, 1);
     wb_rt_drop_copies(e); /* the device copies checked */
     return st;
