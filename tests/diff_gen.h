@@ -107,6 +107,7 @@ typedef struct diff_spec {
     int dup_of[DIFF_MAX_IN];  /* the input it duplicates, or -1 */
     int arg_at[DIFF_MAX_IN];  /* its graph argument, or -1 */
     int ntokens, nargs;       /* effect tokens; the graph's arguments */
+    bool rng;                 /* functionalized RNG */
 } diff_spec;
 
 /* One tier's world: its graph context, its hook log. */
@@ -114,13 +115,17 @@ typedef struct diff_world {
     const diff_spec *d;
     uint64_t call_seed;
     int fault;            /* 0 none, else which fault the graph injects */
-    int hook_fail;        /* which hook fails: 0 none, 1 before, 2 guard */
+    int hook_fail;        /* which hook fails: 0 none, 1 before, 2 guard,
+                             3 the RNG's get */
     char log[512];
     size_t loglen;
     /* The views of output k the graph keeps, fixed, until its next call
        or the run's end, so that wrappers see shared and fixed values. */
     wb_tensor *kept[DIFF_MAX_OUT];
 } diff_world;
+
+/* The world of the case being run: the graph's context and the hooks'. */
+static diff_world diff_case_world;
 
 /* Appends to buf (of cap bytes, *len used) what fits; a piece that does
    not fit whole is not counted. */
@@ -138,6 +143,27 @@ static void diff_log(diff_world *w, const char *fmt, ...)
     va_start(ap, fmt);
     diff_vappend(w->log, sizeof w->log, &w->loglen, fmt, ap);
     va_end(ap);
+}
+
+/* Functionalized RNG: the seed and the offset are fresh int64 scalars of
+   the call's seed; the new offset is logged with its value. */
+static int diff_rng_get(void *ud, wb_tensor **seed, wb_tensor **offset)
+{
+    diff_world *w = ud;
+    static const DLDataType i64 = {kDLInt, 64, 1};
+    diff_log(w, "R");
+    if (w->hook_fail == 3)
+        return 7;
+    WBD_OK(wb_tensor_new(i64, WBD_CPU, 0, NULL, seed));
+    WBD_OK(wb_tensor_new(i64, WBD_CPU, 0, NULL, offset));
+    *(int64_t *)wb_tensor_data(*seed) = (int64_t)(w->call_seed >> 8);
+    return 0;
+}
+
+static void diff_rng_set(void *ud, wb_tensor *offset)
+{
+    diff_world *w = ud;
+    diff_log(w, "S%d", wb_tensor_ndim(offset));
 }
 
 static int diff_before(void *ud)
@@ -250,6 +276,9 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
     diff_log(w, "G%d", wb_grad_enabled());
     if (nargs != d->nargs)
         return -9;
+    if (d->rng && (wb_tensor_ndim(args[nargs - 2].t) != 0 ||
+                   wb_tensor_ndim(args[nargs - 1].t) != 0))
+        return -11;
     for (int k = 0; k < d->ntokens; k++)
         if (args[k].t)
             return -10;
@@ -321,6 +350,10 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
         values[v++] = bases[b];
         bases[b] = NULL;
     }
+    /* The RNG's new offset: a 1-d tensor, so that the log tells it from
+       the offset the wrapper read. */
+    if (d->rng && v < nvalues)
+        values[v++] = diff_tensor(&r, d->dev, diff_dtypes[0], 1, NULL);
     for (int b = 0; b < d->nbases; b++)
         wb_tensor_release(bases[b]);
     switch (w->fault) {
@@ -439,6 +472,13 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     d->nargs = d->ntokens;
     for (int i = 0; i < d->ninputs; i++)
         d->arg_at[i] = d->dup_of[i] >= 0 ? -1 : d->nargs++;
+    /* The generator's callbacks log into the world of the case run. */
+    d->rng = diff_below(r, 4) == 0;
+    if (d->rng) {
+        WBD_OK(wb_spec_set_rng(s, diff_rng_get, diff_rng_set,
+                               &diff_case_world));
+        d->nargs += 2;
+    }
     return s;
 }
 
@@ -461,8 +501,6 @@ static long diff_status_seen[WB_ERR_UNSUPPORTED + 1];
 static wb_status (*diff_made_wrapper)(wb_spec *s, diff_world *w,
                                       wb_wrapper **out);
 
-/* The world of the case being run: the graph's context and the hooks'. */
-static diff_world diff_case_world;
 
 /* ---- the observables ---- */
 
@@ -558,7 +596,7 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
         memcpy(a, args, sizeof a);
         w->call_seed = diff_next(&r) | 1;
         w->fault = diff_below(&r, 12) < 4 ? diff_below(&r, 5) : 0;
-        w->hook_fail = diff_below(&r, 16) == 0 ? 1 + diff_below(&r, 2) : 0;
+        w->hook_fail = diff_below(&r, 16) == 0 ? 1 + diff_below(&r, 3) : 0;
         switch (diff_below(&r, 40)) {
         case 0: nargs++; break;
         case 1: nouts--; break;
