@@ -131,6 +131,38 @@ static bool wb_cli_updated(const wb_schema *sc, int i)
     return m != WB_MUT_NONE && m != WB_MUT_IN_GRAPH;
 }
 
+/* What the text output notes beside an argument (wb_cli_print_note), as
+   members present only when they say something. */
+static void wb_cli_json_note(FILE *f, const wb_schema *sc, int i)
+{
+    wb_mutation m = wb_schema_arg_mutation(sc, i);
+    unsigned flags = wb_schema_arg_flags(sc, i);
+    const char *def = wb_schema_arg_default(sc, i);
+    const char *dtype = wb_schema_arg_dtype(sc, i);
+    char dev[32];
+    const char *device = wb_schema_arg_device(sc, i, dev, sizeof dev);
+    if (m != WB_MUT_NONE)
+        fprintf(f, ", \"mutation\": \"%s\"", wb_mutation_name(m));
+    if (flags & WB_INPUT_HIDDEN)
+        fputs(", \"hidden\": true", f);
+    if (flags & WB_INPUT_DETACH)
+        fputs(", \"detach\": true", f);
+    if (wb_schema_arg_dup_of(sc, i) >= 0)
+        fprintf(f, ", \"duplicate_of\": %d", wb_schema_arg_dup_of(sc, i));
+    if (dtype)
+        fprintf(f, ", \"dtype\": \"%s\"", dtype);
+    if (wb_schema_arg_ndim(sc, i) >= 0)
+        fprintf(f, ", \"ndim\": %d", wb_schema_arg_ndim(sc, i));
+    if (device)
+        fprintf(f, ", \"device\": \"%s\"", device);
+    if (wb_schema_arg_kwonly(sc, i))
+        fputs(", \"kwonly\": true", f);
+    if (def) {
+        fputs(", \"default\": ", f);
+        wb_cli_json_string(f, def);
+    }
+}
+
 static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
                              const char *why)
 {
@@ -154,8 +186,7 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
         fprintf(f, ", \"dir\": \"%s\", \"ctype\": ",
                 wb_cli_dir_name(wb_schema_arg_dir(sc, i)));
         wb_cli_json_string(f, wb_schema_arg_ctype(sc, i));
-        if (wb_schema_arg_dup_of(sc, i) >= 0)
-            fprintf(f, ", \"duplicate_of\": %d", wb_schema_arg_dup_of(sc, i));
+        wb_cli_json_note(f, sc, i);
         putc('}', f);
     }
     fputs("], \"returns\": [", f);
@@ -211,9 +242,12 @@ static int wb_cli_width(const char *s) { return (int)strlen(s); }
    keyword-only and its default, as ATen prints it. */
 static bool wb_cli_has_note(const wb_schema *sc, int i)
 {
+    char dev[32];
     return wb_schema_arg_kwonly(sc, i) || wb_schema_arg_default(sc, i) ||
            wb_schema_arg_mutation(sc, i) != WB_MUT_NONE ||
-           wb_schema_arg_flags(sc, i) || wb_schema_arg_dup_of(sc, i) >= 0;
+           wb_schema_arg_flags(sc, i) || wb_schema_arg_dup_of(sc, i) >= 0 ||
+           wb_schema_arg_dtype(sc, i) || wb_schema_arg_ndim(sc, i) >= 0 ||
+           wb_schema_arg_device(sc, i, dev, sizeof dev);
 }
 
 /* What a reviewer wants next to an argument: how the wrapper writes it back
@@ -240,6 +274,22 @@ static void wb_cli_print_note(FILE *f, const wb_schema *sc, int i)
         int j = wb_schema_arg_dup_of(sc, i);
         fprintf(f, "%sduplicate of arg %d '%s'", sep, j,
                 wb_schema_arg_name(sc, j));
+        sep = ", ";
+    }
+    /* The facts the extension declares, checked at every call. */
+    char dev[32];
+    const char *dtype = wb_schema_arg_dtype(sc, i);
+    const char *device = wb_schema_arg_device(sc, i, dev, sizeof dev);
+    if (dtype) {
+        fprintf(f, "%sdtype %s", sep, dtype);
+        sep = ", ";
+    }
+    if (wb_schema_arg_ndim(sc, i) >= 0) {
+        fprintf(f, "%sndim %d", sep, wb_schema_arg_ndim(sc, i));
+        sep = ", ";
+    }
+    if (device) {
+        fprintf(f, "%son %s", sep, device);
         sep = ", ";
     }
     if (wb_schema_arg_kwonly(sc, i)) {

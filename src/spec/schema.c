@@ -1971,6 +1971,31 @@ unsigned wb_schema_arg_flags(const wb_schema *sc, int i)
     return a ? a->flags : 0;
 }
 
+const char *wb_schema_arg_dtype(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    for (int d = 0; a && a->dtype.bits &&
+                    d < WB_SCHEMA_COUNT(wb_schema_dtypes); d++)
+        if (wb_rt_dtype_eq(a->dtype, wb_schema_dtypes[d].dtype))
+            return wb_schema_dtypes[d].name;
+    return NULL;
+}
+
+int wb_schema_arg_ndim(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    return a ? a->ndim : -1;
+}
+
+const char *wb_schema_arg_device(const wb_schema *sc, int i, char *buf,
+                                 size_t n)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    if (!a || !a->device.device_type)
+        return NULL;
+    return wb_rt_device_str(a->device, buf, n);
+}
+
 int wb_schema_arg_dup_of(const wb_schema *sc, int i)
 {
     const wb_schema_arg *a = wb_schema_get_arg(sc, i);

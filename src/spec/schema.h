@@ -63,6 +63,13 @@ const char *wb_schema_arg_default(const wb_schema *sc, int i);
    flags from the extension. */
 wb_mutation wb_schema_arg_mutation(const wb_schema *sc, int i);
 unsigned wb_schema_arg_flags(const wb_schema *sc, int i);
+/* What the extension declares of parameter i: its dtype's name as the
+   format writes it (NULL: none), its ndim (-1: none) and its device
+   ("cpu", "cuda:N"; NULL: none), in buf of n bytes. */
+const char *wb_schema_arg_dtype(const wb_schema *sc, int i);
+int wb_schema_arg_ndim(const wb_schema *sc, int i);
+const char *wb_schema_arg_device(const wb_schema *sc, int i, char *buf,
+                                 size_t n);
 /* The earlier parameter it duplicates ([duplicate=NAME]), or -1. */
 int wb_schema_arg_dup_of(const wb_schema *sc, int i);
 /* The graph's effect tokens (with effect_tokens=N). */
