@@ -146,11 +146,11 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
     char tokens[48] = "";
     if (s->ntokens)
         snprintf(tokens, sizeof tokens, "%d effect tokens, ", s->ntokens);
-    if (n != s->ntokens + s->nvalues + s->rng)
+    if (n != s->nreturned)
         return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
                            "expected %d (%s%d updated inputs, %d outputs, "
                            "%d intermediate bases%s)", n,
-                           s->ntokens + s->nvalues + s->rng, tokens,
+                           s->nreturned, tokens,
                            s->nupdated, s->noutputs, s->nbases,
                            s->rng ? ", the RNG offset" : "");
     /* Effect tokens may be NULL (None). */

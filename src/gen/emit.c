@@ -497,13 +497,6 @@ static bool wb_emit_own_args(const wb_spec *s)
     return s->ndetached || s->ndups || s->ntokens || s->rng;
 }
 
-/* All the values the graph returns: the effect tokens, N, the RNG's new
-   offset. */
-static int wb_emit_nreturned(const wb_spec *s)
-{
-    return s->ntokens + s->nvalues + s->rng;
-}
-
 /* The array the graph writes its values into: r, or rt when effect
    tokens come before them (r then points past the tokens). */
 static const char *wb_emit_values(const wb_spec *s)
@@ -559,7 +552,7 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     const wb_spec *s = x->s;
     if (s->ntokens) {
         wb_buf_line(b, "wb_tensor *rt[%d]; /* the graph's values: %d effect "
-                    "token%s, then r's */", wb_emit_nreturned(s),
+                    "token%s, then r's */", s->nreturned,
                     s->ntokens, s->ntokens == 1 ? "" : "s");
         /* Without other values, no line reads r; -Wall would reject it in
            ahead-of-time builds. */
@@ -567,7 +560,7 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
             wb_buf_line(b, "wb_tensor **const r = rt + %d;", s->ntokens);
     } else {
         wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
-                    wb_emit_nreturned(s) ? wb_emit_nreturned(s) : 1);
+                    s->nreturned ? s->nreturned : 1);
     }
     if (s->nviews)
         wb_buf_line(b, "wb_tensor *v[%d]; /* views for aliased outputs */",
@@ -597,7 +590,7 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
        the memset libtcc would call for an initializer; longer arrays take
        it. */
     wb_emit_zero(x, b, wb_emit_values(s),
-                 wb_emit_nreturned(s) ? wb_emit_nreturned(s) : 1);
+                 s->nreturned ? s->nreturned : 1);
     if (s->nviews)
         wb_emit_zero(x, b, "v", s->nviews);
     /* A graph with no user outputs writes none; -Wextra rejects the unused
@@ -873,7 +866,7 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "kept[%d] = %s(a[%d].t); /* hidden from autograd */",
                     k, WB_EMIT_NAME(wb_rt_version_get), s->hidden[k]);
     wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, %s, %d);", args,
-                s->nargs, wb_emit_values(s), wb_emit_nreturned(s));
+                s->nargs, wb_emit_values(s), s->nreturned);
     for (int k = 0; k < s->nhidden; k++)
         wb_buf_line(b, "%s(a[%d].t, kept[%d]);",
                     WB_EMIT_NAME(wb_rt_version_put), s->hidden[k], k);
@@ -1107,7 +1100,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                                  : WB_EMIT_NAME(wb_rt_call_nograd),
                      s->ninputs, s->nvalues, s->nvalues);
     else
-        wb_emit_term(x, b, &k, "n != %d", wb_emit_nreturned(s));
+        wb_emit_term(x, b, &k, "n != %d", s->nreturned);
     for (int i = 0; i < s->nvalues + s->rng; i++)
         wb_emit_term(x, b, &k, "!r[%d]", i);
     wb_buf_printf(b, ") {\n");
@@ -1276,7 +1269,7 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     wb_buf_printf(b, "fail:\n");
     const char *release = WB_EMIT_NAME(wb_rt_release_all);
     wb_buf_line(b, "%s(%s, %d);", release, wb_emit_values(s),
-                wb_emit_nreturned(s));
+                s->nreturned);
     if (s->nviews)
         wb_buf_line(b, "%s(v, %d);", release, s->nviews);
     for (int j = 0; j < s->nupdated; j++)

@@ -59,7 +59,7 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     /* The graph's values: T effect tokens, N = M + outputs + bases, the
        RNG's new offset. */
     const int N = s->nvalues, M = s->nupdated, T = s->ntokens,
-              all = T + N + s->rng;
+              all = s->nreturned;
     wb_status st = WB_OK;
     int i, g, nd = 0, n = 0, grad;
 

@@ -812,6 +812,7 @@ wb_status wb_spec_validate(wb_spec *s)
     s->nargs += s->rng ? 2 : 0;  /* the seed and the offset */
     wb_spec_derive_outputs(s);
     s->nvalues = s->nupdated + s->noutputs + s->nbases;
+    s->nreturned = s->ntokens + s->nvalues + s->rng;
     if ((st = wb_spec_derive_signature(s)) != WB_OK)
         goto fail;
     s->device_copies = false;
@@ -831,7 +832,7 @@ int wb_spec_num_inputs(const wb_spec *s) { return s ? s->ninputs : -1; }
 int wb_spec_num_outputs(const wb_spec *s) { return s ? s->noutputs : -1; }
 int wb_spec_num_values(const wb_spec *s)
 {
-    return s && s->valid ? s->ntokens + s->nvalues + s->rng : -1;
+    return s && s->valid ? s->nreturned : -1;
 }
 
 int wb_spec_num_graph_args(const wb_spec *s)

@@ -89,6 +89,8 @@ struct wb_spec {
                                    tokens: the graph returns ntokens + N
                                    values, and the RNG offset last */
     int nupdated;               /* M */
+    int nreturned;              /* all the graph returns: tokens, N, the
+                                   RNG offset */
     int nargs;                  /* the graph's: tokens, kept inputs, RNG
                                    seed and offset */
     int *arg_at;                /* per input, its graph argument (-1 for
