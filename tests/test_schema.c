@@ -965,9 +965,18 @@ Test(schema, extension_rejections_parameters)
         {"f(int x [detach]) -> Tensor", 10,
          "parameter 0 'x': attribute 'detach' applies to a Tensor "
          "parameter, not to 'int'"},
-        {"f(Tensor[] x [ndim=2]) -> Tensor", 15,
-         "parameter 0 'x': attribute 'ndim' applies to a Tensor parameter, "
-         "not to 'Tensor[]'"},
+        {"f(Tensor[2] x, Tensor y [duplicate=x]) -> Tensor", 36,
+         "parameter 1 'y': duplicate names parameter 0 'x', a list; a "
+         "duplicate is of a single tensor"},
+        {"f(Tensor x, Tensor[2] y [duplicate=x]) -> Tensor", 26,
+         "parameter 1 'y': attribute 'duplicate' applies to a single Tensor "
+         "parameter, not to the list 'Tensor[2]'"},
+        {"f(Tensor?[2] x [ndim=2]) -> Tensor", 17,
+         "parameter 0 'x': attribute 'ndim' does not apply to an optional "
+         "tensor ('Tensor?[2]'), which may be NULL"},
+        {"f(Tensor[2]? x [ndim=2]) -> Tensor", 17,
+         "parameter 0 'x': attribute 'ndim' does not apply to an optional "
+         "tensor ('Tensor[2]?'), which may be NULL"},
         {"f(Tensor(a!) x [metadata, hidden]) -> Tensor", 27,
          "parameter 0 'x': attribute 'hidden' qualifies a data or in_graph "
          "mutation, which this parameter lacks"},
@@ -1012,9 +1021,12 @@ Test(schema, extension_rejections_returns_and_graph)
         {"f(Tensor x) -> int [requires_grad]", 21,
          "return 0: attribute 'requires_grad' applies to a Tensor return, "
          "not to 'int'"},
-        {"f(Tensor x) -> Tensor[] y [requires_grad]", 28,
+        {"f(Tensor x) -> Tensor?[2] y [requires_grad]", 30,
          "return 0 'y': attribute 'requires_grad' applies to a Tensor "
-         "return, not to 'Tensor[]'"},
+         "return, not to 'Tensor?[2]'"},
+        {"f(Tensor x) -> (Tensor(c)[2] y [base], Tensor(c))", 33,
+         "return 0 'y': attribute 'base' applies to a single Tensor return, "
+         "not to the list 'Tensor(c)[2]': an alias set has one base"},
         {"f(Tensor(a) x) -> Tensor(a) [unsafe_view]", 30,
          "return 0: attribute 'unsafe_view' applies to a return that "
          "aliases nothing"},
@@ -1263,6 +1275,107 @@ Test(schema, mapping_of_returns)
     wb_schema_free(sc);
 }
 
+/* A list of known length is an input or output per element, each with
+   the list's attributes; bases and duplicates name inputs and outputs. */
+Test(schema, mapping_of_lists)
+{
+    const char *text =
+        "f(Tensor(a!)[2] xs [metadata, dtype=float32], Tensor?[2] idx, "
+        "Tensor(b) y, Tensor z [duplicate=y], Tensor(c!)[3] outs [resize]) -> "
+        "(Tensor(a!)[2] same, Tensor(b)[3] parts [requires_grad, dynamic=1], "
+        "Tensor(d)[2] inter, Tensor(c)[3] views, Tensor(e) whole [base], "
+        "Tensor(e)[2] halves, Tensor[1] one)";
+    static const struct {
+        const char *name;
+        wb_alias kind;
+        int base;
+    } out[] = {
+        {"same[0]", WB_OUT_IS_INPUT, 0},
+        {"same[1]", WB_OUT_IS_INPUT, 1},
+        {"parts[0]", WB_OUT_ALIAS_OF_INPUT, 4},
+        {"parts[1]", WB_OUT_ALIAS_OF_INPUT, 4},
+        {"parts[2]", WB_OUT_ALIAS_OF_INPUT, 4},
+        {"inter[0]", WB_OUT_ALIAS_OF_INTERMEDIATE, 0},
+        {"inter[1]", WB_OUT_ALIAS_OF_INTERMEDIATE, 0},
+        {"views[0]", WB_OUT_ALIAS_OF_INPUT, 6},
+        {"views[1]", WB_OUT_ALIAS_OF_INPUT, 7},
+        {"views[2]", WB_OUT_ALIAS_OF_INPUT, 8},
+        {"whole", WB_OUT_NON_ALIAS, -1},
+        {"halves[0]", WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT, 10},
+        {"halves[1]", WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT, 10},
+        {"one[0]", WB_OUT_NON_ALIAS, -1},
+    };
+    static const char *const in[] = {"xs[0]",   "xs[1]",   "idx[0]",
+                                     "idx[1]",  "y",       "z",
+                                     "outs[0]", "outs[1]", "outs[2]"};
+    wb_schema *sc = tsc_parse(text);
+    wb_spec *s = tsc_spec(text);
+    long long first;
+    cr_assert_null(wb_schema_unwrappable(sc));
+    cr_assert_eq(wb_schema_arg_inputs(sc, 0, &first), 2);
+    cr_assert_eq(first, 0);
+    cr_assert_eq(wb_schema_arg_inputs(sc, 1, &first), 2);
+    cr_assert_eq(first, 2);
+    cr_assert_eq(wb_schema_arg_inputs(sc, 4, &first), 3);
+    cr_assert_eq(first, 6);
+    cr_assert(wb_schema_arg_listed(sc, 1) && !wb_schema_arg_listed(sc, 2));
+    cr_assert_str_eq(wb_schema_arg_ctype(sc, 0), "wb_tensor *[]");
+    cr_assert_eq(wb_schema_return_outputs(sc, 1, &first), 3);
+    cr_assert_eq(first, 2);
+    cr_assert(wb_schema_return_elementwise(sc, 0));
+    cr_assert(wb_schema_return_elementwise(sc, 3));
+    cr_assert(!wb_schema_return_elementwise(sc, 1));
+    cr_assert(wb_schema_return_listed(sc, 6) && !wb_schema_return_listed(sc, 4));
+    cr_assert_eq(s->ninputs, TSC_COUNT(in));
+    for (int i = 0; i < TSC_COUNT(in); i++)
+        cr_assert_str_eq(s->inputs[i].name, in[i]);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(s->inputs[i].mutation, WB_MUT_METADATA);
+        cr_assert_eq(s->inputs[i].dtype.bits, 32);
+        cr_assert(s->inputs[2 + i].flags & WB_INPUT_OPTIONAL);
+        cr_assert_eq(s->inputs[2 + i].mutation, WB_MUT_NONE);
+    }
+    for (int i = 6; i < 9; i++)
+        cr_assert_eq(s->inputs[i].mutation, WB_MUT_RESIZE);
+    cr_assert_eq(s->inputs[5].dup_of, 4, "y is input 4, after a list");
+    cr_assert_eq(s->noutputs, TSC_COUNT(out));
+    for (int k = 0; k < TSC_COUNT(out); k++) {
+        cr_assert_str_eq(s->outputs[k].name, out[k].name);
+        cr_assert_eq(s->outputs[k].kind, out[k].kind, "%s", out[k].name);
+        cr_assert_eq(s->outputs[k].base, out[k].base, "%s", out[k].name);
+    }
+    for (int k = 2; k < 5; k++) {
+        cr_assert(s->outputs[k].requires_grad);
+        cr_assert_eq(s->outputs[k].dyn, 2u);
+    }
+    cr_assert_eq(s->nbases, 1);
+    cr_assert_eq(wb_spec_num_updated(s), 5);
+    cr_assert_eq(wb_spec_num_values(s), 5 + 14 + 1);
+    cr_assert_eq(wb_spec_num_graph_args(s), 8);
+    wb_spec_free(s);
+    wb_schema_free(sc);
+
+    /* The real schemas wrap once the list has its length. */
+    static const char *const real[] = {
+        "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> "
+        "Tensor(a)[3]",
+        "unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[2]",
+        "chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[4]",
+        "index_put_(Tensor(a!) self, Tensor?[2] indices, Tensor values, bool "
+        "accumulate=False) -> Tensor(a!)",
+        "_foreach_add_.List(Tensor(a!)[2] self, Tensor[2] other, *, Scalar "
+        "alpha=1) -> ()",
+        "cat(Tensor[3] tensors, int dim=0) -> Tensor",
+    };
+    static const int nin[] = {3, 2, 3, 5, 5, 4}, nout[] = {3, 2, 4, 1, 0, 1};
+    for (int i = 0; i < TSC_COUNT(real); i++) {
+        s = tsc_spec(real[i]);
+        cr_assert_eq(s->ninputs, nin[i], "%s", real[i]);
+        cr_assert_eq(s->noutputs, nout[i], "%s", real[i]);
+        wb_spec_free(s);
+    }
+}
+
 /* N and M for schemas of every shape. */
 Test(schema, values_and_updates)
 {
@@ -1299,15 +1412,17 @@ Test(schema, unwrappable_reasons)
         {"_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar "
          "alpha=1) -> ()",
          "parameter 0 'self': a tensor list ('Tensor(a!)[]') has no fixed "
-         "arity"},
+         "length; give it one, as in Tensor[2]"},
         {"index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
          "parameter 1 'indices': a tensor list ('Tensor?[]') has no "
-         "fixed arity"},
+         "fixed length; give it one, as in Tensor[2]"},
         {"split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> "
          "Tensor(a)[]",
-         "return 0: a list ('Tensor(a)[]') has no fixed arity"},
+         "return 0: a list ('Tensor(a)[]') has no fixed length; "
+         "give it one, as in Tensor[2]"},
         {"f(Tensor x) -> int[] sizes",
-         "return 0 'sizes': a list ('int[]') has no fixed arity"},
+         "return 0 'sizes': a list ('int[]') has no fixed length; "
+         "give it one, as in Tensor[2]"},
         {"_local_scalar_dense(Tensor self) -> Scalar",
          "return 0: 'Scalar' is not a tensor"},
         {"f(Tensor x) -> (Tensor a, bool ok)",
@@ -1351,9 +1466,10 @@ Test(schema, unwrappable_reasons)
         {"copy_blocks(Tensor(a!)[] key_caches, Tensor[](b!) value_caches, "
          "Tensor block_mapping) -> ()",
          "parameter 0 'key_caches': a tensor list ('Tensor(a!)[]') has no "
-         "fixed arity"},
+         "fixed length; give it one, as in Tensor[2]"},
         {"f(Tensor x) -> Tensor[](c)",
-         "return 0: a list ('Tensor[](c)') has no fixed arity"},
+         "return 0: a list ('Tensor[](c)') has no fixed length; "
+         "give it one, as in Tensor[2]"},
         {"f(Tensor(*) x) -> Tensor(*)",
          "return 0: 'Tensor(*)' is in the wildcard set '*', so it may alias "
          "any tensor; an output needs one known base"},
@@ -1362,6 +1478,25 @@ Test(schema, unwrappable_reasons)
          "'x' and 1 'y' share, so its base is ambiguous; an output has one"},
         {"f(Tensor x) -> complex",
          "return 0: 'complex' is not a tensor"},
+        {"f(Tensor[2]? x) -> ()",
+         "parameter 0 'x': an optional list ('Tensor[2]?') may be None, so "
+         "it has no fixed length"},
+        {"f(Tensor x) -> Tensor[2]?",
+         "return 0: an optional list ('Tensor[2]?') may be None, so it has "
+         "no fixed length"},
+        {"f(Tensor x) -> Tensor?[2]",
+         "return 0: an optional tensor ('Tensor?[2]') may be None"},
+        {"f(Tensor x) -> int[2]",
+         "return 0: 'int[2]' is not a tensor"},
+        {"f(Tensor(a!)[2] xs) -> Tensor(a!)",
+         "return 0: 'Tensor(a!)' names alias set 'a' of parameter 0 'xs', a "
+         "list whose elements share it, so its base is ambiguous; an output "
+         "has one (a list return as long as the parameter pairs them up)"},
+        {"f(Tensor(a)[2] xs) -> Tensor(a)[3]",
+         "return 0: 'Tensor(a)[3]' names alias set 'a' of parameter 0 'xs', "
+         "a list whose elements share it, so its base is ambiguous; an "
+         "output has one (a list return as long as the parameter pairs them "
+         "up)"},
     };
     for (int i = 0; i < TSC_COUNT(c); i++) {
         wb_schema *sc = tsc_parse(c[i].text);
@@ -1416,6 +1551,25 @@ Test(schema, limits)
     sc = tsc_parse(t);
     cr_assert_str_eq(wb_schema_unwrappable(sc), "1100 returns, more than "
                                                 "WB_MAX_OUTPUTS (1024)");
+    wb_schema_free(sc);
+    sc = tsc_parse("f(Tensor[1000] x, Tensor[25] y) -> Tensor[1025]");
+    cr_assert_str_eq(wb_schema_unwrappable(sc), "the parameters' lists make "
+                                                "1025 inputs, more than "
+                                                "WB_MAX_INPUTS (1024)");
+    wb_schema_free(sc);
+    sc = tsc_parse("f(Tensor x) -> (Tensor[999999999], Tensor[999999999])");
+    cr_assert_str_eq(wb_schema_unwrappable(sc), "the returns' lists make "
+                                                "1999999998 outputs, more "
+                                                "than WB_MAX_OUTPUTS (1024)");
+    wb_schema_free(sc);
+    strcpy(t, "f(Tensor[10] ");
+    memset(t + 13, 'x', 254);
+    strcpy(t + 13 + 254, ") -> Tensor");
+    sc = tsc_parse(t);
+    cr_assert_str_eq(wb_schema_unwrappable(sc), "parameter 0 'xxxxxxxxxxxxxxxx"
+                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...': the "
+                     "names of its elements, up to 257 bytes, are longer "
+                     "than WB_MAX_NAME (256)");
     wb_schema_free(sc);
     memset(t, 'n', 300);
     strcpy(t + 300, "(Tensor x) -> Tensor");

@@ -123,12 +123,14 @@ static void wb_cli_json_failure(const char *name, const char *error)
     fputs("}\n", stdout);
 }
 
-/* Whether parameter i is an input the graph gets back updated: mutated,
-   and not in the graph itself. */
-static bool wb_cli_updated(const wb_schema *sc, int i)
+/* The spec outputs the returns make: an element each of a list of known
+   length. */
+static long long wb_cli_num_outputs(const wb_schema *sc)
 {
-    wb_mutation m = wb_schema_arg_mutation(sc, i);
-    return m != WB_MUT_NONE && m != WB_MUT_IN_GRAPH;
+    long long n = 0;
+    for (int k = 0; k < wb_schema_num_returns(sc); k++)
+        n += wb_schema_return_outputs(sc, k, NULL);
+    return n;
 }
 
 /* What the text output notes beside an argument (wb_cli_print_note), as
@@ -161,6 +163,11 @@ static void wb_cli_json_note(FILE *f, const wb_schema *sc, int i)
         fputs(", \"default\": ", f);
         wb_cli_json_string(f, def);
     }
+    long long first;
+    long count = wb_schema_arg_inputs(sc, i, &first);
+    if (wb_schema_arg_listed(sc, i))
+        fprintf(f, ", \"elements\": %ld, \"first_input\": %lld", count,
+                first);
 }
 
 static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
@@ -177,7 +184,7 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
         fputs(", \"reason\": ", f);
         wb_cli_json_string(f, why);
     }
-    fprintf(f, ", \"arity\": %d, \"args\": [", nret);
+    fprintf(f, ", \"arity\": %lld, \"args\": [", wb_cli_num_outputs(sc));
     for (int i = 0; i < nargs; i++) {
         fputs(i ? ", {\"name\": " : "{\"name\": ", f);
         wb_cli_json_string(f, wb_schema_arg_name(sc, i));
@@ -199,9 +206,18 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
            base is no argument. */
         if ((a == WB_SCHEMA_IS_INPUT || a == WB_SCHEMA_ALIAS_OF_INPUT) &&
             base >= 0)
-            fprintf(f, "%d}", base);
+            fprintf(f, "%d", base);
         else
-            fputs("null}", f);
+            fputs("null", f);
+        long long first;
+        long count = wb_schema_return_outputs(sc, k, &first);
+        if (wb_schema_return_listed(sc, k))
+            fprintf(f, ", \"elements\": %ld, \"first_output\": %lld%s",
+                    count, first,
+                    wb_schema_return_elementwise(sc, k)
+                        ? ", \"elementwise\": true"
+                        : "");
+        putc('}', f);
     }
     fputs("], \"signature\": [", f);
     bool first = true;
@@ -218,19 +234,17 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
         fprintf(f, ", \"effect_tokens\": %d, \"functional_rng\": %s, "
                 "\"graph_args\": [", wb_schema_num_tokens(sc),
                 wb_schema_rng(sc) ? "true" : "false");
+        /* Spec inputs, which are the parameters unless a list makes an
+           input per element. */
         first = true;
-        for (int i = 0; i < nargs; i++)
-            if (wb_schema_arg_dup_of(sc, i) < 0) {
+        for (int i = 0; i < spec->ninputs; i++)
+            if (spec->inputs[i].dup_of < 0) {
                 fprintf(f, "%s%d", first ? "" : ", ", i);
                 first = false;
             }
         fputs("], \"updated\": [", f);
-        first = true;
-        for (int i = 0; i < nargs; i++)
-            if (wb_cli_updated(sc, i)) {
-                fprintf(f, "%s%d", first ? "" : ", ", i);
-                first = false;
-            }
+        for (int m = 0; m < spec->nupdated; m++)
+            fprintf(f, "%s%d", m ? ", " : "", spec->muts[m].input);
         fprintf(f, "], \"values\": %d", wb_spec_num_values(spec));
     }
     fputs("}\n", f);
@@ -243,7 +257,8 @@ static int wb_cli_width(const char *s) { return (int)strlen(s); }
 static bool wb_cli_has_note(const wb_schema *sc, int i)
 {
     char dev[32];
-    return wb_schema_arg_kwonly(sc, i) || wb_schema_arg_default(sc, i) ||
+    return wb_schema_arg_listed(sc, i) || wb_schema_arg_kwonly(sc, i) ||
+           wb_schema_arg_default(sc, i) ||
            wb_schema_arg_mutation(sc, i) != WB_MUT_NONE ||
            wb_schema_arg_flags(sc, i) || wb_schema_arg_dup_of(sc, i) >= 0 ||
            wb_schema_arg_dtype(sc, i) || wb_schema_arg_ndim(sc, i) >= 0 ||
@@ -258,6 +273,16 @@ static void wb_cli_print_note(FILE *f, const wb_schema *sc, int i)
     wb_mutation m = wb_schema_arg_mutation(sc, i);
     unsigned flags = wb_schema_arg_flags(sc, i);
     const char *sep = "";
+    if (wb_schema_arg_listed(sc, i)) {
+        long long first;
+        long count = wb_schema_arg_inputs(sc, i, &first);
+        fprintf(f, "%ld element%s, input%s %lld", count,
+                count == 1 ? "" : "s", count == 1 ? "" : "s", first);
+        if (count > 1)
+            fprintf(f, "..%lld", first + count - 1);
+        fputs(m != WB_MUT_NONE ? ", each: " : "", f);
+        sep = m != WB_MUT_NONE ? "" : ", ";
+    }
     if (m != WB_MUT_NONE) {
         fprintf(f, "%s mutation", wb_mutation_name(m));
         sep = ", ";
@@ -326,10 +351,21 @@ static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
     int base = wb_schema_return_base(sc, k);
     wb_alias kind = wb_schema_return_kind(sc, k);
     int spec_base = wb_schema_return_spec_base(sc, k);
+    if (wb_schema_return_listed(sc, k)) {
+        long long first;
+        long count = wb_schema_return_outputs(sc, k, &first);
+        fprintf(f, "%ld element%s, output%s %lld", count,
+                count == 1 ? "" : "s", count == 1 ? "" : "s", first);
+        if (count > 1)
+            fprintf(f, "..%lld", first + count - 1);
+        fputs(", each ", f);
+    }
     fputs(wb_schema_alias_name(a), f);
     if ((a == WB_SCHEMA_IS_INPUT || a == WB_SCHEMA_ALIAS_OF_INPUT) &&
         base >= 0 && base < nargs) {
-        fprintf(f, " of arg %d '%s'", base, wb_schema_arg_name(sc, base));
+        fprintf(f, " of arg %d '%s'%s", base, wb_schema_arg_name(sc, base),
+                wb_schema_return_elementwise(sc, k) ? ", element by element"
+                                                    : "");
     } else if (kind == WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT &&
                spec_base >= 0 && spec_base < nret) {
         const char *name = wb_schema_return_name(sc, spec_base);
@@ -360,11 +396,9 @@ static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
    signature will be, one aligned row per argument and per return. */
 /* What the graph gets and returns, in order (wrapbake.h): its arguments
    and its values, for a spec that validated. */
-static void wb_cli_text_graph(FILE *f, const wb_schema *sc,
-                              const wb_spec *spec)
+static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
 {
-    int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
-    int tokens = wb_schema_num_tokens(sc), updated = 0;
+    int tokens = spec->ntokens;
     const char *sep = "";
     int nga = wb_spec_num_graph_args(spec);
     fprintf(f, "  graph      %d arg%s: ", nga, nga == 1 ? "" : "s");
@@ -372,15 +406,12 @@ static void wb_cli_text_graph(FILE *f, const wb_schema *sc,
         fprintf(f, "%d effect token%s", tokens, tokens == 1 ? "" : "s");
         sep = ", ";
     }
-    for (int i = 0; i < nargs; i++) {
-        updated += wb_cli_updated(sc, i);
-        if (wb_schema_arg_dup_of(sc, i) < 0) {
-            fprintf(f, "%s%s", sep, wb_schema_arg_name(sc, i));
+    for (int i = 0; i < spec->ninputs; i++)
+        if (spec->inputs[i].dup_of < 0) {
+            fprintf(f, "%s%s", sep, spec->inputs[i].name);
             sep = ", ";
         }
-    }
-    bool rng = wb_schema_rng(sc);
-    if (rng)
+    if (spec->rng)
         fprintf(f, "%sthe RNG's seed and offset", sep);
     int values = wb_spec_num_values(spec);
     fprintf(f, "\n             %d value%s: ", values, values == 1 ? "" : "s");
@@ -389,15 +420,14 @@ static void wb_cli_text_graph(FILE *f, const wb_schema *sc,
         fprintf(f, "%d effect token%s", tokens, tokens == 1 ? "" : "s");
         sep = ", ";
     }
-    for (int i = 0; i < nargs; i++)
-        if (wb_cli_updated(sc, i)) {
-            fprintf(f, "%supdated %s", sep, wb_schema_arg_name(sc, i));
-            sep = ", ";
-        }
-    int bases = values - tokens - updated - nret - rng;
-    fprintf(f, "%s%d return%s, %d intermediate base%s%s\n", sep, nret,
-            nret == 1 ? "" : "s", bases, bases == 1 ? "" : "s",
-            rng ? ", the RNG's new offset" : "");
+    for (int m = 0; m < spec->nupdated; m++) {
+        fprintf(f, "%supdated %s", sep, spec->inputs[spec->muts[m].input].name);
+        sep = ", ";
+    }
+    int nout = spec->noutputs, bases = spec->nbases;
+    fprintf(f, "%s%d return%s, %d intermediate base%s%s\n", sep, nout,
+            nout == 1 ? "" : "s", bases, bases == 1 ? "" : "s",
+            spec->rng ? ", the RNG's new offset" : "");
 }
 
 static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,
@@ -433,7 +463,7 @@ static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,
         fprintf(f, "  wrappable  no: %s\n", why);
     else
         fputs("  wrappable  yes\n", f);
-    fprintf(f, "  arity      %d\n", nret);
+    fprintf(f, "  arity      %lld\n", wb_cli_num_outputs(sc));
     if (nargs == 0)
         fputs("  args       (none)\n", f);
     for (int i = 0; i < nargs; i++) {
@@ -470,7 +500,7 @@ static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,
     }
     fputs(")\n", f);
     if (spec)
-        wb_cli_text_graph(f, sc, spec);
+        wb_cli_text_graph(f, spec);
     putc('\n', f);
 }
 

@@ -105,6 +105,8 @@ typedef struct wb_schema_type {
     bool after;            /* a "->" part (wildcard or sets) */
     bool optional;         /* '?' on the element: Tensor?, int?[] */
     bool list;             /* a list suffix: [] or [n], optional or not */
+    long len;              /* n of a list [n]; 0 when not given ([]) */
+    bool list_optional;    /* '?' on the list: Tensor[]?, int[2]? */
     size_t annot_pos;      /* where the annotation starts */
     char *text;            /* the type as ATen prints it */
 } wb_schema_type;
@@ -123,6 +125,9 @@ typedef struct wb_schema_arg {
     int ndim;
     DLDevice device;       /* device_type 0: not declared */
     int dup_of;            /* the earlier parameter it duplicates, or -1 */
+    long long input;       /* the first spec input it makes */
+    long count;            /* how many: a tensor list of known length
+                              makes one each, anything else one */
     unsigned seen;         /* attributes given, a bit each */
     const char *mut_attr;  /* the mutation attribute given, or NULL */
     size_t mut_pos, hidden_pos, detach_pos;
@@ -146,6 +151,9 @@ typedef struct wb_schema_ret {
     bool save_as_output;
     bool is_base;
     bool is_input;         /* the parameter itself, mutated or not */
+    long long output;      /* the first spec output it makes */
+    long count;            /* how many: a list of known length makes one
+                              each, anything else one */
     unsigned seen;
     size_t rg_pos, variant_pos, save_pos, base_pos, is_input_pos;
     /* Resolved. */
@@ -153,6 +161,8 @@ typedef struct wb_schema_ret {
     int key;               /* the parameter, or the set (an index) */
     int shared;            /* a set of its that parameters share, or -1 */
     bool multi;            /* its sets name more than one target */
+    bool elementwise;      /* a list return of a list parameter's set,
+                              as long as it: element j is element j's */
     wb_schema_alias alias;
     int base;              /* as wb_schema_return_base says */
     wb_alias kind;         /* what the output becomes */
@@ -176,6 +186,8 @@ struct wb_schema {
     int nrets, cap_rets;
     wb_schema_set *sets;   /* in order of first appearance */
     int nsets, cap_sets;
+    long long ninputs;     /* spec inputs the parameters make */
+    long long noutputs;    /* spec outputs the returns make */
     int nbases;
     bool training;
     bool keep_input_mutations;
@@ -711,6 +723,7 @@ static wb_status wb_schema_parse_type(wb_schema_parser *p, wb_schema_type *ty,
                 snprintf(q, sizeof q, "%ld", size);
                 wb_schema_buf_str(&b, q);
             }
+            ty->len = size;
         }
         if (!wb_schema_accept(p, "]")) {
             st = wb_schema_expected(p, "']' to close the list type");
@@ -720,8 +733,10 @@ static wb_status wb_schema_parse_type(wb_schema_parser *p, wb_schema_type *ty,
         if ((wb_schema_peek(p) == '(' || wb_schema_peek(p) == '!') &&
             (st = wb_schema_parse_annotation(p, ty, &b)) != WB_OK)
             goto fail;
-        if (wb_schema_accept(p, "?"))
+        if (wb_schema_accept(p, "?")) {
+            ty->list_optional = true;
             wb_schema_buf_str(&b, "?");
+        }
     }
     return wb_schema_buf_take(&b, &ty->text);
 fail:
@@ -729,11 +744,12 @@ fail:
     return st;
 }
 
-/* Only a single, non-optional Tensor is what the wrapper handles as a
-   tensor input or output. */
+/* Tensors that are always there, one or a list of them: what the
+   wrapper handles as tensor outputs, an element each. */
 static bool wb_schema_plain_tensor(const wb_schema_type *ty)
 {
-    return ty->base == WB_SCHEMA_TENSOR && !ty->list && !ty->optional;
+    return ty->base == WB_SCHEMA_TENSOR && !ty->optional &&
+           !ty->list_optional;
 }
 
 /* ---- defaults ----------------------------------------------------------- */
@@ -977,7 +993,7 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
                                       const wb_schema_attr *a)
 {
     wb_schema_arg *arg = &p->sc->args[i];
-    char who[340], q[300], ty[300];
+    char who[340], other[340], q[300], ty[300];
     int k;
     wb_status st;
     wb_schema_who_arg(p->sc, i, who, sizeof who);
@@ -992,11 +1008,17 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
     if (st != WB_OK)
         return st;
     wb_spec_print_name(arg->type.text, ty, sizeof ty);
-    if (arg->type.base != WB_SCHEMA_TENSOR || arg->type.list)
+    if (arg->type.base != WB_SCHEMA_TENSOR)
         return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
                                  "a Tensor parameter, not to '%s'", who,
                                  wb_schema_param_attrs[k], ty);
-    if (arg->type.optional)
+    /* On a list, an attribute is each element's; a duplicate is one
+       tensor. */
+    if (arg->type.list && k == WB_SCHEMA_PA_DUPLICATE)
+        return wb_schema_fail_at(p, a->pos, "%s: attribute 'duplicate' "
+                                 "applies to a single Tensor parameter, not "
+                                 "to the list '%s'", who, ty);
+    if (arg->type.optional || arg->type.list_optional)
         return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' does not "
                                  "apply to an optional tensor ('%s'), which "
                                  "may be NULL", who,
@@ -1031,6 +1053,12 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
             for (int j = 0; j < i; j++)
                 if (wb_schema_is_word(p->text + a->vpos, a->vlen,
                                       p->sc->args[j].name)) {
+                    if (p->sc->args[j].type.list)
+                        return wb_schema_fail_at(
+                            p, a->vpos, "%s: duplicate names %s, a list; a "
+                            "duplicate is of a single tensor", who,
+                            wb_schema_who_arg(p->sc, j, other,
+                                              sizeof other));
                     arg->dup_of = j;
                     return WB_OK;
                 }
@@ -1108,6 +1136,11 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
         return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
                                  "a Tensor return, not to '%s'", who,
                                  wb_schema_ret_attrs[i], ty);
+    /* On a list, an attribute is each element's; a set has one base. */
+    if (r->type.list && i == WB_SCHEMA_RA_BASE)
+        return wb_schema_fail_at(p, a->pos, "%s: attribute 'base' applies "
+                                 "to a single Tensor return, not to the list "
+                                 "'%s': an alias set has one base", who, ty);
     switch (i) {
     case WB_SCHEMA_RA_RG:
         r->requires_grad = true;
@@ -1569,6 +1602,31 @@ static wb_status wb_schema_check_graph_needs(const wb_schema_parser *p)
     return WB_OK;
 }
 
+/* Numbers the spec inputs and outputs the items make: a tensor list of
+   known length makes one per element, a list return of known length one
+   per element, anything else one. */
+static void wb_schema_count_items(wb_schema *sc)
+{
+    long long n = 0;
+    for (int i = 0; i < sc->nargs; i++) {
+        wb_schema_arg *a = &sc->args[i];
+        a->input = n;
+        a->count = a->type.base == WB_SCHEMA_TENSOR && a->type.len > 0
+                       ? a->type.len
+                       : 1;
+        n += a->count;
+    }
+    sc->ninputs = n;
+    n = 0;
+    for (int k = 0; k < sc->nrets; k++) {
+        wb_schema_ret *r = &sc->rets[k];
+        r->output = n;
+        r->count = r->type.len > 0 ? r->type.len : 1;
+        n += r->count;
+    }
+    sc->noutputs = n;
+}
+
 /* Classifies each return by what its alias sets name: one parameter, an
    intermediate (sets no parameter has), nothing, or an input it cannot
    tell (the wildcard, or a set several parameters share). */
@@ -1595,6 +1653,10 @@ static void wb_schema_classify(wb_schema *sc)
         int first = ty->first_set, o = sc->sets[first].owner;
         r->cls = o >= 0 ? WB_SCHEMA_CLS_PARAM : WB_SCHEMA_CLS_INTER;
         r->key = o >= 0 ? o : first;
+        /* A list of a list parameter's set, as long as it, pairs them
+           up: the only way such a return has one base per element. */
+        r->elementwise = o >= 0 && sc->args[o].type.list && ty->list &&
+                         ty->len > 0 && ty->len == sc->args[o].type.len;
         for (int s = wb_schema_bits_next(b, 0); s >= 0;
              s = wb_schema_bits_next(b, s + 1))
             if (o >= 0 ? sc->sets[s].owner != o : s != first)
@@ -1703,6 +1765,30 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
     return WB_OK;
 }
 
+/* ---- list elements ------------------------------------------------------ */
+
+/* The name of element j of a list item ("xs[1]"), in buf of n bytes. */
+static const char *wb_schema_elem_name(const char *name, long j, char *buf,
+                                       size_t n)
+{
+    snprintf(buf, n, "%s[%ld]", name, j);
+    return buf;
+}
+
+/* The longest name an item's elements have: the item's own unless it is
+   a list of known length, whose last element has the longest. */
+static size_t wb_schema_elem_name_len(const char *name,
+                                      const wb_schema_type *ty)
+{
+    size_t n = strlen(name);
+    if (!ty->list || ty->len <= 0)
+        return n;
+    n += 3;  /* "[" and "]", and the first digit */
+    for (long j = ty->len - 1; j >= 10; j /= 10)
+        n++;
+    return n;
+}
+
 /* ---- what cannot be wrapped --------------------------------------------- */
 
 static wb_status wb_schema_set_reason(wb_schema *sc, const char *fmt, ...)
@@ -1731,11 +1817,25 @@ static wb_status wb_schema_arg_reason(wb_schema *sc, int i)
         return wb_schema_set_reason(sc, "parameter %d: its name of %zu bytes "
                                     "is longer than WB_MAX_NAME (%d)", i,
                                     strlen(a->name), WB_MAX_NAME);
-    /* A list of scalars is one opaque argument; a list of tensors would
-       be a variable number of tensor arguments. */
-    if (a->type.list && a->type.base == WB_SCHEMA_TENSOR)
+    if (a->type.base == WB_SCHEMA_TENSOR &&
+        wb_schema_elem_name_len(a->name, &a->type) > WB_MAX_NAME)
+        return wb_schema_set_reason(sc, "%s: the names of its elements, up "
+                                    "to %zu bytes, are longer than "
+                                    "WB_MAX_NAME (%d)", who,
+                                    wb_schema_elem_name_len(a->name,
+                                                            &a->type),
+                                    WB_MAX_NAME);
+    /* A list of scalars is one opaque argument; a list of tensors is a
+       tensor argument per element, so its length must be known. */
+    if (a->type.list && a->type.base == WB_SCHEMA_TENSOR &&
+        a->type.list_optional)
+        return wb_schema_set_reason(sc, "%s: an optional list ('%s') may be "
+                                    "None, so it has no fixed length", who,
+                                    ty);
+    if (a->type.list && a->type.base == WB_SCHEMA_TENSOR && !a->type.len)
         return wb_schema_set_reason(sc, "%s: a tensor list ('%s') has no "
-                                    "fixed arity", who, ty);
+                                    "fixed length; give it one, as in "
+                                    "Tensor[2]", who, ty);
     if (a->type.base == WB_SCHEMA_TENSOR && a->type.optional &&
         a->type.write)
         return wb_schema_set_reason(sc, "%s: an optional tensor ('%s') may "
@@ -1780,9 +1880,21 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
         return wb_schema_set_reason(sc, "return %d: its name of %zu bytes is "
                                     "longer than WB_MAX_NAME (%d)", k,
                                     strlen(r->name), WB_MAX_NAME);
-    if (ty->list)
+    if (ty->list && ty->list_optional)
+        return wb_schema_set_reason(sc, "%s: an optional list ('%s') may be "
+                                    "None, so it has no fixed length", who,
+                                    t);
+    if (ty->list && !ty->len)
         return wb_schema_set_reason(sc, "%s: a list ('%s') has no fixed "
-                                    "arity", who, t);
+                                    "length; give it one, as in Tensor[2]",
+                                    who, t);
+    if (r->name && *r->name &&
+        wb_schema_elem_name_len(r->name, ty) > WB_MAX_NAME)
+        return wb_schema_set_reason(sc, "%s: the names of its elements, up "
+                                    "to %zu bytes, are longer than "
+                                    "WB_MAX_NAME (%d)", who,
+                                    wb_schema_elem_name_len(r->name, ty),
+                                    WB_MAX_NAME);
     if (ty->base != WB_SCHEMA_TENSOR)
         return wb_schema_set_reason(sc, "%s: '%s' is not a tensor", who, t);
     if (ty->optional)
@@ -1818,6 +1930,12 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
         if (a->type.optional)
             return wb_schema_set_reason(sc, "%s: aliases %s, an optional "
                                         "tensor that may be NULL", who, arg);
+        if (a->type.list && a->type.len != 1 && !r->elementwise)
+            return wb_schema_set_reason(
+                sc, "%s: '%s' names %s of %s, a list whose elements share "
+                "it, so its base is ambiguous; an output has one (a list "
+                "return as long as the parameter pairs them up)", who, t,
+                wb_schema_set_desc(sc, ty->first_set, set, sizeof set), arg);
     }
     if (r->cls == WB_SCHEMA_CLS_INTER && ty->write)
         return wb_schema_set_reason(sc, "%s: writes %s, which no parameter "
@@ -1843,6 +1961,14 @@ static wb_status wb_schema_find_reason(wb_schema *sc)
         return wb_schema_set_reason(sc, "%d returns, more than "
                                     "WB_MAX_OUTPUTS (%d)", sc->nrets,
                                     WB_MAX_OUTPUTS);
+    if (sc->ninputs > WB_MAX_INPUTS)
+        return wb_schema_set_reason(sc, "the parameters' lists make %lld "
+                                    "inputs, more than WB_MAX_INPUTS (%d)",
+                                    sc->ninputs, WB_MAX_INPUTS);
+    if (sc->noutputs > WB_MAX_OUTPUTS)
+        return wb_schema_set_reason(sc, "the returns' lists make %lld "
+                                    "outputs, more than WB_MAX_OUTPUTS (%d)",
+                                    sc->noutputs, WB_MAX_OUTPUTS);
     for (int i = 0; i < sc->nargs && st == WB_OK && !sc->unwrappable; i++)
         st = wb_schema_arg_reason(sc, i);
     for (int k = 0; k < sc->nrets && st == WB_OK && !sc->unwrappable; k++)
@@ -1893,6 +2019,7 @@ wb_status wb_schema_parse(const char *text, const char *file, int line,
         (st = wb_schema_check_names(&p)) == WB_OK &&
         (st = wb_schema_check_graph_needs(&p)) == WB_OK) {
         wb_schema_find_owners(sc);
+        wb_schema_count_items(sc);
         wb_schema_classify(sc);
         if ((st = wb_schema_resolve_returns(&p)) == WB_OK)
             st = wb_schema_find_reason(sc);
@@ -2002,6 +2129,41 @@ int wb_schema_arg_dup_of(const wb_schema *sc, int i)
     return a ? a->dup_of : -1;
 }
 
+long wb_schema_arg_inputs(const wb_schema *sc, int i, long long *first)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    if (first)
+        *first = a ? a->input : -1;
+    return a ? a->count : 0;
+}
+
+long wb_schema_return_outputs(const wb_schema *sc, int k, long long *first)
+{
+    const wb_schema_ret *r = wb_schema_get_ret(sc, k);
+    if (first)
+        *first = r ? r->output : -1;
+    return r ? r->count : 0;
+}
+
+bool wb_schema_arg_listed(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    return a && a->type.base == WB_SCHEMA_TENSOR && a->type.list &&
+           a->type.len > 0 && !a->type.list_optional;
+}
+
+bool wb_schema_return_listed(const wb_schema *sc, int k)
+{
+    const wb_schema_ret *r = wb_schema_get_ret(sc, k);
+    return r && r->type.list && r->type.len > 0 && !r->type.list_optional;
+}
+
+bool wb_schema_return_elementwise(const wb_schema *sc, int k)
+{
+    const wb_schema_ret *r = wb_schema_get_ret(sc, k);
+    return r && r->elementwise;
+}
+
 int wb_schema_num_tokens(const wb_schema *sc)
 {
     return sc ? sc->ntokens : 0;
@@ -2047,8 +2209,11 @@ const char *wb_schema_arg_ctype(const wb_schema *sc, int i)
     const wb_schema_arg *a = wb_schema_get_arg(sc, i);
     if (!a)
         return NULL;
+    if (a->type.base == WB_SCHEMA_TENSOR && a->type.list)
+        return a->type.len > 0 && !a->type.list_optional ? "wb_tensor *[]"
+                                                          : "wb_tensor **";
     if (a->type.base == WB_SCHEMA_TENSOR)
-        return a->type.list ? "wb_tensor **" : "wb_tensor *";
+        return "wb_tensor *";
     switch (wb_schema_scalar(&a->type)) {
     case WB_SCALAR_INT: return "int64_t";
     case WB_SCALAR_FLOAT: return "double";
@@ -2134,6 +2299,8 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
     }
     if ((st = wb_spec_new(sc->name, &s)) != WB_OK)
         return st;
+    /* A list of known length is an input or output per element, each
+       with the list's attributes. */
     for (int i = 0; i < sc->nargs && st == WB_OK; i++) {
         const wb_schema_arg *a = &sc->args[i];
         if (a->type.base != WB_SCHEMA_TENSOR) {
@@ -2146,18 +2313,39 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
             flags |= WB_INPUT_OPTIONAL;
         if (a->kwonly && a->type.write)
             flags |= WB_INPUT_OUT;
-        st = wb_spec_add_tensor(s, a->name, a->mutation, flags, NULL);
-        if (st == WB_OK && a->dup_of >= 0)
-            st = wb_spec_set_duplicate(s, i, a->dup_of);
-        if (st == WB_OK && (a->dtype.bits != 0 || a->ndim >= 0))
-            st = wb_spec_declare_input(s, i, a->dtype, a->ndim);
-        if (st == WB_OK && a->device.device_type)
-            st = wb_spec_declare_device(s, i, a->device);
+        for (long j = 0; j < a->count && st == WB_OK; j++) {
+            int in = (int)(a->input + j);
+            st = wb_spec_add_tensor(
+                s, a->type.list ? wb_schema_elem_name(a->name, j, nm,
+                                                      sizeof nm)
+                                : a->name,
+                a->mutation, flags, NULL);
+            if (st == WB_OK && a->dup_of >= 0)
+                st = wb_spec_set_duplicate(s, in,
+                                           (int)sc->args[a->dup_of].input);
+            if (st == WB_OK && (a->dtype.bits != 0 || a->ndim >= 0))
+                st = wb_spec_declare_input(s, in, a->dtype, a->ndim);
+            if (st == WB_OK && a->device.device_type)
+                st = wb_spec_declare_device(s, in, a->device);
+        }
     }
     for (int k = 0; k < sc->nrets && st == WB_OK; k++) {
         const wb_schema_ret *r = &sc->rets[k];
-        st = wb_spec_add_output(s, r->name, r->kind, r->spec_base,
-                                r->requires_grad, r->dyn, NULL);
+        for (long j = 0; j < r->count && st == WB_OK; j++) {
+            /* The schema's bases are parameters and returns; the spec's
+               are inputs and outputs. */
+            int base = r->spec_base;
+            if (r->cls == WB_SCHEMA_CLS_PARAM)
+                base = (int)(sc->args[base].input + (r->elementwise ? j : 0));
+            else if (r->kind ==
+                     WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT)
+                base = (int)sc->rets[base].output;
+            st = wb_spec_add_output(
+                s, r->type.list && *r->name
+                       ? wb_schema_elem_name(r->name, j, nm, sizeof nm)
+                       : r->name,
+                r->kind, base, r->requires_grad, r->dyn, NULL);
+        }
     }
     if (st == WB_OK)
         st = wb_spec_set_intermediate_bases(s, sc->nbases);

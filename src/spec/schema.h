@@ -48,8 +48,9 @@ const char *wb_schema_arg_name(const wb_schema *sc, int i);
    "int[2]?". */
 const char *wb_schema_arg_type(const wb_schema *sc, int i);
 wb_direction wb_schema_arg_dir(const wb_schema *sc, int i);
-/* "wb_tensor *", "int64_t", "double", "bool", "const void *"; for lists of
-   tensors "wb_tensor **". */
+/* "wb_tensor *", "int64_t", "double", "bool", "const void *"; for a list
+   of tensors of known length "wb_tensor *[]" (an argument per element),
+   for one of unknown length "wb_tensor **". */
 const char *wb_schema_arg_ctype(const wb_schema *sc, int i);
 /* The default as ATen prints it ("1", "[1, 1]", "None"), or NULL; escaped
    as wb_spec_print_name shows text, so that no raw byte of the input
@@ -79,8 +80,23 @@ bool wb_schema_rng(const wb_schema *sc);
 /* Whether the parameter comes after the keyword-only marker '*'. */
 bool wb_schema_arg_kwonly(const wb_schema *sc, int i);
 
+/* The spec inputs parameter i makes: one per element of a tensor list of
+   known length ("Tensor[3] xs" makes xs[0], xs[1], xs[2], each with the
+   list's attributes), else one; the first in *first (may be NULL). */
+long wb_schema_arg_inputs(const wb_schema *sc, int i, long long *first);
+/* Whether parameter i is a tensor list of known length, and return k a
+   list of known length: items whose elements are inputs or outputs. */
+bool wb_schema_arg_listed(const wb_schema *sc, int i);
+bool wb_schema_return_listed(const wb_schema *sc, int k);
+
 /* Returns. */
 int wb_schema_num_returns(const wb_schema *sc);
+/* The spec outputs return k makes, as wb_schema_arg_inputs says of
+   parameters: one per element of a list of known length, else one. */
+long wb_schema_return_outputs(const wb_schema *sc, int k, long long *first);
+/* Whether list return k has the alias set of a list parameter as long as
+   it, so that element j is or aliases the parameter's element j. */
+bool wb_schema_return_elementwise(const wb_schema *sc, int k);
 /* The return's name, "" when it has none. */
 const char *wb_schema_return_name(const wb_schema *sc, int k);
 const char *wb_schema_return_type(const wb_schema *sc, int k);

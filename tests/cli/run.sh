@@ -205,7 +205,7 @@ run check_text 1 "$wb" check $s
 golden check_text.out check_specs.txt
 golden check_text.err check_specs.err
 has check_text.out 'mul.Tensor  (tests/cli/specs.txt:34)' \
-    '20 specs: 12 wrappable, 4 not wrappable, 4 failed'
+    '23 specs: 15 wrappable, 4 not wrappable, 4 failed'
 has check_text.err 'tests/cli/specs.txt:29:24: expected' \
     'tests/cli/specs.txt:30:' 'tests/cli/specs.txt:31:' \
     'tests/cli/specs.txt:32:'
@@ -213,7 +213,7 @@ has check_text.err 'tests/cli/specs.txt:29:24: expected' \
 # ---- check --json ----------------------------------------------------------
 run check_json 1 "$wb" check --json $s
 golden check_json.out check_specs.json
-lines check_json.out 20
+lines check_json.out 23
 json check_json.out
 lines check_json.err 0
 # The spec after the failures is still checked, whole.
@@ -279,7 +279,7 @@ same allow_names.out allow_names_want.out
 has check_allow.err "tests/cli/allow.txt:5: warning: allowlist entry 'nosuch' takes no spec"
 run check_allow_text 0 "$wb" check -a tests/cli/allow.txt $s
 has check_allow_text.out 'cummax.out  (tests/cli/specs.txt:19)' \
-    '2 specs: 2 wrappable, 0 not wrappable, 0 failed; 18 left out by the allowlist'
+    '2 specs: 2 wrappable, 0 not wrappable, 0 failed; 21 left out by the allowlist'
 lacks check_allow_text.out 'add_.Tensor'
 printf 'add mul\n' >"$tmp/two.txt"
 run check_allow_bad 1 "$wb" check --allowlist "$tmp/two.txt" $s
@@ -314,16 +314,19 @@ lines check_missing.out 2
 run check_ok 0 "$wb" check "$tmp/lf.txt"
 has check_ok.out '2 specs: 2 wrappable, 0 not wrappable, 0 failed'
 # The graph's side of a call, in order, as docs/spec-format.md shows it.
-sed -n '/^twice(/p; /^print_(/p' docs/spec-format.md >"$tmp/graph.txt"
+sed -n '/^twice(/p; /^print_(/p; /^scale_all_(/p' docs/spec-format.md >"$tmp/graph.txt"
 run check_graph 0 "$wb" check "$tmp/graph.txt"
 has check_graph.out "$(sed -n '/^twice  (doc)/,/^```/p' docs/spec-format.md | sed -n 2,3p)" \
+    "$(sed -n '/^scale_all_  (doc)/,/^```/p' docs/spec-format.md | sed -n 2,3p)" \
     '  graph      2 args: 1 effect token, x' \
     '             2 values: 1 effect token, 1 return, 0 intermediate bases' \
     "             1  y  Tensor      in     wb_tensor *  duplicate of arg 0 'x'"
 run check_graph_json 0 "$wb" check --json "$tmp/graph.txt"
 has check_graph_json.out '"mutation": "data+metadata"}' '"duplicate_of": 0}' \
     '"effect_tokens": 0, "functional_rng": false, "graph_args": [0, 2], "updated": [0], "values": 2}' \
-    '"effect_tokens": 1, "functional_rng": false, "graph_args": [0], "updated": [], "values": 2}'
+    '"effect_tokens": 1, "functional_rng": false, "graph_args": [0], "updated": [], "values": 2}' \
+    '"elements": 2, "first_output": 0, "elementwise": true}' \
+    '"graph_args": [0, 1, 2], "updated": [0, 1], "values": 4}'
 
 # ---- emit ----------------------------------------------------------------
 # A wrapper's source (wb_wrapper_source): the same text as `emit` prints.
@@ -364,7 +367,7 @@ run emit_base 0 "$wb" emit --name add_ $s
 has emit_base.out "from spec 'add_.Tensor'"
 # Several specs and no --name: a usage error that lists them.
 run emit_unnamed 2 "$wb" emit $s
-has emit_unnamed.err 'holds 20 specs; pick one with --name' \
+has emit_unnamed.err 'holds 23 specs; pick one with --name' \
     'tests/cli/specs.txt:34: mul.Tensor'
 lines emit_unnamed.out 0
 run emit_nosuch 1 "$wb" emit --name nosuch $s

@@ -62,9 +62,10 @@ marked as refused must instead break one of the checks wrapbake makes
 before it mutates anything (a resized storage shared with another mutated
 input, a write-back into a view whose elements overlap, a non-tensor
 output).  Each case also runs twice, so that no expectation depends on
-uninitialized memory.  Calls the format cannot describe are left out
-rather than refused: tensor lists as inputs, outputs with several possible
-bases, and out= kernels that resize their out tensor to the strides of a
+uninitialized memory.  A case may make some of its
+inputs one list parameter and its outputs one list return, of known length
+(``Tensor[n]``).  Calls the format cannot describe are left out rather than
+refused: outputs with several possible bases, and out= kernels that resize their out tensor to the strides of a
 non-contiguous input (wrapbake's resize write-back lays the input out
 contiguously, as resize_ does).
 """
@@ -284,13 +285,18 @@ class Case:
     inputs: list
     refused: bool
     covers: tuple
+    lists: tuple         # (first input, count, optional): a list parameter
+    list_return: bool    # the outputs are one list return
 
 
 CASES = []
 
 
-def add(category, name, fn, *parts, refused=False, covers=()):
-    """Registers a case: f and its inputs, described by T, Shared, Same."""
+def add(category, name, fn, *parts, refused=False, covers=(), lists=(),
+        list_return=False):
+    """Registers a case: f and its inputs, described by T, Shared, Same.
+    lists makes inputs one list parameter each, Tensor[n] (Tensor?[n] when
+    optional), and list_return the outputs one list return, Tensor[n]."""
     seed = zlib.crc32(name.encode())
     storages, inputs, groups = [], [], 0
     for part in parts:
@@ -305,7 +311,7 @@ def add(category, name, fn, *parts, refused=False, covers=()):
         storages.append(StorageDef(part.dtype, data))
         groups += 1 + max(group for _, group in part.views)
     CASES.append(Case(f"{category}/{name}", category, fn, storages, inputs,
-                      refused, covers))
+                      refused, covers, tuple(lists), list_return))
 
 
 def case(category, name, *parts, **options):
@@ -657,50 +663,75 @@ def set_names(count):
     return letters[:count]
 
 
-def spec_text(name, d):
+def spec_text(name, d, lists=(), list_return=False):
+    """The spec: a parameter per input, but for the inputs a list of
+    `lists` groups, and a return per output, or one list of them all."""
     nin = len(d.kinds)
     names = set_names(nin + 1 + max([o.aset for o in d.outputs], default=-1))
     aliased = {o.input for o in d.outputs if o.input >= 0}
-    params = []
+    params = []   # (type, attributes) per input
     for i, kind in enumerate(d.kinds):
         if d.is_duplicate(i):
-            params.append(f"Tensor x{i} [duplicate=x{d.kept[i]}]")
+            params.append(("Tensor", f" [duplicate=x{d.kept[i]}]"))
         elif kind:
-            params.append(f"Tensor({names[i]}!) x{i} [{kind}]")
+            params.append((f"Tensor({names[i]}!)", f" [{kind}]"))
         elif i in aliased:
-            params.append(f"Tensor({names[i]}) x{i}")
+            params.append((f"Tensor({names[i]})", ""))
         else:
-            params.append(f"Tensor x{i}")
-    rets = []
+            params.append(("Tensor", ""))
+    grouped = {first: (count, optional) for first, count, optional in lists}
+    text, i = [], 0
+    while i < nin:
+        count, optional = grouped.get(i, (1, None))
+        members = range(i, i + count)
+        if optional is None:
+            text.append(f"{params[i][0]} x{i}{params[i][1]}")
+        else:
+            # One set, one kind: every element is as the first.
+            assert all(not d.is_duplicate(j) and d.kept.count(j) == 1
+                       and j not in aliased and d.kinds[j] == d.kinds[i]
+                       for j in members), "a list's elements differ"
+            assert not (optional and d.kinds[i]), "a mutated optional"
+            mark = "?" if optional else ""
+            text.append(f"{params[i][0]}{mark}[{count}] x{i}{params[i][1]}")
+        i += count
+    rets = []     # (type, attributes) per output
     for o in d.outputs:
         if o.kind == "scalar":
-            rets.append("int")
+            rets.append(("int", ""))
         elif o.kind == "is_input" and d.kinds[o.input]:
-            rets.append(f"Tensor({names[o.input]}!)")
+            rets.append((f"Tensor({names[o.input]}!)", ""))
         elif o.kind == "is_input":
-            rets.append(f"Tensor({names[o.input]}) [is_input]")
+            rets.append((f"Tensor({names[o.input]})", " [is_input]"))
         elif o.kind == "alias":
-            rets.append(f"Tensor({names[o.input]})")
+            rets.append((f"Tensor({names[o.input]})", ""))
         elif o.kind == "intermediate":
-            base = " [base]" if o.base else ""
-            rets.append(f"Tensor({names[nin + o.aset]}){base}")
+            rets.append((f"Tensor({names[nin + o.aset]})",
+                         " [base]" if o.base else ""))
         else:
-            rets.append("Tensor")
+            rets.append(("Tensor", ""))
+    if list_return:
+        assert len(set(rets)) == 1 and rets[0][1] != " [base]", \
+            "the outputs are not alike: no list of them"
+        rets = [(f"{rets[0][0]}[{len(rets)}]", rets[0][1])]
+    rets = [t + a for t, a in rets]
     returns = rets[0] if len(rets) == 1 else f"({', '.join(rets)})"
-    return f"{name}({', '.join(params)}) -> {returns}"
+    return f"{name}({', '.join(text)}) -> {returns}"
 
 
 def spec_value_count(text):
     """N = updated inputs + tensor outputs + intermediate bases, read back
     from the spec text alone."""
     params, returns = text.split(" -> ")
-    annotated = re.findall(r"Tensor\((\w+)(!?)\)", params)
-    mutated = sum(1 for _, bang in annotated if bang)
-    owned = {s for s, _ in annotated}
-    rets = re.findall(r"(Tensor(?:\((\w+)!?\))?)( \[base\])?", returns)
-    bases = {s for _, s, base in rets if s and s not in owned and not base}
-    based = {s for _, s, base in rets if base}
-    return mutated + len(rets) + len(bases - based)
+    annotated = re.findall(r"Tensor\((\w+)(!?)\)\??(?:\[(\d+)\])?", params)
+    mutated = sum(int(n or 1) for _, bang, n in annotated if bang)
+    owned = {s for s, _, _ in annotated}
+    rets = re.findall(r"Tensor(?:\((\w+)!?\))?(?:\[(\d+)\])?( \[base\])?",
+                      returns)
+    bases = {s for s, _, base in rets if s and s not in owned and not base}
+    based = {s for s, _, base in rets if base}
+    return mutated + sum(int(n or 1) for _, n, _ in rets) + \
+        len(bases - based)
 
 
 def spec_duplicates(text):
@@ -932,7 +963,8 @@ def generate(index, case):
         assert replayed == (lines, extra), \
             "wrapbake's epilogue would not reproduce eager PyTorch: " + \
             first_difference(replayed, (lines, extra))
-    spec = spec_text(spec_name(index, case), d)
+    spec = spec_text(spec_name(index, case), d, case.lists,
+                     case.list_return)
     check_case(case, spec, d, lines)
     out = [f"case {case.name}", f"spec {spec}"]
     for s, st in enumerate(case.storages):
@@ -1710,7 +1742,57 @@ for name, fn, parts in DEDUP:
     add("dedup", name, fn, *parts)
 
 
-# ---- 11. calls wrapbake refuses ---------------------------------------------
+# ---- 11. lists of known length ----------------------------------------------
+# A list argument is a list parameter of the spec (Tensor[n], Tensor?[n]),
+# an input per element; a list result one list return, an output per
+# element.
+
+LIST_RETURNS = [
+    ("split", lambda x: torch.split(x, 2), T(5)),
+    ("chunk", lambda x: x.chunk(3), T(3, 2, how="t")),
+    ("unbind", lambda x: x.unbind(1), T(2, 3, how="offset")),
+    ("split_with_sizes", lambda x: x.split([1, 2], 1), T(2, 3, how="step")),
+    ("split_of_intermediate", lambda x: (x * 2).split(1), T(3)),
+    ("unbind_of_mutated", lambda x: x.mul_(2).unbind(0), T(2, 2, how="t")),
+    ("foreach_add", lambda x, y: torch._foreach_add([x, y], 1), T(2),
+     T(3, how="slice")),
+]
+
+for name, fn, *parts in LIST_RETURNS:
+    add("lists", f"returns/{name}", fn, *parts, list_return=True)
+
+LIST_PARAMS = [
+    ("index_put_", lambda x, i, j, v: x.index_put_((i, j), v, accumulate=True),
+     (T(10, 10), T(3, dtype=I64), T(3, dtype=I64), T(3)), ((1, 2, True),),
+     False),
+    ("index_put_/then_split",
+     lambda x, i, v: x.index_put_((i,), v, accumulate=True).split(5),
+     (T(10, 2, how="t"), T(2, dtype=I64), T(2, 2)), ((1, 1, True),), True),
+    ("index", lambda x, i, j: x[i, j], (T(10, 10), T(4, dtype=I64),
+                                        T(4, dtype=I64)), ((1, 2, True),),
+     False),
+    ("cat", lambda a, b, c: torch.cat([a, b, c]),
+     (T(2), T(3, how="offset"), T(1)), ((0, 3, False),), False),
+    ("stack", lambda a, b: torch.stack([a, b], 1),
+     (T(2, 2, how="t"), T(2, 2)), ((0, 2, False),), False),
+    ("foreach_add_", returns_nothing(lambda x, y: torch._foreach_add_([x, y],
+                                                                     1)),
+     (T(2), T(3, how="offset")), ((0, 2, False),), False),
+    ("foreach_mul_/two_lists",
+     returns_nothing(lambda a, b, c, d: torch._foreach_mul_([a, b], [c, d])),
+     (T(2), T(2, 2, how="t"), T(2), T(2, 2)), ((0, 2, False), (2, 2, False)),
+     False),
+    ("foreach_add/of_a_list",
+     lambda a, b, x: torch._foreach_add([a, b], [x, x]),
+     (T(3), T(3, how="step"), T(3)), ((0, 2, False),), True),
+]
+
+for name, fn, parts, lists, list_return in LIST_PARAMS:
+    add("lists", f"params/{name}", fn, *parts, lists=lists,
+        list_return=list_return)
+
+
+# ---- 12. calls wrapbake refuses ---------------------------------------------
 
 def _resize_and_add(x, y):
     x.resize_(16).fill_(1)
