@@ -229,7 +229,7 @@ static bench_values bench_mode = BENCH_FIXED;
 /* The stand-in: a reference to each prepared value, the graph keeping its
    own. */
 static int bench_graph_kept(void *ctx, const wb_arg *args, int nargs,
-                            wb_tensor **values, int nvalues)
+                            wb_value *values, int nvalues)
 {
     bench_world *w = ctx;
     (void)args;
@@ -237,7 +237,7 @@ static int bench_graph_kept(void *ctx, const wb_arg *args, int nargs,
     if (nvalues != w->nvalues)
         return -1;
     for (int i = 0; i < nvalues; i++)
-        values[i] = wb_tensor_retain(w->values[i]);
+        values[i].t = wb_tensor_retain(w->values[i]);
     return nvalues;
 }
 
@@ -246,7 +246,7 @@ static int bench_graph_kept(void *ctx, const wb_arg *args, int nargs,
    reference the caller gets.  Out of memory, it returns the values made so
    far, which the caller releases. */
 static int bench_graph_fresh(void *ctx, const wb_arg *args, int nargs,
-                             wb_tensor **values, int nvalues)
+                             wb_value *values, int nvalues)
 {
     bench_world *w = ctx;
     (void)args;
@@ -254,7 +254,7 @@ static int bench_graph_fresh(void *ctx, const wb_arg *args, int nargs,
     if (nvalues != w->nvalues)
         return -1;
     for (int i = 0; i < nvalues; i++)
-        if (wb_tensor_detach(w->values[i], &values[i]) != WB_OK)
+        if (wb_tensor_detach(w->values[i], &values[i].t) != WB_OK)
             return i;
     return nvalues;
 }
@@ -349,18 +349,18 @@ static int bench_cmp(const void *a, const void *b)
 /* calls calls through w, or of the graph alone when w is NULL. */
 static void bench_calls(bench_world *world, wb_wrapper *w, long calls)
 {
-    wb_tensor *outs[BENCH_MAX_VALUES];
+    wb_value outs[BENCH_MAX_VALUES];
     int nouts = world->spec->noutputs, nargs = world->spec->ninputs;
     wb_graph_fn volatile graph = world->graph;
     for (long i = 0; i < calls; i++) {
         if (w) {
             bench_ok(wb_call(w, world->args, nargs, outs, nouts), "call");
             for (int k = 0; k < nouts; k++)
-                wb_tensor_release(outs[k]);
+                wb_tensor_release(outs[k].t);
         } else {
             int n = graph(world, world->args, nargs, outs, world->nvalues);
             for (int k = 0; k < n; k++)
-                wb_tensor_release(outs[k]);
+                wb_tensor_release(outs[k].t);
             if (n != world->nvalues)
                 bench_die("direct", "the graph stand-in failed");
         }

@@ -57,7 +57,7 @@ static inline void wbf_status_ok(wb_status st, const char *call)
 /* A graph that is never meant to run: wrappers built by the parser and
    builder targets are compiled, not called. */
 static inline int wbf_graph(void *ctx, const wb_arg *a, int na,
-                            wb_tensor **v, int nv)
+                            wb_value *v, int nv)
 {
     (void)ctx; (void)a; (void)na; (void)v; (void)nv;
     return -1;

@@ -45,8 +45,10 @@ extern "C" {
 #define WB_VERSION_MINOR 1
 #define WB_VERSION_PATCH 0
 #define WB_VERSION "0.1.0"
-/* Bumped whenever the layout of a public struct or a callback type changes. */
-#define WB_ABI_VERSION 1
+/* Bumped whenever the layout of a public struct or a callback type changes:
+   2 made the values a graph returns and a call hands back wb_value, so
+   that an output may be a number as well as a tensor. */
+#define WB_ABI_VERSION 2
 
 /* Documented limits; exceeding one is an error that names the limit. */
 #define WB_MAX_DIMS 16        /* dimensions of a tensor */
@@ -435,14 +437,19 @@ WB_API const char *wb_spec_signature(const wb_spec *spec);
 /* Wrappers                                                                */
 /* ---------------------------------------------------------------------- */
 
-/* One argument of a call; the spec says which member is live. */
-typedef union wb_arg {
+/* One value: an argument of a call, a value the graph returns, an output
+   a call hands back.  The spec says which member is live: t for tensors,
+   i, f and b for the scalar types, p for an opaque argument (the caller's
+   own representation) and for a None output (NULL). */
+typedef union wb_value {
     wb_tensor *t;
     int64_t i;
     double f;
     bool b;
-    const void *p;  /* WB_SCALAR_OPAQUE: the caller's own representation */
-} wb_arg;
+    const void *p;
+} wb_value;
+/* An argument of a call: a value. */
+typedef wb_value wb_arg;
 
 /*
  * The compiled graph.  It reads args (borrowed): the effect tokens (NULL
@@ -459,7 +466,7 @@ typedef union wb_arg {
  * view a header and a storage reference of its own.
  */
 typedef int (*wb_graph_fn)(void *ctx, const wb_arg *args, int nargs,
-                           wb_tensor **values, int nvalues);
+                           wb_value *values, int nvalues);
 
 typedef enum wb_tier {
     WB_TIER_DEFAULT = 0,  /* tcc */
@@ -541,7 +548,7 @@ WB_API void wb_wrapper_free(wb_wrapper *w);
  * CUDA error.
  */
 WB_API wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
-                         wb_tensor **outs, int nouts);
+                         wb_value *outs, int nouts);
 
 /* The tier serving calls now (never WB_TIER_AUTO or WB_TIER_DEFAULT). */
 WB_API wb_tier wb_wrapper_tier(const wb_wrapper *w);
@@ -567,7 +574,7 @@ WB_API const wb_spec *wb_wrapper_spec(const wb_wrapper *w);
 /* The part of a wrapper generated code sees, and the function it defines. */
 typedef struct wb_env wb_env;
 typedef int (*wb_entry_fn)(const wb_env *e, const wb_arg *args, int nargs,
-                           wb_tensor **outs, int nouts);
+                           wb_value *outs, int nouts);
 
 /* Hex digits of a fingerprint, without the terminating NUL. */
 #define WB_FINGERPRINT_LEN 64

@@ -124,12 +124,12 @@ typedef struct tc_graph {
 } tc_graph;
 
 static inline int tc_graph_fn(void *ctx, const wb_arg *args, int nargs,
-                              wb_tensor **values, int nvalues)
+                              wb_value *values, int nvalues)
 {
     tc_graph *g = ctx;
     (void)args; (void)nargs;
     for (int i = 0; i < nvalues && i < g->n; i++)
-        values[i] = g->values[i] ? wb_tensor_retain(g->values[i]) : NULL;
+        values[i].t = g->values[i] ? wb_tensor_retain(g->values[i]) : NULL;
     return g->n;
 }
 

@@ -266,7 +266,7 @@ static wb_tensor *diff_view_of(diff_rng *r, const wb_tensor *t, DLDataType dt)
 }
 
 static int diff_graph(void *ctx, const wb_arg *args, int nargs,
-                      wb_tensor **values, int nvalues)
+                      wb_value *values, int nvalues)
 {
     diff_world *w = ctx;
     const diff_spec *d = w->d;
@@ -284,7 +284,7 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
             return -10;
     /* Effect tokens: None, or a tensor the wrapper drops. */
     for (int k = 0; k < d->ntokens && v < nvalues; k++)
-        values[v++] = diff_below(&r, 2)
+        values[v++].t = diff_below(&r, 2)
                           ? NULL
                           : diff_tensor(&r, d->dev, diff_dtypes[0], 1, NULL);
     for (int j = 0; j < d->nmuts && v < nvalues; j++) {
@@ -295,21 +295,21 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
             dt = dt.bits == 8 ? diff_dtypes[0] : diff_dtypes[3];
         switch (d->mut[i]) {
         case WB_MUT_DATA:
-            values[v++] = diff_tensor(&r, d->dev, dt, wb_tensor_ndim(t),
+            values[v++].t = diff_tensor(&r, d->dev, dt, wb_tensor_ndim(t),
                                       diff_below(&r, 8) ? wb_tensor_sizes(t)
                                                         : NULL);
             break;
         case WB_MUT_METADATA:
         case WB_MUT_DATA_METADATA:
-            values[v++] = diff_view_of(&r, t, dt);
+            values[v++].t = diff_view_of(&r, t, dt);
             break;
         case WB_MUT_RESIZE: {
             int nd = diff_below(&r, 2) ? wb_tensor_ndim(t) : diff_below(&r, 4);
-            values[v++] = diff_tensor(&r, d->dev, dt, nd, NULL);
+            values[v++].t = diff_tensor(&r, d->dev, dt, nd, NULL);
             break;
         }
         default:
-            values[v++] = diff_tensor(&r, d->dev, dt, diff_below(&r, 4),
+            values[v++].t = diff_tensor(&r, d->dev, dt, diff_below(&r, 4),
                                       NULL);
             break;
         }
@@ -328,7 +328,7 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
             base = bases[d->base[k]];
             break;
         case WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT:
-            base = d->base[k] < k ? values[first_out + d->base[k]] : NULL;
+            base = d->base[k] < k ? values[first_out + d->base[k]].t : NULL;
             break;
         default:
             break;
@@ -344,16 +344,16 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
             wb_tensor_release(w->kept[k]);
             w->kept[k] = wb_tensor_retain(o);
         }
-        values[v++] = o;
+        values[v++].t = o;
     }
     for (int b = 0; b < d->nbases && v < nvalues; b++) {
-        values[v++] = bases[b];
+        values[v++].t = bases[b];
         bases[b] = NULL;
     }
     /* The RNG's new offset: a 1-d tensor, so that the log tells it from
        the offset the wrapper read. */
     if (d->rng && v < nvalues)
-        values[v++] = diff_tensor(&r, d->dev, diff_dtypes[0], 1, NULL);
+        values[v++].t = diff_tensor(&r, d->dev, diff_dtypes[0], 1, NULL);
     for (int b = 0; b < d->nbases; b++)
         wb_tensor_release(bases[b]);
     switch (w->fault) {
@@ -362,8 +362,8 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
     case 3:
         if (v > 0) {
             int x = diff_below(&r, v);
-            wb_tensor_release(values[x]);
-            values[x] = NULL;
+            wb_tensor_release(values[x].t);
+            values[x].t = NULL;
         }
         return v;
     default: return v;
@@ -590,7 +590,7 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
         }
     }
     for (int c = 0; c < DIFF_CALLS; c++) {
-        wb_tensor *outs[DIFF_MAX_OUT + 1] = {0};
+        wb_value outs[DIFF_MAX_OUT + 1] = {{0}};
         int nargs = d->ninputs, nouts = d->noutputs;
         wb_arg a[DIFF_MAX_IN];
         memcpy(a, args, sizeof a);
@@ -633,18 +633,18 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
                 diff_tensor_obs(o, in[i]);
             }
         for (int k = 0; k < d->noutputs; k++) {
-            if (!outs[k])
+            if (!outs[k].t)
                 continue;
             int same = -1;
             for (int i = 0; i < d->ninputs; i++)
-                if (outs[k] == in[i])
+                if (outs[k].t == in[i])
                     same = i;
             diff_put(o, "\n out%d=in%d", k, same);
-            diff_tensor_obs(o, outs[k]);
+            diff_tensor_obs(o, outs[k].t);
         }
         diff_put(o, "\n");
         for (int k = 0; k < d->noutputs; k++)
-            wb_tensor_release(outs[k]);
+            wb_tensor_release(outs[k].t);
     }
     for (int i = 0; i < d->ninputs; i++)
         if (in[i]) {

@@ -37,7 +37,8 @@ static wb_spec *tc_mut_spec(int m, DLDevice declared)
 static void tc_writeback(int m, wb_tier tier, void *stream, DLDevice declared)
 {
     tc_graph g = {.n = m + 1};
-    wb_tensor *in[40], *out = NULL;
+    wb_tensor *in[40];
+    wb_value out;
     wb_arg args[40];
     for (int i = 0; i < m; i++) {
         in[i] = tc_vec(0, 4, 0);
@@ -69,9 +70,9 @@ static void tc_writeback(int m, wb_tier tier, void *stream, DLDevice declared)
         cr_assert_eq(wb_tensor_version(in[i]), 1);
         cr_assert_eq(wb_tensor_refcount(in[i]), 1);
     }
-    cr_assert_eq(out, g.values[m]);
+    cr_assert_eq(out.t, g.values[m]);
     cr_assert_eq(wb_tensor_refcount(g.values[0]), 1, "a value was kept");
-    wb_tensor_release(out);
+    wb_tensor_release(out.t);
     wb_wrapper_free(w);
     wb_spec_free(s);
     for (int i = 0; i < m; i++)
@@ -142,7 +143,8 @@ Test(cuda, batch_equals_one_copy_per_mutation)
     tc_need_cuda();
     enum { M = 12 };
     tc_graph g = {.n = M + 1};
-    wb_tensor *in[M], *ref[M], *out = NULL;
+    wb_tensor *in[M], *ref[M];
+    wb_value out;
     wb_arg args[M];
     for (int i = 0; i < M; i++) {
         in[i] = tc_vec(0, 4, 0);
@@ -163,7 +165,7 @@ Test(cuda, batch_equals_one_copy_per_mutation)
         wb_tensor_release(in[i]);
         wb_tensor_release(ref[i]);
     }
-    wb_tensor_release(out);
+    wb_tensor_release(out.t);
     wb_wrapper_free(w);
     wb_spec_free(s);
     tc_graph_free(&g);
@@ -178,7 +180,8 @@ Test(cuda, overlapping_copies_keep_their_order)
     cr_assert_eq(cu.stream_create(&st), cudaSuccess);
     wb_spec *s = tc_mut_spec(2, (DLDevice){0, 0});
     for (int k = 0; k < 2; k++) {
-        wb_tensor *x = tc_vec(0, 4, 0), *out;
+        wb_tensor *x = tc_vec(0, 4, 0);
+        wb_value out;
         tc_graph g = {.n = 3, .values = {tc_vec(0, 4, 10), tc_vec(0, 4, 20),
                                          tc_vec(0, 4, 0)}};
         wb_options o = {.tier = WB_TIER_TCC, .stream = k ? st : NULL};
@@ -190,7 +193,7 @@ Test(cuda, overlapping_copies_keep_their_order)
                      "not wait for the first");
         tc_expect(x, 4, 20);
         cr_assert_eq(wb_tensor_version(x), 2);
-        wb_tensor_release(out);
+        wb_tensor_release(out.t);
         wb_wrapper_free(w);
         tc_graph_free(&g);
         wb_tensor_release(x);
@@ -300,7 +303,8 @@ Test(cuda, strided_input_alias_and_versions)
     cudaStream_t st;
     cr_assert_eq(cu.stream_create(&st), cudaSuccess);
     for (size_t k = 0; k < (size_t)TC_NTIERS; k++) {
-        wb_tensor *base = tc_vec(0, 6, 0), *x, *y = tc_vec(0, 4, 50), *out;
+        wb_tensor *base = tc_vec(0, 6, 0), *x, *y = tc_vec(0, 4, 50);
+        wb_value out;
         WBT_OK(wb_tensor_as_strided(base, 2, (int64_t[]){3, 2},
                                     (int64_t[]){1, 3}, 0, &x));
         tc_graph g = {.n = 2};
@@ -324,10 +328,10 @@ Test(cuda, strided_input_alias_and_versions)
                 cr_assert_eq(host[j * 3 + i], 10.0f + (float)(i * 2 + j));
         cr_assert_eq(wb_tensor_version(base), 1);
         /* The alias of y: a new view of y's CUDA storage. */
-        cr_assert_neq(out, y);
-        cr_assert_eq(wb_tensor_storage(out), wb_tensor_storage(y));
-        cr_assert_eq(wb_tensor_device(out).device_type, kDLCUDA);
-        wb_tensor_release(out);
+        cr_assert_neq(out.t, y);
+        cr_assert_eq(wb_tensor_storage(out.t), wb_tensor_storage(y));
+        cr_assert_eq(wb_tensor_device(out.t).device_type, kDLCUDA);
+        wb_tensor_release(out.t);
         wb_wrapper_free(w);
         tc_graph_free(&g);
         wb_tensor_release(x);
@@ -344,9 +348,9 @@ static void tc_refused(wb_wrapper *w, wb_tensor *x, wb_status status,
 {
     float before[4], after[4];
     tc_get(wb_tensor_storage(x), before, sizeof before);
-    wb_tensor *out = (wb_tensor *)(uintptr_t)1;
+    wb_value out = {(wb_tensor *)(uintptr_t)1};
     WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), status, needle);
-    cr_assert_eq(out, (wb_tensor *)(uintptr_t)1, "an output was written");
+    cr_assert_eq(out.t, (wb_tensor *)(uintptr_t)1, "an output was written");
     tc_get(wb_tensor_storage(x), after, sizeof after);
     cr_assert(!memcmp(before, after, sizeof before), "the input changed");
     cr_assert_eq(wb_tensor_version(x), 0);
@@ -477,9 +481,9 @@ Test(cuda, device_and_stream_errors)
         tc_refused(w, x, WB_ERR_DEVICE,
                    "spec 'muts': input 0 'x' is tied to stream");
         wb_set_call_stream(s2);
-        wb_tensor *out;
+        wb_value out;
         WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
-        wb_tensor_release(out);
+        wb_tensor_release(out.t);
         tc_expect(x, 4, 9);
         wb_clear_call_stream();
         wb_storage_unset_stream(wb_tensor_storage(x));
@@ -542,7 +546,8 @@ Test(cuda, launch_failure_and_old_driver)
         cr_skip_test("needs the emulated device (fakecuda) to inject faults");
     cudaStream_t st;
     cr_assert_eq(cu.stream_create(&st), cudaSuccess);
-    wb_tensor *x = tc_vec(0, 4, 0), *out = NULL;
+    wb_tensor *x = tc_vec(0, 4, 0);
+    wb_value out = {NULL};
     tc_graph g = {.n = 2, .values = {tc_vec(0, 4, 3), tc_vec(0, 4, 0)}};
     wb_spec *s = tc_mut_spec(1, (DLDevice){0, 0});
     wb_wrapper *w = wbt_wrap(s, tc_graph_fn, &g, WB_TIER_TCC);
@@ -551,7 +556,7 @@ Test(cuda, launch_failure_and_old_driver)
     cu.fake->fail_launch = true;
     WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), WB_ERR_DEVICE,
               "cannot launch the copy kernel");
-    cr_assert_null(out, "a failed write-back left an output");
+    cr_assert_null(out.t, "a failed write-back left an output");
     cr_assert_eq(wb_tensor_refcount(g.values[0]), 1);
     cr_assert_eq(wb_tensor_refcount(g.values[1]), 1);
     cu.fake->fail_launch = false;
@@ -566,7 +571,7 @@ Test(cuda, launch_failure_and_old_driver)
     cr_assert_eq(cu.fake->kernel_launches - kernels, 1);
     cr_assert_eq(cu.fake->batch_copies, 0);
     tc_expect(x, 4, 3);
-    wb_tensor_release(out);
+    wb_tensor_release(out.t);
 
     /* Out of device memory. */
     cu.fake->fail_malloc = true;

@@ -154,7 +154,7 @@ static void cs_mut_run(const cs_mut *m, wb_tier tier, void *stream)
     WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
 
     for (int call = 1; call <= 2; call++) {
-        wb_tensor *out[2] = {NULL, NULL};
+        wb_value out[2] = {{NULL}, {NULL}};
         uint64_t before = wb_cuda_launches();
         WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, out, 2));
         cr_assert_eq(wb_cuda_launches() - before, (uint64_t)m->copies,
@@ -203,20 +203,20 @@ static void cs_mut_run(const cs_mut *m, wb_tier tier, void *stream)
 
         /* is-input: x itself; alias-of-input: a new view of x's storage
            as it is now. */
-        cr_assert_eq(out[0], x, "%s: is-input is not x", what);
+        cr_assert_eq(out[0].t, x, "%s: is-input is not x", what);
         cr_assert_eq(wb_tensor_dynamic_dims(x), 0x2);
-        cr_assert(out[1] != x && out[1] != g.values[g.n - 1]);
-        cr_assert_eq(wb_tensor_storage(out[1]), wb_tensor_storage(x),
+        cr_assert(out[1].t != x && out[1].t != g.values[g.n - 1]);
+        cr_assert_eq(wb_tensor_storage(out[1].t), wb_tensor_storage(x),
                      "%s: the alias views another storage", what);
-        cs_assert_view(out[1], &(cs_view){1, {2}, {1}, 1}, what);
-        cr_assert(wb_tensor_requires_grad(out[1]));
-        cr_assert_eq(wb_tensor_version(out[1]), wb_tensor_version(x));
+        cs_assert_view(out[1].t, &(cs_view){1, {2}, {1}, 1}, what);
+        cr_assert(wb_tensor_requires_grad(out[1].t));
+        cr_assert_eq(wb_tensor_version(out[1].t), wb_tensor_version(x));
         float tail[3];
-        cs_floats(out[1], tail, 3);
+        cs_floats(out[1].t, tail, 3);
         cr_assert(tail[1] == m->want[1] && tail[2] == m->want[2],
                   "%s: the alias reads %g, %g", what, tail[1], tail[2]);
 
-        /* References: x held by the test and out[0]; its storage by its
+        /* References: x held by the test and out[0].t; its storage by its
            tensor (base or vbase), x, the alias, and the value when x
            took the value's storage; every graph value released. */
         cr_assert_eq(wb_tensor_refcount(x), 2);
@@ -226,8 +226,8 @@ static void cs_mut_run(const cs_mut *m, wb_tier tier, void *stream)
         for (int i = 0; i < g.n; i++)
             cr_assert_eq(wb_tensor_refcount(g.values[i]), 1, "%s: value %d "
                          "kept", what, i);
-        wb_tensor_release(out[0]);
-        wbt_release_last(out[1]);
+        wb_tensor_release(out[0].t);
+        wbt_release_last(out[1].t);
     }
 
     wb_wrapper_free(w);
@@ -326,39 +326,39 @@ Test(cuda, every_alias_kind_on_every_tier)
         g.values[8] = wb_tensor_retain(b1);
         wb_tensor_set_requires_grad(plain, true);
         static char mark;
-        wb_tensor *o[8];
+        wb_value o[8];
         for (int k = 0; k < 8; k++)
-            o[k] = (wb_tensor *)(void *)&mark;
+            o[k].t = (wb_tensor *)(void *)&mark;
         wb_wrapper *w = wbt_wrap(s, tc_graph_fn, &g, tc_tiers[t]);
 
         WBT_OK(wb_call(w, (wb_arg[]){{.t = x}, {.t = y}}, 2, o, 8));
-        cr_assert_eq(o[6], (wb_tensor *)(void *)&mark, "a base returned");
-        cr_assert_eq(o[7], (wb_tensor *)(void *)&mark, "a base returned");
+        cr_assert_eq(o[6].t, (wb_tensor *)(void *)&mark, "a base returned");
+        cr_assert_eq(o[7].t, (wb_tensor *)(void *)&mark, "a base returned");
         for (int k = 0; k < 6; k++) {
             const cs_out *e = &outs[k];
             const wb_tensor *own = owners[e->owner];
             char what[64];
             snprintf(what, sizeof what, "%s on %s", e->name, tier);
             if (e->same)
-                cr_assert_eq(o[k], own, "%s: not the tensor itself", what);
+                cr_assert_eq(o[k].t, own, "%s: not the tensor itself", what);
             else
-                cr_assert(o[k] != own && o[k] != g.values[1 + k],
+                cr_assert(o[k].t != own && o[k].t != g.values[1 + k],
                           "%s: not a new view", what);
-            cr_assert_eq(wb_tensor_storage(o[k]), wb_tensor_storage(own),
+            cr_assert_eq(wb_tensor_storage(o[k].t), wb_tensor_storage(own),
                          "%s: another storage", what);
-            cr_assert_eq(wb_tensor_device(o[k]).device_type, kDLCUDA);
-            cs_assert_view(o[k], &e->view, what);
+            cr_assert_eq(wb_tensor_device(o[k].t).device_type, kDLCUDA);
+            cs_assert_view(o[k].t, &e->view, what);
             float host[16];
             cs_floats(own, host, (int)(wb_storage_nbytes(
                           wb_tensor_storage(own)) / sizeof *host));
             for (int i = 0; i < 3 && i < e->view.sizes[0]; i++)
                 cr_assert_eq(host[e->view.offset + i * e->view.strides[0]],
                              e->first[i], "%s: element %d", what, i);
-            cr_assert_eq(wb_tensor_requires_grad(o[k]), e->requires_grad,
+            cr_assert_eq(wb_tensor_requires_grad(o[k].t), e->requires_grad,
                          "%s: requires_grad", what);
-            cr_assert_eq(wb_tensor_dynamic_dims(o[k]), e->dyn,
+            cr_assert_eq(wb_tensor_dynamic_dims(o[k].t), e->dyn,
                          "%s: dynamic dims %llx", what,
-                         (unsigned long long)wb_tensor_dynamic_dims(o[k]));
+                         (unsigned long long)wb_tensor_dynamic_dims(o[k].t));
         }
         /* Versions: x written once; a view shares its base's counter. */
         cr_assert_eq(wb_tensor_version(x), 1);
@@ -367,7 +367,7 @@ Test(cuda, every_alias_kind_on_every_tier)
         /* References: the caller's x and plain are returned as
            themselves; every other graph value was released. */
         cr_assert_eq(wb_tensor_refcount(x), 2);
-        cr_assert_eq(wb_tensor_refcount(plain), 3, "the test, g, o[2]");
+        cr_assert_eq(wb_tensor_refcount(plain), 3, "the test, g, o[2].t");
         for (int i = 0; i < g.n; i++)
             if (g.values[i] != plain && g.values[i] != b0 &&
                 g.values[i] != b1)
@@ -381,7 +381,7 @@ Test(cuda, every_alias_kind_on_every_tier)
         /* Writing through the alias of y bumps y's counter and lands in
            y's device memory. */
         wb_tensor *src = tc_vec(0, 3, -7);
-        WBT_OK(wb_tensor_copy_(o[1], src));
+        WBT_OK(wb_tensor_copy_(o[1].t, src));
         cr_assert_eq(wb_tensor_version(y), 1);
         float yh[8];
         cs_floats(y, yh, 8);
@@ -395,13 +395,13 @@ Test(cuda, every_alias_kind_on_every_tier)
         wb_tensor_release(b0);
         wb_tensor_release(b1);
         float mid[9];
-        cs_floats(o[4], mid, 9);
+        cs_floats(o[4].t, mid, 9);
         cr_assert_eq(mid[8], 28.0f);
-        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(o[4])), 1);
+        cr_assert_eq(wb_storage_refcount(wb_tensor_storage(o[4].t)), 1);
 
         wbt_release_last(src);
         for (int k = 0; k < 6; k++)
-            wb_tensor_release(o[k]);
+            wb_tensor_release(o[k].t);
         wb_wrapper_free(w);
         wbt_release_last(sc);
         wbt_release_last(x);
@@ -638,8 +638,8 @@ static void cs_err_run(const cs_err *c, wb_tier tier, void *stream)
         refs[i] = wb_tensor_refcount(f.good[i]);
     refs[4] = f.bad ? wb_tensor_refcount(f.bad) : 0;
     static char mark;
-    wb_tensor *outs[2] = {(wb_tensor *)(void *)&mark,
-                          (wb_tensor *)(void *)&mark};
+    wb_value outs[2] = {{(wb_tensor *)(void *)&mark},
+                        {(wb_tensor *)(void *)&mark}};
     uint64_t before = wb_cuda_launches();
     bool graph_ran = c->spoil != CS_INPUT_NULL &&
                      c->spoil != CS_DECLARED_CPU;
@@ -658,8 +658,8 @@ static void cs_err_run(const cs_err *c, wb_tier tier, void *stream)
         wbt_snap_check(&snaps[i], i == 3 && graph_ran, label);
     }
     for (int i = 0; i < 2; i++)
-        cr_assert_eq(outs[i], (wb_tensor *)(void *)&mark,
-                     "%s: outs[%d] written", what, i);
+        cr_assert_eq(outs[i].t, (wb_tensor *)(void *)&mark,
+                     "%s: outs[%d].t written", what, i);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(wb_tensor_refcount(f.good[i]), refs[i],
                      "%s: value %d leaked", what, i);
@@ -684,10 +684,10 @@ static void cs_err_run(const cs_err *c, wb_tier tier, void *stream)
         tc_expect(f.z, 4, 200);
         cr_assert_eq(wb_tensor_version(f.z), 1);
         cr_assert_eq(wb_tensor_version(f.k), kv + 1);
-        cr_assert_eq(outs[0], f.good[2]);
-        cr_assert_eq(wb_tensor_storage(outs[1]), wb_tensor_storage(f.y));
-        wb_tensor_release(outs[0]);
-        wbt_release_last(outs[1]);
+        cr_assert_eq(outs[0].t, f.good[2]);
+        cr_assert_eq(wb_tensor_storage(outs[1].t), wb_tensor_storage(f.y));
+        wb_tensor_release(outs[0].t);
+        wbt_release_last(outs[1].t);
         if (c->kind == WB_MUT_DATA || c->kind == WB_MUT_RESIZE) {
             /* x[i][j] (at i+2j) = 100 + 3i+j. */
             float xh[6];

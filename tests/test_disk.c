@@ -22,14 +22,14 @@
 #include "../src/gen/gen.h"
 
 /* out = x * 2, a value of its own. */
-static int disk_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int disk_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
                       int nv)
 {
     (void)ctx; (void)na; (void)nv;
     const float *x = wb_tensor_data(a[0].t);
-    if (wb_tensor_new(WBT_F32, WBT_CPU, 1, wb_tensor_sizes(a[0].t), &v[0]))
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 1, wb_tensor_sizes(a[0].t), &v[0].t))
         return -1;
-    float *o = wb_tensor_data(v[0]);
+    float *o = wb_tensor_data(v[0].t);
     for (int i = 0; i < 4; i++)
         o[i] = 2 * x[i];
     return 1;
@@ -56,10 +56,11 @@ static wb_wrapper *disk_wrapper(wb_spec *s)
 /* Whether w computes its graph. */
 static bool disk_works(wb_wrapper *w)
 {
-    wb_tensor *x = wbt_f32(1, 1, 4), *y = NULL;
+    wb_tensor *x = wbt_f32(1, 1, 4);
+    wb_value y = {NULL};
     wb_arg a[1] = {{.t = x}};
-    bool ok = wb_call(w, a, 1, &y, 1) == WB_OK && wbt_at(y, 3) == 8.0f;
-    wb_tensor_release(y);
+    bool ok = wb_call(w, a, 1, &y, 1) == WB_OK && wbt_at(y.t, 3) == 8.0f;
+    wb_tensor_release(y.t);
     wb_tensor_release(x);
     return ok;
 }

@@ -29,14 +29,14 @@ typedef struct err_ctx {
 } err_ctx;
 
 static int err_graph(void *ctx, const wb_arg *args, int nargs,
-                     wb_tensor **values, int nvalues)
+                     wb_value *values, int nvalues)
 {
     err_ctx *c = ctx;
     c->calls++;
     if (c->watch >= 0 && c->watch < nargs)
         c->watched_version = wb_tensor_version(args[c->watch].t);
     for (int i = 0; i < c->nwrite && i < nvalues; i++)
-        values[i] = c->vals[i] ? wb_tensor_retain(c->vals[i]) : NULL;
+        values[i].t = c->vals[i] ? wb_tensor_retain(c->vals[i]) : NULL;
     return c->ret;
 }
 
@@ -108,7 +108,7 @@ typedef struct err_fix {
     wb_tensor *base, *x, *y, *k;
     wb_tensor *xu, *o, *vb, *v; /* the good values (vb: v's storage) */
     wb_arg args[5];
-    wb_tensor *outs[3];
+    wb_value outs[3];
     err_ctx c;
     wbt_snap snaps[4];
     err_log log;
@@ -160,7 +160,7 @@ static void err_fix_start(err_fix *f, wb_tier tier)
     f->args[3].i = 42;
     f->args[4].t = f->y;
     for (int i = 0; i < 3; i++)
-        f->outs[i] = ERR_MARK;
+        f->outs[i].t = ERR_MARK;
     f->w = wbt_wrap(f->spec, err_graph, &f->c, tier);
 }
 
@@ -187,7 +187,7 @@ static void err_fix_check(err_fix *f)
     wbt_snap_check(&f->snaps[2], 0, "k");
     wbt_snap_check(&f->snaps[3], 0, "base");
     for (int i = 0; i < 3; i++)
-        cr_assert_eq(f->outs[i], ERR_MARK, "outs[%d] was written", i);
+        cr_assert_eq(f->outs[i].t, ERR_MARK, "outs[%d] was written", i);
     cr_assert_eq(wb_grad_enabled(), f->grad, "grad mode changed");
     cr_assert_eq(wb_tensor_refcount(f->xu), 1, "value 0 leaked");
     cr_assert_eq(wb_tensor_refcount(f->o), 1, "value 1 leaked");
@@ -226,13 +226,13 @@ static void err_fix_good_call(err_fix *f)
     f->c.ret = 3;
     uint64_t kv = wb_tensor_version(f->k);
     WBT_OK(wb_call(f->w, f->args, 4, f->outs, 2));
-    cr_assert_eq(f->outs[0], f->o);
-    cr_assert_eq(wb_tensor_storage(f->outs[1]), wb_tensor_storage(f->y));
+    cr_assert_eq(f->outs[0].t, f->o);
+    cr_assert_eq(wb_tensor_storage(f->outs[1].t), wb_tensor_storage(f->y));
     cr_assert_eq(wb_tensor_version(f->k), kv + 1);
-    wb_tensor_release(f->outs[0]);
-    wbt_release_last(f->outs[1]);
+    wb_tensor_release(f->outs[0].t);
+    wbt_release_last(f->outs[1].t);
     for (int i = 0; i < 3; i++)
-        f->outs[i] = ERR_MARK;
+        f->outs[i].t = ERR_MARK;
 }
 
 /* ======================================================================= */
@@ -691,9 +691,9 @@ Test(errors, late_view_failure_after_resize_and_earlier_view)
         WBT_OK(wb_call(f.w, f.args, 4, f.outs, 2));
         cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(f.x)),
                      12 * sizeof(float));
-        cr_assert_eq(wbt_at(f.outs[0], 3), 111.0f);
-        wbt_release_last(f.outs[0]);
-        wbt_release_last(f.outs[1]);
+        cr_assert_eq(wbt_at(f.outs[0].t, 3), 111.0f);
+        wbt_release_last(f.outs[0].t);
+        wbt_release_last(f.outs[1].t);
 
         wbt_release_last(tail);
         wbt_release_last(grow);
@@ -867,7 +867,7 @@ Test(errors, first_call_hook_fails)
 /* ======================================================================= */
 
 static int err_noop_graph(void *ctx, const wb_arg *args, int nargs,
-                          wb_tensor **values, int nvalues)
+                          wb_value *values, int nvalues)
 {
     (void)ctx; (void)args; (void)nargs; (void)values; (void)nvalues;
     return 0;
@@ -942,12 +942,12 @@ Test(errors, call_null_wrapper_args_or_outs)
         wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
         wb_tensor *x = wbt_f32(0, 1, 2);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[1] = {ERR_MARK};
+        wb_value o[1] = {{ERR_MARK}};
         WBT_FAILS(wb_call(w, NULL, 1, o, 1), WB_ERR_INVALID,
                   "NULL wrapper, args or outs");
         WBT_FAILS(wb_call(w, a, 1, NULL, 1), WB_ERR_INVALID,
                   "NULL wrapper, args or outs");
-        cr_assert_eq(o[0], ERR_MARK);
+        cr_assert_eq(o[0].t, ERR_MARK);
         cr_assert_eq(c.calls, 0);
         cr_assert_eq(wb_tensor_refcount(x), 1);
         wbt_release_last(x);
@@ -999,7 +999,8 @@ Test(errors, argument_runs_name_each_bad_argument)
             if (i == 10)
                 continue;
             char want[64];
-            wb_tensor *o[1] = {ERR_MARK}, *keep = a[i].t;
+            wb_value o[1] = {{ERR_MARK}};
+            wb_tensor *keep = a[i].t;
             a[i].t = NULL;
             snprintf(want, sizeof want, "input %d 'x%d': got NULL", i, i);
             WBT_FAILS(wb_call(w, a, RUNS_N, o, 1), WB_ERR_TYPE, want);
@@ -1010,13 +1011,13 @@ Test(errors, argument_runs_name_each_bad_argument)
                 WBT_FAILS(wb_call(w, a, RUNS_N, o, 1), WB_ERR_SHAPE, want);
             }
             a[i].t = keep;
-            cr_assert_eq(o[0], ERR_MARK);
+            cr_assert_eq(o[0].t, ERR_MARK);
         }
         cr_assert_eq(c.calls, 0, "the graph ran after a bad argument");
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
         WBT_OK(wb_call(w, a, RUNS_N, o, 1));
-        cr_assert_eq(o[0], out);
-        wb_tensor_release(o[0]);
+        cr_assert_eq(o[0].t, out);
+        wb_tensor_release(o[0].t);
         wb_wrapper_free(w);
     }
     wbt_release_last(m2);
@@ -1102,8 +1103,8 @@ Test(errors, mutation_and_view_runs_name_each_failure)
             wbt_snap snap[VRUNS_ARGS];
             for (int i = 1; i < VRUNS_ARGS; i++)
                 wbt_snap_take(&snap[i], a[i].t, NULL);
-            wb_tensor *o[5] = {ERR_MARK, ERR_MARK, ERR_MARK, ERR_MARK,
-                               ERR_MARK};
+            wb_value o[5] = {{ERR_MARK}, {ERR_MARK}, {ERR_MARK}, {ERR_MARK},
+                             {ERR_MARK}};
             char want[96];
             if (f < 4)
                 snprintf(want, sizeof want, "input %d 'x%d': the updated "
@@ -1116,25 +1117,25 @@ Test(errors, mutation_and_view_runs_name_each_failure)
             for (int i = 1; i < VRUNS_ARGS; i++)
                 wbt_snap_check(&snap[i], 0, "an argument");
             for (int k = 0; k < 5; k++)
-                cr_assert_eq(o[k], ERR_MARK, "outs[%d] was written", k);
+                cr_assert_eq(o[k].t, ERR_MARK, "outs[%d] was written", k);
             for (int i = 0; i < VRUNS_VALUES; i++)
                 cr_assert_eq(wb_tensor_refcount(c.vals[i]), 1,
                              "value %d leaked", i);
             *slot = keep;
         }
-        wb_tensor *o[5] = {NULL};
+        wb_value o[5] = {{NULL}};
         WBT_OK(wb_call(w, a, VRUNS_ARGS, o, 5));
         for (int i = 0; i < 4; i++) {
             float last = i < 2 ? wbt_at(x[i], 3) : wbt_at(x[i], 1, 1);
             cr_assert_eq(last, 103.0f + 10 * i, "x%d: %g", i, last);
             cr_assert_eq(wb_tensor_version(x[i]), 1);
-            cr_assert_eq(wb_tensor_storage(o[1 + i]),
+            cr_assert_eq(wb_tensor_storage(o[1 + i].t),
                          wb_tensor_storage(y[i]));
-            cr_assert_eq(wb_tensor_ndim(o[1 + i]), wb_tensor_ndim(v[i]));
-            wbt_release_last(o[1 + i]);
+            cr_assert_eq(wb_tensor_ndim(o[1 + i].t), wb_tensor_ndim(v[i]));
+            wbt_release_last(o[1 + i].t);
         }
-        cr_assert_eq(o[0], out);
-        wb_tensor_release(o[0]);
+        cr_assert_eq(o[0].t, out);
+        wb_tensor_release(o[0].t);
         for (int i = 0; i < 4; i++) {
             wbt_release_last(x[i]);
             wbt_release_last(u[i]);
@@ -1184,7 +1185,7 @@ Test(errors, wrapper_new_unknown_option_flags)
 }
 
 static int err_aot_entry(const wb_env *e, const wb_arg *args, int nargs,
-                         wb_tensor **outs, int nouts)
+                         wb_value *outs, int nouts)
 {
     (void)e; (void)args; (void)nargs; (void)outs; (void)nouts;
     return WB_OK;

@@ -12,13 +12,13 @@ typedef struct faults_graph {
     int n;
 } faults_graph;
 
-static int faults_fn(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int faults_fn(void *ctx, const wb_arg *a, int na, wb_value *v,
                      int nv)
 {
     faults_graph *g = ctx;
     (void)a; (void)na;
     for (int i = 0; i < nv && i < g->n; i++)
-        v[i] = wb_tensor_retain(g->vals[i]);
+        v[i].t = wb_tensor_retain(g->vals[i]);
     return g->n;
 }
 
@@ -185,7 +185,7 @@ Test(faults, view_base_is_an_input_that_set_replaces)
             }
             wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
             wb_arg a[1] = {{.t = x}};
-            wb_tensor *o[2] = {NULL, NULL};
+            wb_value o[2] = {{NULL}, {NULL}};
             faults_snap before = faults_snap_of(x);
             WBT_FAILS(wb_call(w, a, 1, o, 1 + user), WB_ERR_INVALID,
                       "set_ mutation replaces its storage");
@@ -193,7 +193,7 @@ Test(faults, view_base_is_an_input_that_set_replaces)
             faults_assert_same(&before, &after, wb_tier_name(tier));
             cr_assert_eq(wb_tensor_storage(x) != wb_tensor_storage(nb), true,
                          "x keeps its storage");
-            cr_assert(!o[0] && !o[1], "no output written");
+            cr_assert(!o[0].t && !o[1].t, "no output written");
             cr_assert_eq(wb_tensor_refcount(nb), 1);
             cr_assert_eq(wb_tensor_refcount(v), 1);
             wbt_release_last(v);
@@ -234,7 +234,7 @@ Test(faults, view_holder_is_an_input_that_set_replaces_first)
             g.vals[oi] = nb;
             wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
             wb_arg a[2] = {{.t = x[0]}, {.t = x[1]}};
-            wb_tensor *o[1] = {NULL};
+            wb_value o[1] = {{NULL}};
             faults_snap before[2] = {faults_snap_of(x[0]),
                                      faults_snap_of(x[1])};
             if (!first) {
@@ -246,18 +246,18 @@ Test(faults, view_holder_is_an_input_that_set_replaces_first)
                                        wb_tier_name(tier));
                 }
                 cr_assert_eq(wb_tensor_storage(x[oi]), old);
-                cr_assert(!o[0], "no output written");
+                cr_assert(!o[0].t, "no output written");
             } else {
                 WBT_OK(wb_call(w, a, 2, o, 1));
                 cr_assert_eq(wb_tensor_storage(x[vi]), old,
                              "%s: the viewed input took the other's storage",
                              wb_tier_name(tier));
                 cr_assert_eq(wb_tensor_storage(x[oi]), wb_tensor_storage(nb));
-                cr_assert_eq(wb_tensor_storage(o[0]), old,
+                cr_assert_eq(wb_tensor_storage(o[0].t), old,
                              "%s: the view aliases its input",
                              wb_tier_name(tier));
-                cr_assert_eq(wb_tensor_offset(o[0]), 4);
-                wbt_release_last(o[0]);
+                cr_assert_eq(wb_tensor_offset(o[0].t), 4);
+                wbt_release_last(o[0].t);
             }
             cr_assert_eq(wb_tensor_refcount(nb), 1);
             cr_assert_eq(wb_tensor_refcount(v), 1);
@@ -331,11 +331,11 @@ Test(faults, failed_call_after_a_view_of_a_fixed_value)
         faults_graph g = {{g0, g1}, 2};
         wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
         wb_arg a[2] = {{.t = x[0]}, {.t = x[1]}};
-        wb_tensor *o[2] = {NULL, NULL};
+        wb_value o[2] = {{NULL}, {NULL}};
         for (int call = 0; call < 3; call++) {
             WBT_FAILS(wb_call(w, a, 2, o, 2), WB_ERR_SHAPE,
                       "does not fit its base's storage");
-            cr_assert(!o[0] && !o[1], "no output written");
+            cr_assert(!o[0].t && !o[1].t, "no output written");
             cr_assert_eq(wb_tensor_refcount(g0), 1);
             cr_assert_eq(wb_tensor_refcount(g1), 1);
             cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[0])), 2,

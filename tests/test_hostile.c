@@ -102,12 +102,12 @@ static void hostile_check_message(const char *what)
     cr_assert_null(strstr(m, "*/"), "%s: '*/' in the message '%s'", what, m);
 }
 
-static int hostile_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int hostile_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     (void)ctx; (void)na;
     for (int i = 0; i < nv; i++)
-        v[i] = wb_tensor_retain(a[0].t);
+        v[i].t = wb_tensor_retain(a[0].t);
     return nv;
 }
 
@@ -133,12 +133,13 @@ Test(hostile, names_reach_code_only_escaped_inside_comments)
             wb_wrapper *w = wbt_wrap(s, hostile_graph, NULL, tier);
             if (tier == WB_TIER_TCC)
                 hostile_check_code(wb_wrapper_source(w), hostile_names[h]);
-            wb_tensor *x = wbt_f32(1, 1, 3), *outs[2];
+            wb_tensor *x = wbt_f32(1, 1, 3);
+            wb_value outs[2];
             wb_arg args[2] = {{.t = x}, {.f = 0.5}};
             WBT_OK(wb_call(w, args, 2, outs, 2));
-            cr_assert_eq(outs[1], x);
-            wb_tensor_release(outs[0]);
-            wb_tensor_release(outs[1]);
+            cr_assert_eq(outs[1].t, x);
+            wb_tensor_release(outs[0].t);
+            wb_tensor_release(outs[1].t);
             wbt_release_last(x);
             wb_wrapper_free(w);
         }
@@ -303,7 +304,7 @@ Test(hostile, builder_limits)
     WBT_OK(wb_spec_validate(s));
     wb_tensor *x = wbt_f32(0, 1, 2);
     wb_arg *args = calloc(WB_MAX_INPUTS, sizeof *args);
-    wb_tensor **outs = calloc(WB_MAX_OUTPUTS, sizeof *outs);
+    wb_value *outs = calloc(WB_MAX_OUTPUTS, sizeof *outs);
     cr_assert(args && outs);
     for (int i = 0; i < WB_MAX_INPUTS; i++)
         args[i].t = x;
@@ -311,8 +312,8 @@ Test(hostile, builder_limits)
         wb_wrapper *w = wbt_wrap(s, hostile_graph, NULL, tier);
         WBT_OK(wb_call(w, args, WB_MAX_INPUTS, outs, WB_MAX_OUTPUTS));
         for (int k = 0; k < WB_MAX_OUTPUTS; k++) {
-            cr_assert_eq(outs[k], x, "%s: output %d", wb_tier_name(tier), k);
-            wb_tensor_release(outs[k]);
+            cr_assert_eq(outs[k].t, x, "%s: output %d", wb_tier_name(tier), k);
+            wb_tensor_release(outs[k].t);
         }
         wb_wrapper_free(w);
     }

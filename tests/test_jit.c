@@ -275,7 +275,7 @@ Test(jit, code_is_never_writable_and_executable)
     wb_jit_free(code);
 }
 
-static int jit_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v, int nv)
+static int jit_graph(void *ctx, const wb_arg *a, int na, wb_value *v, int nv)
 {
     (void)ctx; (void)a; (void)na; (void)v; (void)nv;
     return 0;

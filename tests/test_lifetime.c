@@ -40,7 +40,7 @@ typedef struct life_ctx {
 } life_ctx;
 
 static int life_noop(void *ctx, const wb_arg *args, int nargs,
-                     wb_tensor **values, int nvalues)
+                     wb_value *values, int nvalues)
 {
     (void)ctx; (void)args; (void)nargs; (void)values; (void)nvalues;
     return 0;
@@ -78,26 +78,26 @@ static void life_act(life_ctx *c, life_where here)
 
 /* Nothing in here asserts: a failed assertion would leave the call by a
    jump, which hooks and graphs must not do. */
-static int life_graph(void *ctx, const wb_arg *a, int na, wb_tensor **vals,
+static int life_graph(void *ctx, const wb_arg *a, int na, wb_value *vals,
                       int nv)
 {
     life_ctx *c = ctx;
     c->calls++;
     if (c->depth < c->recurse) {
-        wb_tensor *outs[2] = {NULL, NULL};
+        wb_value outs[2] = {{NULL}, {NULL}};
         c->depth++;
         if (wb_call(c->w, a, na, outs, 2) != WB_OK)
             c->nested_failed++;
         c->depth--;
-        wb_tensor_release(outs[0]);
-        wb_tensor_release(outs[1]);
+        wb_tensor_release(outs[0].t);
+        wb_tensor_release(outs[1].t);
     }
     life_act(c, LIFE_GRAPH);
     if (nv != 3)
         return -1;
-    vals[0] = wb_tensor_retain(c->xu);
-    vals[1] = wb_tensor_retain(c->o);
-    vals[2] = wb_tensor_retain(c->v);
+    vals[0].t = wb_tensor_retain(c->xu);
+    vals[1].t = wb_tensor_retain(c->o);
+    vals[2].t = wb_tensor_retain(c->v);
     return 3;
 }
 
@@ -198,7 +198,7 @@ static void life_fix_spec(life_fix *f, life_where hooks)
 static void life_call(life_fix *f, wb_wrapper *w, int bumps,
                       const char *what)
 {
-    wb_tensor *outs[2] = {NULL, NULL};
+    wb_value outs[2] = {{NULL}, {NULL}};
     uint64_t version = wb_tensor_version(f->x);
     WBT_OK(wb_call(w, f->args, 2, outs, 2));
     cr_assert_eq(f->c.nested_failed, 0, "%s: a nested call failed: %s",
@@ -208,13 +208,13 @@ static void life_call(life_fix *f, wb_wrapper *w, int bumps,
                      what, i, wbt_at(f->x, i));
     cr_assert_eq(wb_tensor_version(f->x), version + (uint64_t)bumps,
                  "%s: x's version", what);
-    cr_assert_eq(outs[0], f->o, "%s: o is not the graph's value", what);
-    cr_assert_eq(wb_tensor_storage(outs[1]), wb_tensor_storage(f->y),
+    cr_assert_eq(outs[0].t, f->o, "%s: o is not the graph's value", what);
+    cr_assert_eq(wb_tensor_storage(outs[1].t), wb_tensor_storage(f->y),
                  "%s: v is not a view of y", what);
-    wbt_assert_view(outs[1], 1, (int64_t[]){2}, (int64_t[]){1}, 1);
-    cr_assert_eq(wbt_at(outs[1], 1), 52.0f, "%s: v[1]", what);
-    wb_tensor_release(outs[0]);
-    wbt_release_last(outs[1]);
+    wbt_assert_view(outs[1].t, 1, (int64_t[]){2}, (int64_t[]){1}, 1);
+    cr_assert_eq(wbt_at(outs[1].t, 1), 52.0f, "%s: v[1]", what);
+    wb_tensor_release(outs[0].t);
+    wbt_release_last(outs[1].t);
 }
 
 static void life_fix_end(life_fix *f)
@@ -340,24 +340,24 @@ Test(lifetime, graph_frees_another_wrapper_at_once)
 /* A wrapper running further out on the thread is found too: w's graph
    calls w2, whose graph frees w; w goes when its own call returns. */
 static int life_outer_graph(void *ctx, const wb_arg *a, int na,
-                            wb_tensor **vals, int nv)
+                            wb_value *vals, int nv)
 {
     life_ctx *c = ctx;
-    wb_tensor *outs[2] = {NULL, NULL};
+    wb_value outs[2] = {{NULL}, {NULL}};
     c->calls++;
     if (wb_call(c->w, a, na, outs, 2) != WB_OK)
         c->nested_failed++;
-    wb_tensor_release(outs[0]);
-    wb_tensor_release(outs[1]);
+    wb_tensor_release(outs[0].t);
+    wb_tensor_release(outs[1].t);
     if (c->probe) {
         c->probes++;
         c->alive += life_code_alive(c->probe);
     }
     if (nv != 3)
         return -1;
-    vals[0] = wb_tensor_retain(c->xu);
-    vals[1] = wb_tensor_retain(c->o);
-    vals[2] = wb_tensor_retain(c->v);
+    vals[0].t = wb_tensor_retain(c->xu);
+    vals[1].t = wb_tensor_retain(c->o);
+    vals[2].t = wb_tensor_retain(c->v);
     return 3;
 }
 

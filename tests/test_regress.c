@@ -6,12 +6,12 @@
 static wb_tensor *regress_vals[4];
 static int regress_nvals;
 
-static int regress_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int regress_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     (void)ctx; (void)a; (void)na;
     for (int i = 0; i < nv && i < regress_nvals; i++)
-        v[i] = wb_tensor_retain(regress_vals[i]);
+        v[i].t = wb_tensor_retain(regress_vals[i]);
     return regress_nvals;
 }
 
@@ -118,7 +118,7 @@ Test(regress, dlpack_negative_size_is_refused)
 static int regress_seen_null, regress_seen_p;
 
 static int regress_opt_graph(void *ctx, const wb_arg *a, int na,
-                             wb_tensor **v, int nv)
+                             wb_value *v, int nv)
 {
     (void)ctx; (void)na; (void)v; (void)nv;
     regress_seen_null = a[1].t == NULL;

@@ -110,7 +110,7 @@ static char *tsc_read_file(const char *path)
 }
 
 /* A graph that is never called: wrappers are built, not run. */
-static int tsc_no_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int tsc_no_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
                         int nv)
 {
     (void)ctx; (void)a; (void)na; (void)v; (void)nv;
@@ -2122,19 +2122,19 @@ Test(schema, training_step_emits_the_same_c_as_the_builder)
 }
 
 /* A spec from text runs: add_ on both tiers, through the wrapper. */
-static int tsc_add_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int tsc_add_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     (void)ctx; (void)na; (void)nv;
     int64_t n = wb_tensor_numel(a[0].t);
     if (wb_tensor_new(WBT_F32, WBT_CPU, wb_tensor_ndim(a[0].t),
-                      wb_tensor_sizes(a[0].t), &v[0]) != WB_OK)
+                      wb_tensor_sizes(a[0].t), &v[0].t) != WB_OK)
         return -1;
     const float *x = wb_tensor_data(a[0].t), *y = wb_tensor_data(a[1].t);
-    float *z = wb_tensor_data(v[0]);
+    float *z = wb_tensor_data(v[0].t);
     for (int64_t i = 0; i < n; i++)
         z[i] = x[i] + y[i];
-    v[1] = wb_tensor_retain(v[0]);
+    v[1].t = wb_tensor_retain(v[0].t);
     return 2;
 }
 
@@ -2144,13 +2144,14 @@ Test(schema, a_parsed_spec_runs)
                           "*, Scalar alpha=1) -> Tensor(a!)");
     WBT_EACH_TIER(tier) {
         wb_wrapper *w = wbt_wrap(s, tsc_add_graph, NULL, tier);
-        wb_tensor *x = wbt_f32(1, 1, 4), *y = wbt_f32(10, 1, 4), *out = NULL;
+        wb_tensor *x = wbt_f32(1, 1, 4), *y = wbt_f32(10, 1, 4);
+        wb_value out = {NULL};
         wb_arg args[3] = {{.t = x}, {.t = y}, {.p = NULL}};
         WBT_OK(wb_call(w, args, 3, &out, 1));
-        cr_assert_eq(out, x, "add_ returns self itself");
+        cr_assert_eq(out.t, x, "add_ returns self itself");
         cr_assert_float_eq(wbt_at(x, 3), 4.0f + 13.0f, 1e-6);
         cr_assert_eq(wb_tensor_version(x), 1);
-        wb_tensor_release(out);
+        wb_tensor_release(out.t);
         wbt_release_last(x);
         wbt_release_last(y);
         wb_wrapper_free(w);

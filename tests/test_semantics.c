@@ -58,7 +58,7 @@ typedef struct sem_ctx {
 } sem_ctx;
 
 static int sem_graph(void *ctx, const wb_arg *args, int nargs,
-                     wb_tensor **values, int nvalues)
+                     wb_value *values, int nvalues)
 {
     sem_ctx *c = ctx;
     c->calls++;
@@ -80,7 +80,7 @@ static int sem_graph(void *ctx, const wb_arg *args, int nargs,
     if (c->nvals > nvalues)
         return -100;
     for (int i = 0; i < c->nvals; i++)
-        values[i] = c->hand_over & (1u << i) ? c->vals[i]
+        values[i].t = c->hand_over & (1u << i) ? c->vals[i]
                                              : wb_tensor_retain(c->vals[i]);
     return c->nvals;
 }
@@ -175,7 +175,7 @@ Test(semantics, data_mutation_into_transposed_input)
         wb_storage *st = wb_tensor_storage(x);
         void *data = wb_storage_data(st);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 1));
         wbt_assert_view(x, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0);
@@ -189,16 +189,16 @@ Test(semantics, data_mutation_into_transposed_input)
             }
         cr_assert_eq(wb_tensor_version(x), 1);
         cr_assert_eq(wb_tensor_version(base), 1, "one counter per storage");
-        cr_assert_eq(o[0], y);
+        cr_assert_eq(o[0].t, y);
         cr_assert_eq(wb_tensor_refcount(v), 1, "the wrapper released v");
 
         /* A second call copies again and bumps again. */
-        wb_tensor_release(o[0]);
+        wb_tensor_release(o[0].t);
         WBT_OK(wb_call(w, a, 1, o, 1));
         cr_assert_eq(wb_tensor_version(x), 2);
         cr_assert_eq(wb_tensor_refcount(v), 1);
 
-        wb_tensor_release(o[0]);
+        wb_tensor_release(o[0].t);
         wbt_release_last(y);
         wbt_release_last(v);
         wbt_release_last(x);
@@ -477,7 +477,7 @@ Test(semantics, in_graph_mutation_bumps_before_the_call)
         sem_ctx c = {.vals = {o}, .nvals = 1, .tensor_args = 0x3};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[2] = {{.t = x}, {.t = y}};
-        wb_tensor *out[1] = {NULL};
+        wb_value out[1] = {{NULL}};
 
         WBT_OK(wb_call(w, a, 2, out, 1));
         cr_assert_eq(c.nvalues, 1, "the graph was asked for 1 value");
@@ -485,13 +485,13 @@ Test(semantics, in_graph_mutation_bumps_before_the_call)
         cr_assert_eq(c.versions[1], 0);
         cr_assert_eq(wb_tensor_version(x), 1);
         cr_assert_eq(wb_tensor_version(y), 0);
-        cr_assert_eq(out[0], o);
-        wb_tensor_release(out[0]);
+        cr_assert_eq(out[0].t, o);
+        wb_tensor_release(out[0].t);
         WBT_OK(wb_call(w, a, 2, out, 1));
         cr_assert_eq(c.versions[0], 2);
         cr_assert_eq(wb_tensor_version(x), 2);
 
-        wb_tensor_release(out[0]);
+        wb_tensor_release(out[0].t);
         wbt_release_last(o);
         wbt_release_last(x);
         wbt_release_last(y);
@@ -505,7 +505,7 @@ Test(semantics, in_graph_mutation_bumps_before_the_call)
    counter back as it was, as torch.autograd._unsafe_preserve_version_counter
    does, also when the graph fails. */
 static int sem_graph_writes(void *ctx, const wb_arg *args, int nargs,
-                            wb_tensor **values, int nvalues)
+                            wb_value *values, int nvalues)
 {
     sem_ctx *c = ctx;
     wb_tensor *src = wbt_f32(9, 1, 4);
@@ -664,14 +664,14 @@ Test(semantics, non_alias_variants_return_the_value_itself)
         sem_ctx c = {.vals = {va, vb, vc}, .nvals = 3};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[3] = {NULL, NULL, NULL};
+        wb_value o[3] = {{NULL}, {NULL}, {NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 3));
-        cr_assert_eq(o[0], va);
-        cr_assert_eq(o[1], vb);
-        cr_assert_eq(o[2], vc);
+        cr_assert_eq(o[0].t, va);
+        cr_assert_eq(o[1].t, vb);
+        cr_assert_eq(o[2].t, vc);
         for (int k = 0; k < 3; k++)
-            cr_assert_eq(wb_tensor_refcount(o[k]), 2, "output %d", k);
+            cr_assert_eq(wb_tensor_refcount(o[k].t), 2, "output %d", k);
         cr_assert(wb_tensor_requires_grad(va), "requires_grad set");
         cr_assert_not(wb_tensor_requires_grad(vb), "requires_grad cleared");
         cr_assert(wb_tensor_requires_grad(vc));
@@ -685,7 +685,7 @@ Test(semantics, non_alias_variants_return_the_value_itself)
         cr_assert_eq(wb_tensor_dynamic_dims(x), 0);
 
         for (int k = 0; k < 3; k++)
-            wb_tensor_release(o[k]);
+            wb_tensor_release(o[k].t);
         wbt_release_last(va);
         wbt_release_last(vb);
         wbt_release_last(vc);
@@ -714,14 +714,14 @@ Test(semantics, is_input_returns_the_same_object)
         sem_ctx c = {.vals = {xu, g0, g1}, .nvals = 3};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[2] = {{.t = ta}, {.t = x}};
-        wb_tensor *o[2] = {NULL, NULL};
+        wb_value o[2] = {{NULL}, {NULL}};
 
         WBT_OK(wb_call(w, a, 2, o, 2));
-        cr_assert_eq(o[0], x, "the very same object");
-        cr_assert_eq(o[1], ta);
+        cr_assert_eq(o[0].t, x, "the very same object");
+        cr_assert_eq(o[1].t, ta);
         cr_assert_eq(wb_tensor_refcount(x), 2, "one more reference");
         cr_assert_eq(wb_tensor_refcount(ta), 2);
-        cr_assert_eq(wbt_at(o[0], 2), 32.0f, "after its mutation");
+        cr_assert_eq(wbt_at(o[0].t, 2), 32.0f, "after its mutation");
         cr_assert(wb_tensor_requires_grad(x), "requires_grad left alone");
         cr_assert_not(wb_tensor_requires_grad(ta));
         cr_assert_eq(wb_tensor_dynamic_dims(x), 0x5, "dims or-ed in");
@@ -730,8 +730,8 @@ Test(semantics, is_input_returns_the_same_object)
         cr_assert_eq(wb_tensor_refcount(g1), 1, "graph value dropped");
         cr_assert_eq(wb_tensor_refcount(xu), 1);
 
-        wb_tensor_release(o[0]);
-        wb_tensor_release(o[1]);
+        wb_tensor_release(o[0].t);
+        wb_tensor_release(o[1].t);
         wbt_release_last(g0);
         wbt_release_last(g1);
         wbt_release_last(xu);
@@ -765,32 +765,32 @@ Test(semantics, alias_of_input_is_a_new_view_of_its_storage)
         sem_ctx c = {.vals = {g0, g1}, .nvals = 2};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[2] = {NULL, NULL};
+        wb_value o[2] = {{NULL}, {NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 2));
-        cr_assert(o[0] != x && o[0] != g0, "a new tensor object");
-        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(x));
-        wbt_assert_view(o[0], 2, (int64_t[]){2, 2}, (int64_t[]){1, 4}, 5);
-        cr_assert(wb_tensor_dtype(o[0]).code == kDLFloat &&
-                  wb_tensor_dtype(o[0]).bits == 32);
+        cr_assert(o[0].t != x && o[0].t != g0, "a new tensor object");
+        cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(x));
+        wbt_assert_view(o[0].t, 2, (int64_t[]){2, 2}, (int64_t[]){1, 4}, 5);
+        cr_assert(wb_tensor_dtype(o[0].t).code == kDLFloat &&
+                  wb_tensor_dtype(o[0].t).bits == 32);
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < 2; j++)
-                cr_assert_eq(wbt_at(o[0], i, j), (float)(5 + i + 4 * j));
-        cr_assert(wb_tensor_requires_grad(o[0]));
-        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x3);
-        cr_assert_eq(wb_tensor_refcount(o[0]), 1);
+                cr_assert_eq(wbt_at(o[0].t, i, j), (float)(5 + i + 4 * j));
+        cr_assert(wb_tensor_requires_grad(o[0].t));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0].t), 0x3);
+        cr_assert_eq(wb_tensor_refcount(o[0].t), 1);
 
         /* The second view takes the graph value's dtype: bytes 4..7 of x,
            which hold the float 1.0f. */
-        cr_assert(o[1] != x && o[1] != g1);
-        cr_assert_eq(wb_tensor_storage(o[1]), wb_tensor_storage(x));
-        cr_assert(wb_tensor_dtype(o[1]).code == kDLUInt &&
-                  wb_tensor_dtype(o[1]).bits == 8);
-        wbt_assert_view(o[1], 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        cr_assert(o[1].t != x && o[1].t != g1);
+        cr_assert_eq(wb_tensor_storage(o[1].t), wb_tensor_storage(x));
+        cr_assert(wb_tensor_dtype(o[1].t).code == kDLUInt &&
+                  wb_tensor_dtype(o[1].t).bits == 8);
+        wbt_assert_view(o[1].t, 1, (int64_t[]){4}, (int64_t[]){1}, 4);
         float one = 1.0f;
-        cr_assert(memcmp(wb_tensor_data(o[1]), &one, 4) == 0);
-        cr_assert_not(wb_tensor_requires_grad(o[1]), "cleared on the view");
-        cr_assert_eq(wb_tensor_dynamic_dims(o[1]), 0);
+        cr_assert(memcmp(wb_tensor_data(o[1].t), &one, 4) == 0);
+        cr_assert_not(wb_tensor_requires_grad(o[1].t), "cleared on the view");
+        cr_assert_eq(wb_tensor_dynamic_dims(o[1].t), 0);
 
         cr_assert_eq(wb_tensor_refcount(g0), 1, "graph values released");
         cr_assert_eq(wb_tensor_refcount(g1), 1);
@@ -799,16 +799,16 @@ Test(semantics, alias_of_input_is_a_new_view_of_its_storage)
 
         /* One storage, one version counter: writing the view bumps x. */
         wb_tensor *src = wbt_f32(-1, 2, 2, 2);
-        WBT_OK(wb_tensor_copy_(o[0], src));
+        WBT_OK(wb_tensor_copy_(o[0].t, src));
         cr_assert_eq(wb_tensor_version(x), 1);
-        cr_assert_eq(wb_tensor_version(o[1]), 1);
+        cr_assert_eq(wb_tensor_version(o[1].t), 1);
         cr_assert_eq(wbt_at(x, 1, 1), -1.0f);
         cr_assert_eq(wbt_at(x, 1, 2), 1.0f);
         cr_assert_eq(wb_tensor_version(gb), 0);
 
         wbt_release_last(src);
-        wbt_release_last(o[0]);
-        wbt_release_last(o[1]);
+        wbt_release_last(o[0].t);
+        wbt_release_last(o[1].t);
         wbt_release_last(g0);
         wbt_release_last(g1);
         wbt_release_last(gb);
@@ -844,25 +844,25 @@ Test(semantics, alias_of_input_shares_the_input_counter)
         sem_ctx c = {.vals = {g, nb}, .nvals = 2, .hand_over = 0x3};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[2] = {NULL, NULL};
+        wb_value o[2] = {{NULL}, {NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 2));
-        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(x));
-        wbt_assert_view(o[0], 1, (int64_t[]){4}, (int64_t[]){1}, 2);
-        cr_assert_eq(wb_tensor_version(o[0]), 0, "x's counter, not g's");
-        cr_assert_eq(o[1], nb);
-        WBT_OK(wb_tensor_copy_(o[0], ones));
+        cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(x));
+        wbt_assert_view(o[0].t, 1, (int64_t[]){4}, (int64_t[]){1}, 2);
+        cr_assert_eq(wb_tensor_version(o[0].t), 0, "x's counter, not g's");
+        cr_assert_eq(o[1].t, nb);
+        WBT_OK(wb_tensor_copy_(o[0].t, ones));
         cr_assert_eq(wb_tensor_version(x), 1);
-        cr_assert_eq(wb_tensor_version(o[0]), 1);
+        cr_assert_eq(wb_tensor_version(o[0].t), 1);
         wb_tensor *xs = sem_view(x, 1, (int64_t[]){2}, (int64_t[]){1}, 0);
         WBT_OK(wb_tensor_copy_(xs, two));
-        cr_assert_eq(wb_tensor_version(o[0]), 2, "any view of x moves it");
-        cr_assert_eq(wb_tensor_version(o[1]), 0, "the non-alias output "
+        cr_assert_eq(wb_tensor_version(o[0].t), 2, "any view of x moves it");
+        cr_assert_eq(wb_tensor_version(o[1].t), 0, "the non-alias output "
                      "has a counter of its own");
 
         wbt_release_last(xs);
-        wbt_release_last(o[0]);
-        wbt_release_last(o[1]);
+        wbt_release_last(o[0].t);
+        wbt_release_last(o[1].t);
         wbt_release_last(ones);
         wbt_release_last(two);
         wbt_release_last(x);
@@ -905,30 +905,30 @@ Test(semantics, alias_of_input_handed_over_is_the_view_itself)
                      .hand_over = 0xb};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[4] = {NULL, NULL, NULL, NULL};
+        wb_value o[4] = {{NULL}, {NULL}, {NULL}, {NULL}};
         cr_assert_eq(wb_storage_refcount(xs), 4, "x, g0, g1 and g2");
 
         WBT_OK(wb_call(w, a, 1, o, 4));
-        cr_assert_eq(o[0], g0, "the graph's own tensor, as the view");
-        wbt_assert_view(o[0], 2, (int64_t[]){2, 2}, (int64_t[]){1, 4}, 5);
-        cr_assert(wb_tensor_requires_grad(o[0]));
-        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x2, "the spec's dims");
-        cr_assert_eq(wb_tensor_refcount(o[0]), 1);
-        cr_assert_eq(o[1], g1);
-        cr_assert_not(wb_tensor_requires_grad(o[1]), "cleared");
-        cr_assert_eq(wb_tensor_dynamic_dims(o[1]), 0);
-        cr_assert(o[2] != g2, "a value the graph keeps is not given away");
-        cr_assert_eq(wb_tensor_storage(o[2]), xs);
-        wbt_assert_view(o[2], 1, (int64_t[]){3}, (int64_t[]){1}, 12);
+        cr_assert_eq(o[0].t, g0, "the graph's own tensor, as the view");
+        wbt_assert_view(o[0].t, 2, (int64_t[]){2, 2}, (int64_t[]){1, 4}, 5);
+        cr_assert(wb_tensor_requires_grad(o[0].t));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0].t), 0x2, "the spec's dims");
+        cr_assert_eq(wb_tensor_refcount(o[0].t), 1);
+        cr_assert_eq(o[1].t, g1);
+        cr_assert_not(wb_tensor_requires_grad(o[1].t), "cleared");
+        cr_assert_eq(wb_tensor_dynamic_dims(o[1].t), 0);
+        cr_assert(o[2].t != g2, "a value the graph keeps is not given away");
+        cr_assert_eq(wb_tensor_storage(o[2].t), xs);
+        wbt_assert_view(o[2].t, 1, (int64_t[]){3}, (int64_t[]){1}, 12);
         cr_assert_eq(wb_tensor_refcount(g2), 1, "its reference dropped");
-        cr_assert_eq(wb_tensor_storage(o[3]), xs, "a new view of x");
-        wbt_assert_view(o[3], 1, (int64_t[]){2}, (int64_t[]){1}, 6);
-        cr_assert_eq(wbt_at(o[3], 1), 7.0f, "x's bytes, not the scratch's");
+        cr_assert_eq(wb_tensor_storage(o[3].t), xs, "a new view of x");
+        wbt_assert_view(o[3].t, 1, (int64_t[]){2}, (int64_t[]){1}, 6);
+        cr_assert_eq(wbt_at(o[3].t, 1), 7.0f, "x's bytes, not the scratch's");
         cr_assert_eq(wb_storage_refcount(scs), 1, "g3 freed");
         cr_assert_eq(wb_storage_refcount(xs), 6, "x, g2 and four views");
 
         for (int k = 0; k < 4; k++)
-            wbt_release_last(o[k]);
+            wbt_release_last(o[k].t);
         wbt_release_last(g2);
         cr_assert_eq(wb_storage_refcount(xs), 1);
         wb_storage_release(scs);
@@ -968,25 +968,25 @@ static void sem_alias_run(wb_tier tier, bool plain)
                                : "wb_rt_commit_views("),
                   "the views are a run under libtcc");
     wb_arg a[3] = {{.t = x[0]}, {.t = x[1]}, {.t = x[2]}};
-    wb_tensor *o[3] = {NULL, NULL, NULL};
+    wb_value o[3] = {{NULL}, {NULL}, {NULL}};
 
     WBT_OK(wb_call(w, a, 3, o, 3));
-    cr_assert_eq(o[0], g[0]);
-    cr_assert(o[1] != g[1]);
-    cr_assert(o[2] != g[2], "its value lies on another input's storage");
+    cr_assert_eq(o[0].t, g[0]);
+    cr_assert(o[1].t != g[1]);
+    cr_assert(o[2].t != g[2], "its value lies on another input's storage");
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(wb_tensor_storage(o[i]), wb_tensor_storage(x[i]));
-        cr_assert_eq(wb_tensor_requires_grad(o[i]), !plain);
-        cr_assert_eq(wb_tensor_dynamic_dims(o[i]), plain ? 0 : 0x1);
-        cr_assert_eq(wb_tensor_refcount(o[i]), 1);
+        cr_assert_eq(wb_tensor_storage(o[i].t), wb_tensor_storage(x[i]));
+        cr_assert_eq(wb_tensor_requires_grad(o[i].t), !plain);
+        cr_assert_eq(wb_tensor_dynamic_dims(o[i].t), plain ? 0 : 0x1);
+        cr_assert_eq(wb_tensor_refcount(o[i].t), 1);
     }
-    cr_assert_eq(wbt_at(o[0], 1), 2.0f);
-    cr_assert_eq(wbt_at(o[2], 2), 23.0f);
+    cr_assert_eq(wbt_at(o[0].t, 1), 2.0f);
+    cr_assert_eq(wbt_at(o[2].t, 2), 23.0f);
     cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[1])), 3,
                  "x1, g1 and o1: g2 freed");
 
     for (int i = 0; i < 3; i++)
-        wbt_release_last(o[i]);
+        wbt_release_last(o[i].t);
     wbt_release_last(g[1]);
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(wb_storage_refcount(wb_tensor_storage(x[i])), 1);
@@ -1019,32 +1019,32 @@ Test(semantics, alias_of_input_after_storage_mutation_uses_new_storage)
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_storage *old = wb_storage_retain(wb_tensor_storage(x));
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 1));
         cr_assert_eq(wb_tensor_storage(x), wb_tensor_storage(nb));
-        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(nb));
-        cr_assert(o[0] != g);
+        cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(nb));
+        cr_assert(o[0].t != g);
         wbt_assert_view(x, 1, (int64_t[]){8}, (int64_t[]){1}, 0);
-        wbt_assert_view(o[0], 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        wbt_assert_view(o[0].t, 1, (int64_t[]){4}, (int64_t[]){1}, 4);
         for (int k = 0; k < 4; k++)
-            cr_assert_eq(wbt_at(o[0], k), 104.0f + (float)k);
+            cr_assert_eq(wbt_at(o[0].t, k), 104.0f + (float)k);
         cr_assert_eq(wb_storage_refcount(old), 1);
         cr_assert_eq(wb_tensor_refcount(nb), 1);
         cr_assert_eq(wb_tensor_refcount(g), 1);
         /* The view is of x, so it shares the counter x's set_ kept, not
            that of the tensor whose storage x took. */
         cr_assert_eq(wb_tensor_version(x), 1);
-        cr_assert_eq(wb_tensor_version(o[0]), 1);
+        cr_assert_eq(wb_tensor_version(o[0].t), 1);
         cr_assert_eq(wb_tensor_version(nb), 0);
         wb_tensor *src = wbt_f32(-1, 1, 4);
-        WBT_OK(wb_tensor_copy_(o[0], src));
+        WBT_OK(wb_tensor_copy_(o[0].t, src));
         cr_assert_eq(wb_tensor_version(x), 2);
         cr_assert_eq(wb_tensor_version(nb), 0);
         wbt_release_last(src);
 
         wb_storage_release(old);
-        wbt_release_last(o[0]);
+        wbt_release_last(o[0].t);
         wbt_release_last(g);
         wbt_release_last(nb);
         wbt_release_last(x);
@@ -1067,22 +1067,22 @@ Test(semantics, alias_of_input_after_resize_growth_fits_grown_storage)
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_storage *st = wb_tensor_storage(x);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 1));
         cr_assert_eq(wb_tensor_storage(x), st);
         cr_assert_eq(wb_storage_nbytes(st), 8 * sizeof(float));
         wbt_assert_view(x, 1, (int64_t[]){8}, (int64_t[]){1}, 0);
-        cr_assert_eq(wb_tensor_storage(o[0]), st);
-        wbt_assert_view(o[0], 1, (int64_t[]){4}, (int64_t[]){1}, 4);
+        cr_assert_eq(wb_tensor_storage(o[0].t), st);
+        wbt_assert_view(o[0].t, 1, (int64_t[]){4}, (int64_t[]){1}, 4);
         for (int k = 0; k < 4; k++)
-            cr_assert_eq(wbt_at(o[0], k), 104.0f + (float)k);
+            cr_assert_eq(wbt_at(o[0].t, k), 104.0f + (float)k);
         cr_assert_eq(wb_tensor_version(x), 2);
-        cr_assert_eq(wb_tensor_version(o[0]), 2, "the view shares x's counter");
+        cr_assert_eq(wb_tensor_version(o[0].t), 2, "the view shares x's counter");
         cr_assert_eq(wb_tensor_refcount(v), 1);
         cr_assert_eq(wb_tensor_refcount(g), 1);
 
-        wbt_release_last(o[0]);
+        wbt_release_last(o[0].t);
         wbt_release_last(g);
         wbt_release_last(v);
         wbt_release_last(x);
@@ -1116,23 +1116,23 @@ Test(semantics, alias_of_intermediate_views_a_dropped_base)
         wb_arg a[1] = {{.t = x}};
         static char sentinel;
         wb_tensor *mark = (wb_tensor *)(void *)&sentinel;
-        wb_tensor *o[4] = {NULL, NULL, mark, mark};
+        wb_value o[4] = {{NULL}, {NULL}, {mark}, {mark}};
 
         WBT_OK(wb_call(w, a, 1, o, 4));
-        cr_assert_eq(o[2], mark, "the bases are not returned");
-        cr_assert_eq(o[3], mark, "the bases are not returned");
-        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(b1));
-        wbt_assert_view(o[0], 1, (int64_t[]){3}, (int64_t[]){3}, 2);
+        cr_assert_eq(o[2].t, mark, "the bases are not returned");
+        cr_assert_eq(o[3].t, mark, "the bases are not returned");
+        cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(b1));
+        wbt_assert_view(o[0].t, 1, (int64_t[]){3}, (int64_t[]){3}, 2);
         for (int k = 0; k < 3; k++)
-            cr_assert_eq(wbt_at(o[0], k), 22.0f + (float)(3 * k));
-        cr_assert(wb_tensor_requires_grad(o[0]));
-        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x1);
-        cr_assert_eq(wb_tensor_storage(o[1]), wb_tensor_storage(b0));
-        wbt_assert_view(o[1], 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 1);
-        cr_assert_eq(wbt_at(o[1], 1, 1), 14.0f);
-        cr_assert_not(wb_tensor_requires_grad(o[1]));
-        cr_assert_eq(wb_tensor_dynamic_dims(o[1]), 0x2);
-        cr_assert(o[0] != b1 && o[1] != b0);
+            cr_assert_eq(wbt_at(o[0].t, k), 22.0f + (float)(3 * k));
+        cr_assert(wb_tensor_requires_grad(o[0].t));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0].t), 0x1);
+        cr_assert_eq(wb_tensor_storage(o[1].t), wb_tensor_storage(b0));
+        wbt_assert_view(o[1].t, 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 1);
+        cr_assert_eq(wbt_at(o[1].t, 1, 1), 14.0f);
+        cr_assert_not(wb_tensor_requires_grad(o[1].t));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[1].t), 0x2);
+        cr_assert(o[0].t != b1 && o[1].t != b0);
         /* Every graph value was released: the bases' references dropped. */
         cr_assert_eq(wb_tensor_refcount(b0), 1);
         cr_assert_eq(wb_tensor_refcount(b1), 1);
@@ -1143,11 +1143,11 @@ Test(semantics, alias_of_intermediate_views_a_dropped_base)
         /* The views keep the bases' storages alive after the bases go. */
         wbt_release_last(b0);
         wbt_release_last(b1);
-        cr_assert_eq(wbt_at(o[0], 2), 28.0f);
-        cr_assert_eq(wbt_at(o[1], 0, 1), 13.0f);
+        cr_assert_eq(wbt_at(o[0].t, 2), 28.0f);
+        cr_assert_eq(wbt_at(o[1].t, 0, 1), 13.0f);
 
-        wbt_release_last(o[0]);
-        wbt_release_last(o[1]);
+        wbt_release_last(o[0].t);
+        wbt_release_last(o[1].t);
         wbt_release_last(gp);
         wbt_release_last(gq);
         wbt_release_last(s0);
@@ -1181,28 +1181,28 @@ Test(semantics, alias_of_intermediate_base_is_user_output)
         sem_ctx c = {.vals = {gh, base, gt}, .nvals = 3};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[3] = {NULL, NULL, NULL};
+        wb_value o[3] = {{NULL}, {NULL}, {NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 3));
-        cr_assert_eq(o[1], base);
+        cr_assert_eq(o[1].t, base);
         cr_assert_not(wb_tensor_requires_grad(base), "cleared by the spec");
-        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(base));
-        cr_assert_eq(wb_tensor_storage(o[2]), wb_tensor_storage(base));
-        wbt_assert_view(o[0], 1, (int64_t[]){2}, (int64_t[]){1}, 0);
-        wbt_assert_view(o[2], 1, (int64_t[]){3}, (int64_t[]){2}, 3);
-        cr_assert_eq(wbt_at(o[0], 1), 41.0f);
-        cr_assert_eq(wbt_at(o[2], 2), 47.0f);
-        cr_assert(wb_tensor_requires_grad(o[0]));
-        cr_assert_eq(wb_tensor_dynamic_dims(o[0]), 0x1);
-        cr_assert_not(wb_tensor_requires_grad(o[2]));
+        cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(base));
+        cr_assert_eq(wb_tensor_storage(o[2].t), wb_tensor_storage(base));
+        wbt_assert_view(o[0].t, 1, (int64_t[]){2}, (int64_t[]){1}, 0);
+        wbt_assert_view(o[2].t, 1, (int64_t[]){3}, (int64_t[]){2}, 3);
+        cr_assert_eq(wbt_at(o[0].t, 1), 41.0f);
+        cr_assert_eq(wbt_at(o[2].t, 2), 47.0f);
+        cr_assert(wb_tensor_requires_grad(o[0].t));
+        cr_assert_eq(wb_tensor_dynamic_dims(o[0].t), 0x1);
+        cr_assert_not(wb_tensor_requires_grad(o[2].t));
         cr_assert_eq(wb_tensor_refcount(base), 2, "the test and outs[1]");
         cr_assert_eq(wb_tensor_refcount(gh), 1);
         cr_assert_eq(wb_tensor_refcount(gt), 1);
         cr_assert_eq(wb_storage_refcount(wb_tensor_storage(base)), 3);
 
-        wbt_release_last(o[0]);
-        wbt_release_last(o[2]);
-        wb_tensor_release(o[1]);
+        wbt_release_last(o[0].t);
+        wbt_release_last(o[2].t);
+        wb_tensor_release(o[1].t);
         wbt_release_last(base);
         wbt_release_last(gh);
         wbt_release_last(gt);
@@ -1237,7 +1237,7 @@ Test(semantics, training_detaches_and_enables_grad)
                      .keep_args = true};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[2] = {{.t = x}, {.t = y}};
-        wb_tensor *out[1] = {NULL};
+        wb_value out[1] = {{NULL}};
 
         for (int before = 0; before < 2; before++) {
             wb_set_grad_enabled(before);
@@ -1256,8 +1256,8 @@ Test(semantics, training_detaches_and_enables_grad)
             cr_assert_eq(wb_tensor_dynamic_dims(x), 0x2);
             cr_assert_eq(wb_tensor_refcount(x), 1);
             wbt_assert_view(x, 2, (int64_t[]){2, 2}, (int64_t[]){1, 3}, 4);
-            cr_assert_eq(out[0], o);
-            wb_tensor_release(out[0]);
+            cr_assert_eq(out[0].t, o);
+            wb_tensor_release(out[0].t);
         }
         sem_ctx_drop(&c);
         wb_set_grad_enabled(true);
@@ -1394,7 +1394,7 @@ static int sem_race_hook(void *ud)
 }
 
 static int sem_race_graph(void *ctx, const wb_arg *args, int nargs,
-                          wb_tensor **values, int nvalues)
+                          wb_value *values, int nvalues)
 {
     sem_race *r = ctx;
     (void)args; (void)nargs; (void)values; (void)nvalues;
@@ -1652,13 +1652,13 @@ Test(semantics, mixed_mutations_and_aliases)
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[7] = {{.t = ta}, {.t = tb}, {.t = tc}, {.t = td}, {.i = -5},
                        {.t = tf}, {.t = te}};
-        wb_tensor *o[7] = {NULL};
+        wb_value o[7] = {{NULL}};
 
         WBT_OK(wb_call(w, a, 7, o, 7));
         cr_assert_eq(c.args[4].i, -5);
         cr_assert_eq(c.versions[3], 1, "d bumped before the call");
         /* a: data copied, returned as itself. */
-        cr_assert_eq(o[0], ta);
+        cr_assert_eq(o[0].t, ta);
         cr_assert_eq(wbt_at(ta, 2), 12.0f);
         cr_assert_eq(wb_tensor_version(ta), 1);
         cr_assert_eq(wb_tensor_dynamic_dims(ta), 0x1);
@@ -1668,30 +1668,30 @@ Test(semantics, mixed_mutations_and_aliases)
         cr_assert_eq(wb_tensor_version(tb), 1);
         /* c: took uc's storage; o1 views that storage. */
         cr_assert_eq(wb_tensor_storage(tc), wb_tensor_storage(uc));
-        cr_assert_eq(wb_tensor_storage(o[1]), wb_tensor_storage(uc));
-        wbt_assert_view(o[1], 1, (int64_t[]){2}, (int64_t[]){2}, 2);
-        cr_assert_eq(wbt_at(o[1], 1), 204.0f);
-        cr_assert(wb_tensor_requires_grad(o[1]));
+        cr_assert_eq(wb_tensor_storage(o[1].t), wb_tensor_storage(uc));
+        wbt_assert_view(o[1].t, 1, (int64_t[]){2}, (int64_t[]){2}, 2);
+        cr_assert_eq(wbt_at(o[1].t, 1), 204.0f);
+        cr_assert(wb_tensor_requires_grad(o[1].t));
         /* d: bumped once, no value. */
         cr_assert_eq(wb_tensor_version(td), 1);
         /* f: grown to 5 elements; o5 views the grown storage. */
         wbt_assert_view(tf, 1, (int64_t[]){5}, (int64_t[]){1}, 0);
         cr_assert_eq(wbt_at(tf, 4), 304.0f);
-        cr_assert_eq(wb_tensor_storage(o[5]), wb_tensor_storage(tf));
-        wbt_assert_view(o[5], 1, (int64_t[]){2}, (int64_t[]){1}, 3);
-        cr_assert_eq(wbt_at(o[5], 1), 304.0f);
+        cr_assert_eq(wb_tensor_storage(o[5].t), wb_tensor_storage(tf));
+        wbt_assert_view(o[5].t, 1, (int64_t[]){2}, (int64_t[]){1}, 3);
+        cr_assert_eq(wbt_at(o[5].t, 1), 304.0f);
         /* e: not mutated; o6 views it. */
-        cr_assert_eq(wb_tensor_storage(o[6]), wb_tensor_storage(te));
-        cr_assert_eq(wbt_at(o[6], 1), 62.0f);
+        cr_assert_eq(wb_tensor_storage(o[6].t), wb_tensor_storage(te));
+        cr_assert_eq(wbt_at(o[6].t, 1), 62.0f);
         cr_assert_eq(wb_tensor_version(te), 0);
         /* o2 plain, o3 a view of o2, o4 a view of the dropped base. */
-        cr_assert_eq(o[2], g2);
+        cr_assert_eq(o[2].t, g2);
         cr_assert_eq(wb_tensor_dynamic_dims(g2), 0x2);
-        cr_assert_eq(wb_tensor_storage(o[3]), wb_tensor_storage(g2));
-        cr_assert_eq(wbt_at(o[3], 1), 73.0f);
-        cr_assert(wb_tensor_requires_grad(o[3]));
-        cr_assert_eq(wb_tensor_storage(o[4]), wb_tensor_storage(ib));
-        cr_assert_eq(wbt_at(o[4], 2), 93.0f);
+        cr_assert_eq(wb_tensor_storage(o[3].t), wb_tensor_storage(g2));
+        cr_assert_eq(wbt_at(o[3].t, 1), 73.0f);
+        cr_assert(wb_tensor_requires_grad(o[3].t));
+        cr_assert_eq(wb_tensor_storage(o[4].t), wb_tensor_storage(ib));
+        cr_assert_eq(wbt_at(o[4].t, 2), 93.0f);
         /* Every graph value but the returned o2 was released. */
         for (int i = 0; i < 12; i++)
             cr_assert_eq(wb_tensor_refcount(c.vals[i]), i == 6 ? 2 : 1,
@@ -1699,7 +1699,7 @@ Test(semantics, mixed_mutations_and_aliases)
         cr_assert_eq(wb_tensor_refcount(ta), 2);
 
         for (int k = 0; k < 7; k++)
-            wb_tensor_release(o[k]);
+            wb_tensor_release(o[k].t);
         for (int i = 0; i < 12; i++)
             wbt_release_last(c.vals[i]);
         wbt_release_last(sc);
@@ -1732,7 +1732,7 @@ Test(semantics, scalars_pass_through_unchanged)
         wb_tensor *x = wbt_f32(0, 1, 2), *g = wbt_f32(0, 1, 2);
         sem_ctx c = {.vals = {g}, .nvals = 1, .tensor_args = 0x2};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
 
         wb_arg a[5] = {{.i = INT64_MIN}, {.t = x}, {.f = -1.5e300},
                        {.b = true}, {.i = INT64_MAX}};
@@ -1743,8 +1743,8 @@ Test(semantics, scalars_pass_through_unchanged)
         cr_assert(c.args[2].f == -1.5e300);
         cr_assert(c.args[3].b);
         cr_assert_eq(c.args[4].i, INT64_MAX);
-        cr_assert_eq(o[0], x);
-        wb_tensor_release(o[0]);
+        cr_assert_eq(o[0].t, x);
+        wb_tensor_release(o[0].t);
 
         wb_arg b[5] = {{.i = 0}, {.t = x}, {.f = NAN}, {.b = false},
                        {.i = -1}};
@@ -1754,7 +1754,7 @@ Test(semantics, scalars_pass_through_unchanged)
         cr_assert_not(c.args[3].b);
         cr_assert_eq(c.args[4].i, -1);
         cr_assert_eq(wb_tensor_refcount(g), 1);
-        wb_tensor_release(o[0]);
+        wb_tensor_release(o[0].t);
 
         wbt_release_last(g);
         wbt_release_last(x);
@@ -1794,19 +1794,19 @@ static void sem_fixed_views(wb_tier tier, int nviews)
     sem_ctx c = {.vals = {g[0], g[1], g[2]}, .nvals = nviews};
     wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
     wb_arg a[3] = {{.t = x[0]}, {.t = x[1]}, {.t = x[2]}};
-    wb_tensor *o[3] = {NULL, NULL, NULL};
+    wb_value o[3] = {{NULL}, {NULL}, {NULL}};
 
     for (int call = 0; call < 2; call++) {
         WBT_OK(wb_call(w, a, nviews, o, nviews));
         for (int i = 0; i < nviews; i++) {
             bool fixed = i != 2;
-            cr_assert(o[i] != g[i]);
-            cr_assert_not(wb_tensor_storage_fixed(o[i]));
-            cr_assert_eq(wb_tensor_storage(o[i]), st[i]);
-            wbt_assert_view(o[i], 1, (int64_t[]){2}, (int64_t[]){1},
+            cr_assert(o[i].t != g[i]);
+            cr_assert_not(wb_tensor_storage_fixed(o[i].t));
+            cr_assert_eq(wb_tensor_storage(o[i].t), st[i]);
+            wbt_assert_view(o[i].t, 1, (int64_t[]){2}, (int64_t[]){1},
                             1 + i % 2);
-            cr_assert_eq(wbt_at(o[i], 1), (float)(10 * i + 2 + i % 2));
-            cr_assert_eq(wb_tensor_refcount(o[i]), 1);
+            cr_assert_eq(wbt_at(o[i].t, 1), (float)(10 * i + 2 + i % 2));
+            cr_assert_eq(wb_tensor_refcount(o[i].t), 1);
             cr_assert_eq(wb_tensor_refcount(g[i]), fixed ? 2 : 1,
                          "%s, call %d: the view keeps fixed value %d",
                          wb_tier_name(tier), call, i);
@@ -1816,12 +1816,12 @@ static void sem_fixed_views(wb_tier tier, int nviews)
         }
         if (call == 0)
             for (int i = 0; i < nviews; i++)
-                wb_tensor_release(o[i]);
+                wb_tensor_release(o[i].t);
     }
 
     /* Detached, a kept view makes a tensor holding the storage. */
     wb_tensor *d = NULL;
-    WBT_OK(wb_tensor_detach(o[0], &d));
+    WBT_OK(wb_tensor_detach(o[0].t, &d));
     cr_assert_eq(wb_storage_refcount(st[0]), 3);
     wbt_release_last(d);
     /* The graph drops its value; the view still holds it, and through it
@@ -1829,18 +1829,18 @@ static void sem_fixed_views(wb_tier tier, int nviews)
     wb_tensor_release(g[0]);
     cr_assert_eq(wb_storage_refcount(st[0]), 2);
     ((float *)wb_storage_data(st[0]))[2] = 42.0f;
-    cr_assert_eq(wbt_at(o[0], 1), 42.0f);
-    wbt_release_last(o[0]);
+    cr_assert_eq(wbt_at(o[0].t, 1), 42.0f);
+    wbt_release_last(o[0].t);
     cr_assert_eq(wb_storage_refcount(st[0]), 1, "the value went with it");
     if (nviews == 3) {
         /* set_ onto another storage drops the value it kept. */
-        WBT_OK(wb_tensor_set_(o[1], x[2]));
+        WBT_OK(wb_tensor_set_(o[1].t, x[2]));
         cr_assert_eq(wb_tensor_refcount(g[1]), 1);
         cr_assert_eq(wb_storage_refcount(st[1]), 2, "x1 and g1");
-        cr_assert_eq(wb_tensor_storage(o[1]), st[2]);
+        cr_assert_eq(wb_tensor_storage(o[1].t), st[2]);
         cr_assert_eq(wb_storage_refcount(st[2]), 4, "x2, g2, o1 and o2");
-        wbt_release_last(o[1]);
-        wbt_release_last(o[2]);
+        wbt_release_last(o[1].t);
+        wbt_release_last(o[2].t);
         wbt_release_last(g[1]);
         wbt_release_last(g[2]);
     }
@@ -1890,14 +1890,14 @@ Test(semantics, fixed_storage_refuses_set_)
 /* An op that returns its input as it is, unmutated (contiguous() of a
    contiguous tensor): AOTAutograd returns the input object itself, and so
    does the wrapper, from a spec of the builder or of the text format. */
-static int sem_return_self(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int sem_return_self(void *ctx, const wb_arg *a, int na, wb_value *v,
                            int nv)
 {
     (void)ctx; (void)na; (void)nv;
     const wb_tensor *x = a[0].t;
     return wb_tensor_as_strided(x, wb_tensor_ndim(x), wb_tensor_sizes(x),
                                 wb_tensor_strides(x), wb_tensor_offset(x),
-                                &v[0]) == WB_OK ? 1 : -1;
+                                &v[0].t) == WB_OK ? 1 : -1;
 }
 
 Test(semantics, is_input_of_an_unmutated_input_is_the_input_itself)
@@ -1907,15 +1907,16 @@ Test(semantics, is_input_of_an_unmutated_input_is_the_input_itself)
                          "[is_input]", &s));
     WBT_EACH_TIER(tier) {
         wb_wrapper *w = wbt_wrap(s, sem_return_self, NULL, tier);
-        wb_tensor *x = wbt_f32(1, 2, 2, 3), *out = NULL;
+        wb_tensor *x = wbt_f32(1, 2, 2, 3);
+        wb_value out = {NULL};
         wb_arg a[1] = {{.t = x}};
         for (int call = 0; call < 3; call++) {
             WBT_OK(wb_call(w, a, 1, &out, 1));
-            cr_assert_eq(out, x, "%s: not the input itself",
+            cr_assert_eq(out.t, x, "%s: not the input itself",
                          wb_tier_name(tier));
             cr_assert_eq(wb_tensor_refcount(x), 2);
             cr_assert_eq(wb_tensor_version(x), 0, "nothing was mutated");
-            wb_tensor_release(out);
+            wb_tensor_release(out.t);
         }
         wbt_release_last(x);
         wb_wrapper_free(w);
@@ -1950,7 +1951,7 @@ Test(semantics, deduplicated_inputs_reach_the_graph_once)
         wb_tensor *g = sem_view(vb, 1, (int64_t[]){2}, (int64_t[]){1}, 1);
         sem_ctx c = {.vals = {v, g}, .nvals = 2, .tensor_args = 0x5};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
 
         /* Another tensor for the duplicate: refused, nothing touched. */
         wb_arg bad[4] = {{.t = x}, {.i = 7}, {.t = z}, {.t = z}};
@@ -1959,7 +1960,7 @@ Test(semantics, deduplicated_inputs_reach_the_graph_once)
                   "it duplicates");
         cr_assert_eq(c.calls, 0);
         cr_assert_eq(wb_tensor_version(x), 0);
-        cr_assert_null(o[0]);
+        cr_assert_null(o[0].t);
 
         /* The same tensor twice: the graph sees x, k, z; x is restrided
            and written once, as the one tensor it is. */
@@ -1972,10 +1973,10 @@ Test(semantics, deduplicated_inputs_reach_the_graph_once)
         wbt_assert_view(x, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0);
         cr_assert_eq(wbt_at(x, 2, 1), 15.0f);
         cr_assert_eq(wb_tensor_version(x), 2, "as_strided_, then copy_");
-        cr_assert_eq(wb_tensor_storage(o[0]), wb_tensor_storage(x));
-        cr_assert_eq(wb_tensor_version(o[0]), 2, "x's counter");
+        cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(x));
+        cr_assert_eq(wb_tensor_version(o[0].t), 2, "x's counter");
 
-        wbt_release_last(o[0]);
+        wbt_release_last(o[0].t);
         wbt_release_last(v);
         wbt_release_last(g);
         wbt_release_last(vb);
@@ -2006,7 +2007,7 @@ Test(semantics, effect_tokens_come_first_and_are_dropped)
                      .tensor_args = 0x4};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[1] = {{.t = x}};
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
 
         WBT_OK(wb_call(w, a, 1, o, 1));
         cr_assert_eq(c.nargs, 3);
@@ -2014,11 +2015,11 @@ Test(semantics, effect_tokens_come_first_and_are_dropped)
         cr_assert_null(c.args[1].t);
         cr_assert_eq(c.args[2].t, x);
         cr_assert_eq(c.nvalues, 4);
-        cr_assert_eq(o[0], y);
+        cr_assert_eq(o[0].t, y);
         cr_assert_eq(wbt_at(x, 2), 7.0f);
         cr_assert_eq(wb_tensor_refcount(tok), 1, "the token was dropped");
         cr_assert_eq(wb_tensor_refcount(y), 2, "the test's and the output's");
-        wb_tensor_release(o[0]);
+        wb_tensor_release(o[0].t);
 
         /* The count includes the tokens; a missing value is named with
            its place after them. */
@@ -2096,7 +2097,7 @@ Test(semantics, functionalized_rng_threads_seed_and_offset)
         sem_ctx c = {.vals = {v, y, next}, .nvals = 3, .tensor_args = 0xd};
         wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
         wb_arg a[2] = {{.t = x}, {.f = 0.5}};
-        wb_tensor *o[1] = {NULL};
+        wb_value o[1] = {{NULL}};
 
         WBT_OK(wb_call(w, a, 2, o, 1));
         cr_assert_eq(c.nargs, 4);
@@ -2108,11 +2109,11 @@ Test(semantics, functionalized_rng_threads_seed_and_offset)
         cr_assert_eq(g.sets, 1);
         cr_assert_eq(g.last, next, "the graph's last value");
         cr_assert_eq(wbt_at(x, 1), 4.0f);
-        cr_assert_eq(o[0], y);
+        cr_assert_eq(o[0].t, y);
         cr_assert_eq(wb_tensor_refcount(g.seed), 1, "handed back");
         cr_assert_eq(wb_tensor_refcount(g.offset), 1);
         cr_assert_eq(wb_tensor_refcount(next), 2, "the test's and set's");
-        wb_tensor_release(o[0]);
+        wb_tensor_release(o[0].t);
 
         /* A call that fails after the graph ran: no set. */
         c.nvals = 2;

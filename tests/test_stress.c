@@ -17,38 +17,38 @@
 #define STRESS_BUILDS 40
 
 /* Spec 0: x data-mutated to x + 1, output 0 a view of y's second row. */
-static int stress_graph0(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int stress_graph0(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     (void)ctx; (void)na; (void)nv;
     const float *x = wb_tensor_data(a[0].t);
-    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0].t))
         return -1;
-    float *nx = wb_tensor_data(v[0]);
+    float *nx = wb_tensor_data(v[0].t);
     for (int i = 0; i < 8; i++)
         nx[i] = x[i] + 1;
-    if (wb_tensor_as_strided(a[1].t, 1, (int64_t[]){4}, NULL, 4, &v[1]))
+    if (wb_tensor_as_strided(a[1].t, 1, (int64_t[]){4}, NULL, 4, &v[1].t))
         return -2;
     return 2;
 }
 
 /* Spec 1: x read only; output 0 is 2x, output 1 is x itself. */
-static int stress_graph1(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int stress_graph1(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     (void)ctx; (void)na; (void)nv;
     const float *x = wb_tensor_data(a[0].t);
-    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0].t))
         return -1;
-    float *o = wb_tensor_data(v[0]);
+    float *o = wb_tensor_data(v[0].t);
     for (int i = 0; i < 8; i++)
         o[i] = 2 * x[i];
-    v[1] = wb_tensor_retain(a[0].t);
+    v[1].t = wb_tensor_retain(a[0].t);
     return 2;
 }
 
 /* Spec 2: x mutated in the graph (x + k, k a scalar), no outputs. */
-static int stress_graph2(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int stress_graph2(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     (void)ctx; (void)na; (void)v; (void)nv;
@@ -119,7 +119,7 @@ static void stress_state_init(stress_state *st, float first)
    wrong facts. */
 static int stress_call(wb_wrapper *w, int k, stress_state *st)
 {
-    wb_tensor *outs[2] = {NULL, NULL};
+    wb_value outs[2] = {{NULL}, {NULL}};
     wb_arg a[2] = {{.t = st->x}, {.t = st->y}};
     int bad = 0;
     if (k == 2)
@@ -131,14 +131,14 @@ static int stress_call(wb_wrapper *w, int k, stress_state *st)
     case 0:
         st->x0 += 1;
         st->version++;
-        bad += wb_tensor_storage(outs[0]) != wb_tensor_storage(st->y);
-        bad += ((const float *)wb_tensor_data(outs[0]))[0] !=
+        bad += wb_tensor_storage(outs[0].t) != wb_tensor_storage(st->y);
+        bad += ((const float *)wb_tensor_data(outs[0].t))[0] !=
                ((const float *)wb_tensor_data(st->y))[4];
-        bad += !wb_tensor_requires_grad(outs[0]);
+        bad += !wb_tensor_requires_grad(outs[0].t);
         break;
     case 1:
-        bad += outs[1] != st->x;
-        bad += ((const float *)wb_tensor_data(outs[0]))[7] != 2 * x[7];
+        bad += outs[1].t != st->x;
+        bad += ((const float *)wb_tensor_data(outs[0].t))[7] != 2 * x[7];
         break;
     default:
         st->x0 += 3;
@@ -147,8 +147,8 @@ static int stress_call(wb_wrapper *w, int k, stress_state *st)
     }
     bad += x[0] != st->x0 || x[7] != st->x0 + 7;
     bad += wb_tensor_version(st->x) != st->version;
-    wb_tensor_release(outs[0]);
-    wb_tensor_release(outs[1]);
+    wb_tensor_release(outs[0].t);
+    wb_tensor_release(outs[1].t);
     return bad;
 }
 

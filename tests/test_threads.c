@@ -11,18 +11,18 @@
 #define CALLS 2000
 
 /* x (data mutation) gets x + 1; output 0 is a view of y's second row. */
-static int threads_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int threads_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     (void)ctx; (void)na; (void)nv;
     const float *x = wb_tensor_data(a[0].t);
     int64_t sizes[1] = {4}, strides[1] = {1};
-    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0].t))
         return -1;
-    float *nx = wb_tensor_data(v[0]);
+    float *nx = wb_tensor_data(v[0].t);
     for (int i = 0; i < 8; i++)
         nx[i] = x[i] + 1;
-    if (wb_tensor_as_strided(a[1].t, 1, sizes, strides, 4, &v[1]))
+    if (wb_tensor_as_strided(a[1].t, 1, sizes, strides, 4, &v[1].t))
         return -2;
     return 2;
 }
@@ -50,17 +50,17 @@ static void *threads_caller(void *p)
     wb_tensor *y = wbt_f32((float)j->id, 2, 2, 4);
     wb_arg a[2] = {{.t = x}, {.t = y}};
     for (int c = 1; c <= CALLS; c++) {
-        wb_tensor *row = NULL;
+        wb_value row;
         if (wb_call(j->w, a, 2, &row, 1) != WB_OK) {
             j->bad++;
             continue;
         }
         if (wbt_at(x, 1, 3) != (float)(j->id * 1000 + 7 + c) ||
             wb_tensor_version(x) != (uint64_t)c ||
-            wb_tensor_storage(row) != wb_tensor_storage(y) ||
-            wbt_at(row, 0) != (float)(j->id + 4))
+            wb_tensor_storage(row.t) != wb_tensor_storage(y) ||
+            wbt_at(row.t, 0) != (float)(j->id + 4))
             j->bad++;
-        wb_tensor_release(row);
+        wb_tensor_release(row.t);
     }
     j->bad += wb_tensor_refcount(x) != 1 || wb_tensor_refcount(y) != 1;
     wb_tensor_release(x);
@@ -123,14 +123,14 @@ typedef struct threads_fixed {
 } threads_fixed;
 
 static int threads_fixed_graph(void *ctx, const wb_arg *a, int na,
-                               wb_tensor **v, int nv)
+                               wb_value *v, int nv)
 {
     threads_fixed *f = ctx;
     (void)na; (void)nv;
-    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0].t))
         return -1;
-    wb_tensor_copy_(v[0], a[0].t);
-    v[1] = wb_tensor_retain(f->g);
+    wb_tensor_copy_(v[0].t, a[0].t);
+    v[1].t = wb_tensor_retain(f->g);
     return 2;
 }
 
@@ -148,18 +148,18 @@ static void *threads_fixed_caller(void *p)
     wb_tensor *x = wbt_f32((float)j->id, 2, 2, 4);
     wb_arg a[2] = {{.t = x}, {.t = j->y}};
     for (int c = 0; c < CALLS; c++) {
-        wb_tensor *row = NULL;
+        wb_value row;
         if (wb_call(j->w, a, 2, &row, 1) != WB_OK) {
             j->bad++;
             continue;
         }
         if (wb_tensor_version(x) != (uint64_t)c + 1 ||
-            wb_tensor_storage(row) != wb_tensor_storage(j->y) ||
-            wbt_at(row, 0) != 4.0f || wb_tensor_offset(row) != 4)
+            wb_tensor_storage(row.t) != wb_tensor_storage(j->y) ||
+            wbt_at(row.t, 0) != 4.0f || wb_tensor_offset(row.t) != 4)
             j->bad++;
         pthread_mutex_lock(&j->f->lock);
         wb_tensor *other = j->f->slot;
-        j->f->slot = row;
+        j->f->slot = row.t;
         pthread_mutex_unlock(&j->f->lock);
         wb_tensor_release(other);
     }

@@ -24,18 +24,18 @@
 #include "../src/gen/gen.h"
 
 /* x (data mutation) gets x + 1; output 0 is a view of y's second row. */
-static int tiers_graph(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int tiers_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
                        int nv)
 {
     (void)ctx; (void)na; (void)nv;
     const float *x = wb_tensor_data(a[0].t);
     int64_t sizes[1] = {4}, strides[1] = {1};
-    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0]))
+    if (wb_tensor_new(WBT_F32, WBT_CPU, 2, wb_tensor_sizes(a[0].t), &v[0].t))
         return -1;
-    float *nx = wb_tensor_data(v[0]);
+    float *nx = wb_tensor_data(v[0].t);
     for (int i = 0; i < 8; i++)
         nx[i] = x[i] + 1;
-    if (wb_tensor_as_strided(a[1].t, 1, sizes, strides, 4, &v[1]))
+    if (wb_tensor_as_strided(a[1].t, 1, sizes, strides, 4, &v[1].t))
         return -2;
     return 2;
 }
@@ -59,17 +59,17 @@ static int tiers_check_calls(wb_wrapper *w, int calls, float first)
     wb_arg a[2] = {{.t = x}, {.t = y}};
     int bad = 0;
     for (int c = 1; c <= calls; c++) {
-        wb_tensor *row = NULL;
+        wb_value row;
         if (wb_call(w, a, 2, &row, 1) != WB_OK) {
             bad++;
             continue;
         }
         if (wbt_at(x, 1, 3) != first + 7 + (float)c ||
             wb_tensor_version(x) != (uint64_t)c ||
-            wb_tensor_storage(row) != wb_tensor_storage(y) ||
-            wbt_at(row, 2) != -first + 6)
+            wb_tensor_storage(row.t) != wb_tensor_storage(y) ||
+            wbt_at(row.t, 2) != -first + 6)
             bad++;
-        wb_tensor_release(row);
+        wb_tensor_release(row.t);
     }
     wb_tensor_release(x);
     wb_tensor_release(y);

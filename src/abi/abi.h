@@ -78,11 +78,13 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
    - wb_rt_out_flags sets requires-grad (0 or 1; -1 leaves it) and or-s dyn
      into t's mask; wb_rt_out_input returns input t itself, one more
      reference; wb_rt_out_plain_end stores the last output and returns 0.
-   - wb_rt_release_all releases n values (NULLs skipped); wb_rt_grow_free
+   - wb_rt_release_all releases n views, wb_rt_release_values n tensor
+     values (NULLs skipped; a value that is a number must be a NULL
+     tensor by then); wb_rt_grow_free
      frees a planned growth; wb_rt_drop_copies forgets the device copies a
      failed call checked; wb_rt_flush enqueues the copies recorded on the
-     call's stream, and on a CUDA failure releases outs[0..nouts) and
-     returns WB_ERR_DEVICE. */
+     call's stream, and on a CUDA failure releases the tensors of
+     outs[0..nouts) and returns WB_ERR_DEVICE. */
 #define WB_ABI(ret, ptr, name, params, temp) WB_API ret ptr name params;
 #define WB_ABI_EXTERN(ret, ptr, name, params, temp)
 #include "helpers.def"

@@ -137,7 +137,7 @@ wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args)
                        wb_rt_input_label(e, i, lb, sizeof lb));
 }
 
-int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
+int wb_rt_err_values(const wb_env *e, int n, const wb_value *r)
 {
     const wb_spec *s = e->spec;
     if (n < 0)
@@ -155,7 +155,7 @@ int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r)
                            s->rng ? ", the RNG offset" : "");
     /* Effect tokens may be NULL (None). */
     int i = s->ntokens;
-    while (i < n - 1 && r[i])
+    while (i < n - 1 && r[i].t)
         i++;
     return wb_rt_callf(e, WB_ERR_GRAPH, "the graph returned NULL as value "
                        "%d; expected a tensor", i);

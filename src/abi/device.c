@@ -41,13 +41,13 @@ void wb_rt_drop_copies(const wb_env *e)
     wb_rt_device_drop(e);
 }
 
-int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts)
+int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts)
 {
     wb_status st = wb_rt_device_flush(e);
     if (st != WB_OK)
         for (int k = 0; k < nouts; k++) {
-            wb_tensor_release(outs[k]);
-            outs[k] = NULL;
+            wb_tensor_release(outs[k].t);
+            outs[k].t = NULL;
         }
     return st;
 }

@@ -32,7 +32,7 @@ void wb_rt_grad_set(int on)
 }
 
 static inline int wb_rt_call_graph(const wb_env *e, const wb_arg *a,
-                                   int nargs, wb_tensor **r, int nvalues,
+                                   int nargs, wb_value *r, int nvalues,
                                    bool on)
 {
     int prev = wb_rt_grad_swap(on);
@@ -42,13 +42,13 @@ static inline int wb_rt_call_graph(const wb_env *e, const wb_arg *a,
 }
 
 int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
-                      wb_tensor **r, int nvalues)
+                      wb_value *r, int nvalues)
 {
     return wb_rt_call_graph(e, a, nargs, r, nvalues, false);
 }
 
 int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
-                    wb_tensor **r, int nvalues)
+                    wb_value *r, int nvalues)
 {
     return wb_rt_call_graph(e, a, nargs, r, nvalues, true);
 }

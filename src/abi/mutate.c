@@ -246,19 +246,19 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
         wb_rt_commit_nd_##D(t, v);                                          \
     }                                                                       \
     int wb_rt_prep_data_##D##d_run(const wb_env *e, int input,             \
-                                   const wb_arg *a, wb_tensor *const *r,    \
+                                   const wb_arg *a, const wb_value *r,      \
                                    int n)                                   \
     {                                                                       \
         wb_status st = WB_OK;                                               \
         for (int i = 0; i < n && st == WB_OK; i++)                          \
-            st = wb_rt_prep_nd_##D(e, input + i, a[i].t, r[i]);             \
+            st = wb_rt_prep_nd_##D(e, input + i, a[i].t, r[i].t);           \
         return st;                                                          \
     }                                                                       \
-    void wb_rt_commit_data_##D##d_run(const wb_arg *a, wb_tensor *const *r, \
+    void wb_rt_commit_data_##D##d_run(const wb_arg *a, const wb_value *r,   \
                                       int n)                                \
     {                                                                       \
         for (int i = 0; i < n; i++)                                         \
-            wb_rt_commit_nd_##D(a[i].t, r[i]);                              \
+            wb_rt_commit_nd_##D(a[i].t, r[i].t);                            \
     }
 
 WB_RT_DATA_ND(1)

@@ -26,8 +26,7 @@ static const char *wb_rt_output_label(const wb_env *e, int k, char *buf,
     return buf;
 }
 
-int wb_rt_check_bases(const wb_env *e, const wb_arg *a,
-                            wb_tensor *const *r)
+int wb_rt_check_bases(const wb_env *e, const wb_arg *a, const wb_value *r)
 {
     const wb_spec *s = e->spec;
     char lo[400], li[400];
@@ -46,7 +45,7 @@ int wb_rt_check_bases(const wb_env *e, const wb_arg *a,
             continue;
         for (int j = 0; j < until; j++) {
             int i = s->muts[j].input;
-            if (s->muts[j].kind == WB_MUT_STORAGE && r[from] == a[i].t)
+            if (s->muts[j].kind == WB_MUT_STORAGE && r[from].t == a[i].t)
                 return wb_rt_callf(e, WB_ERR_INVALID, "%s: its %s, value "
                                    "%d, is %s, whose set_ mutation replaces "
                                    "its storage first; expected a tensor "
@@ -145,25 +144,25 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
 static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(const wb_env *e,
                                                       int output,
                                                       const wb_arg *a,
-                                                      wb_tensor *const *r,
+                                                      const wb_value *r,
                                                       wb_tensor **views,
                                                       int n)
 {
     wb_status st;
     for (int i = 0; i < n; i++)
-        if ((st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i],
+        if ((st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i].t,
                                   &views[i])) != WB_OK)
             return st;
     return WB_OK;
 }
 
 int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
-                           wb_tensor *const *r, wb_tensor **views, int n)
+                     const wb_value *r, wb_tensor **views, int n)
 {
     /* The quick paths first, with no call (gcc saves two registers, not
        the six the full loop needs), then the rest in a tail call. */
     for (int i = 0; i < n; i++)
-        if (wb_rt_view_same(a[i].t, r[i], &views[i]))
+        if (wb_rt_view_same(a[i].t, r[i].t, &views[i]))
             return wb_rt_prep_views_full(e, output + i, a + i, r + i,
                                          views + i, n - i);
     return WB_OK;
@@ -233,23 +232,23 @@ wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v)
 
 /* wb_rt_commit_views with headers: out of line, as what it inlines makes
    gcc save registers on entry. */
-static WB_RT_NOINLINE void wb_rt_commit_views_made(wb_tensor **outs,
+static WB_RT_NOINLINE void wb_rt_commit_views_made(wb_value *outs,
                                                    wb_tensor *const *views,
-                                                   wb_tensor *const *r, int n,
+                                                   const wb_value *r, int n,
                                                    int requires_grad,
                                                    uint64_t dyn)
 {
     for (int i = 0; i < n; i++)
-        outs[i] = views[i] ? wb_rt_view_make(views[i], r[i], requires_grad,
-                                             dyn)
-                           : wb_rt_view_own(r[i], requires_grad, dyn);
+        outs[i].t = views[i] ? wb_rt_view_make(views[i], r[i].t,
+                                               requires_grad, dyn)
+                             : wb_rt_view_own(r[i].t, requires_grad, dyn);
 }
 
 /* Handed-over values first, with nothing to save, then the rest in a tail
    call; inline, so that the plain run's flags fold away. */
-static inline void wb_rt_commit_views_n(wb_tensor **outs,
+static inline void wb_rt_commit_views_n(wb_value *outs,
                                         wb_tensor *const *views,
-                                        wb_tensor *const *r, int n,
+                                        const wb_value *r, int n,
                                         int requires_grad, uint64_t dyn)
 {
     for (long i = 0; i < n; i++) {
@@ -259,19 +258,19 @@ static inline void wb_rt_commit_views_n(wb_tensor **outs,
                                     requires_grad, dyn);
             return;
         }
-        outs[i] = wb_rt_view_own(r[i], requires_grad, dyn);
+        outs[i].t = wb_rt_view_own(r[i].t, requires_grad, dyn);
     }
 }
 
-void wb_rt_commit_views(wb_tensor **outs, wb_tensor *const *views,
-                        wb_tensor *const *r, int n, int requires_grad,
+void wb_rt_commit_views(wb_value *outs, wb_tensor *const *views,
+                        const wb_value *r, int n, int requires_grad,
                         unsigned long long dyn)
 {
     wb_rt_commit_views_n(outs, views, r, n, requires_grad, dyn);
 }
 
-void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
-                              wb_tensor *const *r, int n)
+void wb_rt_commit_views_plain(wb_value *outs, wb_tensor *const *views,
+                              const wb_value *r, int n)
 {
     wb_rt_commit_views_n(outs, views, r, n, 0, 0);
 }
@@ -325,4 +324,11 @@ void wb_rt_release_all(wb_tensor **v, int n)
     for (int i = 0; i < n; i++)
         if (v[i])
             wb_rt_release(v[i]);
+}
+
+void wb_rt_release_values(wb_value *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i].t)
+            wb_rt_release(r[i].t);
 }

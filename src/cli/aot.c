@@ -410,7 +410,7 @@ static const char wb_aot_header_api[] =
 "wb_status $P_bind(int graph, wb_graph_fn fn, void *ctx);\n"
 "/* Calls the graph's instance, as wb_call calls a wrapper. */\n"
 "wb_status $P_call(int graph, const wb_arg *args, int nargs,\n"
-"                  wb_tensor **outs, int nouts);\n"
+"                  wb_value *outs, int nouts);\n"
 "/* The graph's instance (owned by this unit), or NULL when it has none. */\n"
 "wb_wrapper *$P_instance(int graph);\n"
 "/* The tier serving the graph's instance (WB_TIER_AOT), or\n"
@@ -564,7 +564,7 @@ static const char wb_aot_unit_api[] =
 "}\n"
 "\n"
 "wb_status $P_call(int graph, const wb_arg *args, int nargs,\n"
-"                  wb_tensor **outs, int nouts)\n"
+"                  wb_value *outs, int nouts)\n"
 "{\n"
 "    if (graph < 0 || graph >= $N)\n"
 "        return $P_no_graph(\"$P_call\", graph);\n"
@@ -597,7 +597,7 @@ static const char wb_aot_unit_api[] =
 "\n"
 "/* Stands in for a graph in $P_verify, which never calls it. */\n"
 "static int $P_no_call(void *ctx, const wb_arg *args, int nargs,\n"
-"                      wb_tensor **values, int nvalues)\n"
+"                      wb_value *values, int nvalues)\n"
 "{\n"
 "    (void)ctx;\n"
 "    (void)args;\n"
@@ -645,7 +645,7 @@ static char *wb_aot_unit(const wb_aot *a, const int *order)
     wb_aot_template(&b, a, wb_aot_unit_top);
     for (int i = 0; i < a->n; i++)
         wb_buf_printf(&b, "int %s(const wb_env *e, const wb_arg *args, "
-                      "int nargs,\n    wb_tensor **outs, int nouts);\n",
+                      "int nargs,\n    wb_value *outs, int nouts);\n",
                       a->g[i].fn);
     wb_buf_printf(&b, "\n/* The specs, as their text. */\n");
     for (int i = 0; i < a->n; i++) {

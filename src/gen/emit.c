@@ -347,11 +347,12 @@ static void wb_emit_prelude(wb_emitter *x, const unsigned char *used)
         "       and id << 56 */\n"
         "    unsigned long long meta;\n"
         "} wb_tensor;\n"
-        "typedef union wb_arg { wb_tensor *t; long long i; double f; "
-        "_Bool b; const void *p; } wb_arg;\n"
+        "typedef union wb_value { wb_tensor *t; long long i; double f; "
+        "_Bool b; const void *p; } wb_value;\n"
+        "typedef wb_value wb_arg;\n"
         "typedef struct wb_env {\n"
         "    int (*graph)(void *ctx, const wb_arg *args, int nargs,\n"
-        "                 wb_tensor **values, int nvalues);\n"
+        "                 wb_value *values, int nvalues);\n"
         "    void *graph_ctx;\n"
         "} wb_env;\n"
         "typedef struct wb_rt_grow { void *data; unsigned long nbytes; "
@@ -459,7 +460,10 @@ static void wb_emit_term(wb_emitter *x, wb_buf *b, int *k, const char *fmt,
     (*k)++;
 }
 
-static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array, int n)
+/* array[0] to array[n - 1] set to 0, through member (".t", or "" for an
+   array of pointers). */
+static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array,
+                         const char *member, int n)
 {
     if (n > 16) {
         wb_buf_line(b, "%s(%s, 0, sizeof %s);", WB_EMIT_NAME(memset), array,
@@ -469,9 +473,10 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array, int n)
     size_t indent = (size_t)b->indent * 4, col = indent;
     wb_buf_printf(b, "%*s", (int)indent, "");
     for (int i = 0; i < n; i++) {
-        /* "r[12] =", then room for " 0;" on the last line. */
+        /* "r[12].t =", then room for " 0;" on the last line. */
         char item[24];
-        size_t w = strlen(wb_emit_cat(item, array, "[", (unsigned)i)) + 3;
+        size_t m = strlen(member);
+        size_t w = strlen(wb_emit_cat(item, array, "[", (unsigned)i)) + 3 + m;
         if (i > 0 && col + 1 + w + 3 > 78) {
             wb_emit_newline(b, indent + 4);
             col = indent + 4;
@@ -479,8 +484,10 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array, int n)
             wb_buf_write(b, " ", 1);
             col++;
         }
-        wb_buf_write(b, item, w - 3);
-        wb_buf_write(b, "] =", 3);
+        wb_buf_write(b, item, w - 3 - m);
+        wb_buf_write(b, "]", 1);
+        wb_buf_write(b, member, m);
+        wb_buf_write(b, " =", 2);
         col += w;
     }
     wb_buf_printf(b, " 0;\n");
@@ -551,15 +558,15 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
     if (s->ntokens) {
-        wb_buf_line(b, "wb_tensor *rt[%d]; /* the graph's values: %d effect "
+        wb_buf_line(b, "wb_value rt[%d]; /* the graph's values: %d effect "
                     "token%s, then r's */", s->nreturned,
                     s->ntokens, s->ntokens == 1 ? "" : "s");
         /* Without other values, no line reads r; -Wall would reject it in
            ahead-of-time builds. */
         if (s->nvalues || s->rng)
-            wb_buf_line(b, "wb_tensor **const r = rt + %d;", s->ntokens);
+            wb_buf_line(b, "wb_value *const r = rt + %d;", s->ntokens);
     } else {
-        wb_buf_line(b, "wb_tensor *r[%d]; /* the graph's values */",
+        wb_buf_line(b, "wb_value r[%d]; /* the graph's values */",
                     s->nreturned ? s->nreturned : 1);
     }
     if (s->nviews)
@@ -589,10 +596,10 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
     /* Failure paths release every non-NULL slot.  Up to 16 stores beat
        the memset libtcc would call for an initializer; longer arrays take
        it. */
-    wb_emit_zero(x, b, wb_emit_values(s),
+    wb_emit_zero(x, b, wb_emit_values(s), ".t",
                  s->nreturned ? s->nreturned : 1);
     if (s->nviews)
-        wb_emit_zero(x, b, "v", s->nviews);
+        wb_emit_zero(x, b, "v", "", s->nviews);
     /* A graph with no user outputs writes none; -Wextra rejects the unused
        parameter in ahead-of-time builds. */
     if (!s->noutputs)
@@ -900,11 +907,11 @@ static const char *wb_emit_holder(wb_emitter *x, const wb_spec_out *d)
 {
     wb_buf *b = wb_emit_tmp(x);
     if (d->holder >= 0)
-        wb_buf_printf(b, "r[%d]", d->holder);
+        wb_buf_printf(b, "r[%d].t", d->holder);
     else if (d->kind == WB_OUT_ALIAS_OF_INPUT)
         wb_buf_printf(b, "a[%d].t", d->base);
     else
-        wb_buf_printf(b, "r[%d]", d->base);
+        wb_buf_printf(b, "r[%d].t", d->base);
     return wb_emit_tmp_text(x);
 }
 
@@ -915,10 +922,10 @@ static void wb_emit_prep_mut(wb_emitter *x, wb_buf *b, int j)
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->check;
     const char *fn = wb_emit_helper_name(x, h->id);
     if (h->args == WB_GEN_ARGS_prep_grow)
-        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d], &g%d)) != 0)",
+        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d].t, &g%d)) != 0)",
                     fn, m->input, m->input, j, j);
     else
-        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d])) != 0)", fn,
+        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d].t)) != 0)", fn,
                     m->input, m->input, j);
     wb_buf_line(b, "    goto fail;");
 }
@@ -945,10 +952,10 @@ static void wb_emit_prep_view(wb_emitter *x, wb_buf *b, int k, int vi)
     /* A value on the very storage its base will hold needs at most a
        header; anything else, or a failed allocation, gets the full check,
        which words the message. */
-    wb_buf_line(b, "if (%s(%s, r[%d], &v[%d]))",
+    wb_buf_line(b, "if (%s(%s, r[%d].t, &v[%d]))",
                 wb_emit_helper_name(x, o->check_first.id), holder, d->value,
                 vi);
-    wb_buf_line(b, "    if ((st = %s(e, %d, %s, %s, r[%d], &v[%d])) != 0)",
+    wb_buf_line(b, "    if ((st = %s(e, %d, %s, %s, r[%d].t, &v[%d])) != 0)",
                 wb_emit_helper_name(x, o->check.id), k, holder, grown,
                 d->value, vi);
     wb_buf_line(b, "        goto fail;");
@@ -960,9 +967,9 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->commit;
     const char *fn = wb_emit_helper_name(x, h->id);
     if (h->args == WB_GEN_ARGS_commit_grow)
-        wb_buf_line(b, "%s(a[%d].t, r[%d], &g%d);", fn, m->input, j, j);
+        wb_buf_line(b, "%s(a[%d].t, r[%d].t, &g%d);", fn, m->input, j, j);
     else
-        wb_buf_line(b, "%s(a[%d].t, r[%d]);", fn, m->input, j);
+        wb_buf_line(b, "%s(a[%d].t, r[%d].t);", fn, m->input, j);
 }
 
 /* Whether the call ends with its last output, one that aliases nothing,
@@ -987,7 +994,6 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
     const wb_gen_step *o = &wb_gen_steps.out[d->kind];
     const wb_gen_helper *h = &o->commit;
     unsigned long long dyn = (unsigned long long)d->dyn;
-    char at[24];
     if (k == x->s->noutputs - 1 && wb_emit_ends_plain(x->s))
         h = &o->commit_end;
     else if (!d->requires_grad && !dyn &&
@@ -996,32 +1002,32 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
     const char *fn = wb_emit_helper_name(x, h->id);
     switch (h->args) {
     case WB_GEN_ARGS_out_plain_end:
-        wb_buf_line(b, "return %s(%s, r[%d]);", fn,
-                    wb_emit_from(at, "outs", k), d->value);
+        wb_buf_line(b, "return %s(&outs[%d].t, r[%d].t);", fn, k, d->value);
         break;
     case WB_GEN_ARGS_out_plain:
-        wb_buf_line(b, "outs[%d] = %s(r[%d]);", k, fn, d->value);
+        wb_buf_line(b, "outs[%d].t = %s(r[%d].t);", k, fn, d->value);
         break;
     case WB_GEN_ARGS_out_flags:
-        wb_buf_line(b, "outs[%d] = %s(r[%d], %d, 0x%llxull);", k, fn,
+        wb_buf_line(b, "outs[%d].t = %s(r[%d].t, %d, 0x%llxull);", k, fn,
                     d->value, d->requires_grad, dyn);
         break;
     case WB_GEN_ARGS_out_input:
-        wb_buf_line(b, "outs[%d] = %s(a[%d].t, 0x%llxull);", k, fn, d->base,
-                    dyn);
-        wb_buf_line(b, "%s(r[%d]);", WB_EMIT_NAME(wb_tensor_release),
+        wb_buf_line(b, "outs[%d].t = %s(a[%d].t, 0x%llxull);", k, fn,
+                    d->base, dyn);
+        wb_buf_line(b, "%s(r[%d].t);", WB_EMIT_NAME(wb_tensor_release),
                     d->value);
         break;
     case WB_GEN_ARGS_commit_view_plain:
-        wb_buf_line(b, "outs[%d] = %s(v[%d], r[%d]);", k, fn, vi, d->value);
+        wb_buf_line(b, "outs[%d].t = %s(v[%d], r[%d].t);", k, fn, vi,
+                    d->value);
         break;
     default: /* commit_view */
-        wb_buf_line(b, "outs[%d] = %s(v[%d], r[%d], %d, 0x%llxull);", k, fn,
-                    vi, d->value, d->requires_grad, dyn);
+        wb_buf_line(b, "outs[%d].t = %s(v[%d], r[%d].t, %d, 0x%llxull);", k,
+                    fn, vi, d->value, d->requires_grad, dyn);
         break;
     }
     if (d->holder >= 0 && d->kind == WB_OUT_ALIAS_OF_INPUT)
-        wb_buf_line(b, "%s(outs[%d], a[%d].t); /* the counter set_ kept */",
+        wb_buf_line(b, "%s(outs[%d].t, a[%d].t); /* the counter set_ kept */",
                     WB_EMIT_NAME(wb_rt_view_counter), k, d->base);
 }
 
@@ -1102,7 +1108,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
     else
         wb_emit_term(x, b, &k, "n != %d", s->nreturned);
     for (int i = 0; i < s->nvalues + s->rng; i++)
-        wb_emit_term(x, b, &k, "!r[%d]", i);
+        wb_emit_term(x, b, &k, "!r[%d].t", i);
     wb_buf_printf(b, ") {\n");
     wb_buf_line(b, "    st = %s(e, n, %s);", WB_EMIT_NAME(wb_rt_err_values),
                 wb_emit_values(s));
@@ -1219,13 +1225,13 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
     if (s->nbases) {
         wb_emit_at(x, 1);
         wb_emit_comment(x, b, "/* the intermediate bases are not returned */");
-        wb_buf_line(b, "%s(r + %d, %d);", WB_EMIT_NAME(wb_rt_release_all),
+        wb_buf_line(b, "%s(r + %d, %d);", WB_EMIT_NAME(wb_rt_release_values),
                     s->nupdated + s->noutputs, s->nbases);
     }
     if (s->ntokens) {
         wb_emit_at(x, 1);
         wb_buf_line(b, "%s(rt, %d); /* the effect tokens are dropped */",
-                    WB_EMIT_NAME(wb_rt_release_all), s->ntokens);
+                    WB_EMIT_NAME(wb_rt_release_values), s->ntokens);
     }
     if (s->grad_at_end >= 0) {
         wb_emit_at(x, 1);
@@ -1242,7 +1248,7 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         } else {
             wb_buf_line(b, "if ((st = %s(e, outs, %d)) != 0) {",
                         WB_EMIT_NAME(wb_rt_flush), s->noutputs);
-            wb_buf_line(b, "    %s(r[%d]);", WB_EMIT_NAME(wb_tensor_release),
+            wb_buf_line(b, "    %s(r[%d].t);", WB_EMIT_NAME(wb_tensor_release),
                         s->nvalues);
             wb_buf_line(b, "    return st;");
             wb_buf_line(b, "}");
@@ -1252,7 +1258,7 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         /* Only now, so that a failed call leaves the generator as it
            was. */
         wb_emit_at(x, 1);
-        wb_buf_line(b, "%s(e, r[%d]); /* the RNG's new offset */",
+        wb_buf_line(b, "%s(e, r[%d].t); /* the RNG's new offset */",
                     WB_EMIT_NAME(wb_rt_rng_set), s->nvalues);
         wb_buf_line(b, "return 0;");
     } else if (!s->device_copies && !wb_emit_ends_plain(s)) {
@@ -1267,11 +1273,11 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     wb_emit_comment(x, b, "/* after the graph ran, its in-graph writes and "
                     "their version bumps stand */");
     wb_buf_printf(b, "fail:\n");
-    const char *release = WB_EMIT_NAME(wb_rt_release_all);
-    wb_buf_line(b, "%s(%s, %d);", release, wb_emit_values(s),
-                s->nreturned);
+    wb_buf_line(b, "%s(%s, %d);", WB_EMIT_NAME(wb_rt_release_values),
+                wb_emit_values(s), s->nreturned);
     if (s->nviews)
-        wb_buf_line(b, "%s(v, %d);", release, s->nviews);
+        wb_buf_line(b, "%s(v, %d);", WB_EMIT_NAME(wb_rt_release_all),
+                    s->nviews);
     for (int j = 0; j < s->nupdated; j++)
         if (wb_emit_grows(&s->muts[j]))
             wb_buf_line(b, "%s(&g%d);", WB_EMIT_NAME(wb_rt_grow_free), j);
@@ -1294,7 +1300,7 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
 static void wb_emit_function(wb_emitter *x, wb_buf *b, const char *fn)
 {
     wb_buf_line(b, "int %s(const wb_env *e, const wb_arg *a, int nargs,", fn);
-    wb_buf_line(b, "        wb_tensor **outs, int nouts)");
+    wb_buf_line(b, "        wb_value *outs, int nouts)");
     wb_buf_line(b, "{");
     b->indent++;
     wb_emit_locals(x, b);

@@ -52,10 +52,10 @@ typedef union wb_gen_fn {
     int (*prep_grow)(const wb_env *e, int input, const wb_tensor *t,
                      const wb_tensor *v, wb_rt_grow *g);
     int (*prep_run)(const wb_env *e, int input, const wb_arg *a,
-                    wb_tensor *const *r, int n);
+                    const wb_value *r, int n);
     void (*commit)(wb_tensor *t, wb_tensor *v);
     void (*commit_grow)(wb_tensor *t, wb_tensor *v, wb_rt_grow *g);
-    void (*commit_run)(const wb_arg *a, wb_tensor *const *r, int n);
+    void (*commit_run)(const wb_arg *a, const wb_value *r, int n);
     wb_tensor *(*out_flags)(wb_tensor *t, int requires_grad,
                             unsigned long long dyn);
     wb_tensor *(*out_plain)(wb_tensor *t);
@@ -67,15 +67,15 @@ typedef union wb_gen_fn {
                      const wb_rt_grow *grown, const wb_tensor *v,
                      wb_tensor **view);
     int (*prep_views)(const wb_env *e, int output, const wb_arg *a,
-                      wb_tensor *const *r, wb_tensor **views, int n);
+                      const wb_value *r, wb_tensor **views, int n);
     wb_tensor *(*commit_view)(wb_tensor *view, wb_tensor *v,
                               int requires_grad, unsigned long long dyn);
     wb_tensor *(*commit_view_plain)(wb_tensor *view, wb_tensor *v);
-    void (*commit_views)(wb_tensor **outs, wb_tensor *const *views,
-                         wb_tensor *const *r, int n, int requires_grad,
+    void (*commit_views)(wb_value *outs, wb_tensor *const *views,
+                         const wb_value *r, int n, int requires_grad,
                          unsigned long long dyn);
-    void (*commit_views_plain)(wb_tensor **outs, wb_tensor *const *views,
-                               wb_tensor *const *r, int n);
+    void (*commit_views_plain)(wb_value *outs, wb_tensor *const *views,
+                               const wb_value *r, int n);
 } wb_gen_fn;
 
 /* One helper of a step: its id, from which the emitter writes its name
@@ -134,7 +134,7 @@ static inline const wb_gen_step *wb_gen_mut_step(const wb_spec_mut *m)
 
 /* The interpreter's entry point (a wb_entry_fn). */
 int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
-                   wb_tensor **outs, int nouts);
+                   wb_value *outs, int nouts);
 
 /* A growable NUL-terminated buffer with an indentation level.  An allocation
    failure sets oom and turns every later write into a no-op, so callers check

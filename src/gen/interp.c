@@ -17,14 +17,16 @@
 /* The tensor whose storage view output d will share once mutations are
    applied, and the growth that storage may get. */
 static const wb_tensor *wb_interp_holder(const wb_spec_out *d,
-                                         const wb_arg *args, wb_tensor **r,
+                                         const wb_arg *args,
+                                         const wb_value *r,
                                          wb_rt_grow *grows,
                                          const wb_rt_grow **grown)
 {
     *grown = d->grow >= 0 ? &grows[d->grow] : NULL;
     if (d->holder >= 0)
-        return r[d->holder];
-    return d->kind == WB_OUT_ALIAS_OF_INPUT ? args[d->base].t : r[d->base];
+        return r[d->holder].t;
+    return d->kind == WB_OUT_ALIAS_OF_INPUT ? args[d->base].t
+                                            : r[d->base].t;
 }
 
 /* Mutation m's check, as its row of the step table says: the helper,
@@ -53,7 +55,7 @@ static void wb_interp_commit_mut(const wb_spec_mut *m, wb_tensor *t,
 }
 
 int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
-                   wb_tensor **outs, int nouts)
+                   wb_value *outs, int nouts)
 {
     const wb_spec *s = e->spec;
     /* The graph's values: T effect tokens, N = M + outputs + bases, the
@@ -81,7 +83,7 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     if (s->first_call && (st = wb_rt_first_call(e)) != WB_OK)
         return st;
 
-    wb_tensor *rt[all + 1], **r = rt + T;
+    wb_value rt[all + 1], *r = rt + T;
     wb_tensor *views[s->nviews + 1];
     wb_rt_grow grows[M + 1];
     /* The graph's arguments: the effect tokens, the kept inputs (the
@@ -119,7 +121,7 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     if (s->rng && (st = wb_rt_rng_get(e, gargs + s->nargs - 2)) != WB_OK)
         goto undetach;
     for (i = 0; i < all; i++)
-        rt[i] = NULL;
+        rt[i].t = NULL;
     /* In-graph mutations hidden from autograd: whatever the graph does to
        their versions is undone. */
     for (i = 0; i < s->nhidden; i++)
@@ -144,7 +146,7 @@ leave_guards:
         grows[i] = (wb_rt_grow){NULL, 0, NULL};
     for (i = 0; i < s->nviews; i++)
         views[i] = NULL;
-    for (i = 0; n == all && i < N + s->rng && r[i]; i++)
+    for (i = 0; n == all && i < N + s->rng && r[i].t; i++)
         ;
     if (n != all || i < N + s->rng) {
         st = wb_rt_err_values(e, n, rt);
@@ -152,7 +154,7 @@ leave_guards:
     }
     for (i = 0; i < M; i++) {
         const wb_spec_mut *m = &s->muts[i];
-        st = wb_interp_prep_mut(e, m, args[m->input].t, r[i], &grows[i]);
+        st = wb_interp_prep_mut(e, m, args[m->input].t, r[i].t, &grows[i]);
         if (st != WB_OK)
             goto fail;
     }
@@ -166,7 +168,8 @@ leave_guards:
         if (h->args != WB_GEN_ARGS_prep_view)
             continue;
         const wb_tensor *holder = wb_interp_holder(d, args, r, grows, &grown);
-        st = h->fn.prep_view(e, i, holder, grown, r[d->value], &views[nd++]);
+        st = h->fn.prep_view(e, i, holder, grown, r[d->value].t,
+                             &views[nd++]);
         if (st != WB_OK)
             goto fail;
     }
@@ -174,48 +177,49 @@ leave_guards:
     /* Commit phase: mutations, then outputs; cannot fail.  Only the CUDA
        write-back enqueued at the end (wb_rt_flush) can. */
     for (i = 0; i < M; i++)
-        wb_interp_commit_mut(&s->muts[i], args[s->muts[i].input].t, r[i],
+        wb_interp_commit_mut(&s->muts[i], args[s->muts[i].input].t, r[i].t,
                              &grows[i]);
     for (i = 0, nd = 0; i < s->noutputs; i++) {
         const wb_spec_out *d = &s->outs[i];
         const wb_gen_helper *h = &wb_gen_steps.out[d->kind].commit;
         switch (h->args) {
         case WB_GEN_ARGS_out_flags:
-            outs[i] = h->fn.out_flags(r[d->value], d->requires_grad, d->dyn);
+            outs[i].t = h->fn.out_flags(r[d->value].t, d->requires_grad,
+                                        d->dyn);
             break;
         case WB_GEN_ARGS_out_input:
-            outs[i] = h->fn.out_input(args[d->base].t, d->dyn);
-            wb_tensor_release(r[d->value]);
+            outs[i].t = h->fn.out_input(args[d->base].t, d->dyn);
+            wb_tensor_release(r[d->value].t);
             break;
         default: /* commit_view, of the view the check phase made */
-            outs[i] = h->fn.commit_view(views[nd++], r[d->value],
-                                        d->requires_grad, d->dyn);
+            outs[i].t = h->fn.commit_view(views[nd++], r[d->value].t,
+                                          d->requires_grad, d->dyn);
             if (d->holder >= 0 && d->kind == WB_OUT_ALIAS_OF_INPUT)
-                wb_rt_view_counter(outs[i], args[d->base].t);
+                wb_rt_view_counter(outs[i].t, args[d->base].t);
             break;
         }
     }
     /* The intermediate bases are not returned. */
     if (s->nbases)
-        wb_rt_release_all(r + M + s->noutputs, s->nbases);
+        wb_rt_release_values(r + M + s->noutputs, s->nbases);
     /* Nor are the effect tokens. */
-    wb_rt_release_all(rt, T);
+    wb_rt_release_values(rt, T);
     if (s->grad_at_end >= 0)
         wb_rt_grad_set(s->grad_at_end);
     if (s->device_copies && (st = wb_rt_flush(e, outs, s->noutputs))) {
         if (s->rng)
-            wb_tensor_release(r[N]);
+            wb_tensor_release(r[N].t);
         return st;
     }
     /* Only now, so that a failed call leaves the generator as it was. */
     if (s->rng)
-        wb_rt_rng_set(e, r[N]);
+        wb_rt_rng_set(e, r[N].t);
     return WB_OK;
 
     /* After the graph ran, its in-graph writes stand, and so do their
        version bumps. */
 fail:
-    wb_rt_release_all(rt, all);
+    wb_rt_release_values(rt, all);
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)
         wb_rt_grow_free(&grows[i]);

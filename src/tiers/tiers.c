@@ -40,7 +40,7 @@ static struct wb_promotion *wb_promo_queue;
 static bool wb_promo_worker;
 
 static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
-                         wb_tensor **outs, int nouts);
+                         wb_value *outs, int nouts);
 
 /* Sends w's calls straight to its tcc code, unless they already left the
    counting entry (for cc). */
@@ -153,7 +153,7 @@ static wb_status wb_promo_enqueue(struct wb_promotion *p)
 
 /* The entry of an auto wrapper until its promotion is triggered. */
 static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
-                         wb_tensor **outs, int nouts)
+                         wb_value *outs, int nouts)
 {
     /* The env is the wrapper's first member. */
     wb_wrapper *w = (wb_wrapper *)(void *)e;

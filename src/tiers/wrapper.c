@@ -128,7 +128,7 @@ void wb_wrapper_free(wb_wrapper *w)
 }
 
 wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
-                  wb_tensor **outs, int nouts)
+                  wb_value *outs, int nouts)
 {
     if (!w || (nargs > 0 && !args) || (nouts > 0 && !outs))
         return wb_rt_fail(WB_ERR_INVALID, "wb_call: NULL wrapper, args or "

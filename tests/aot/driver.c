@@ -89,7 +89,7 @@ typedef struct driver_world {
 } driver_world;
 
 static int driver_graph(void *ctx, const wb_arg *args, int nargs,
-                        wb_tensor **values, int nvalues)
+                        wb_value *values, int nvalues)
 {
     driver_world *w = ctx;
     const wb_spec *s = w->spec;
@@ -105,15 +105,15 @@ static int driver_graph(void *ctx, const wb_arg *args, int nargs,
         switch (s->muts[j].kind) {
         case WB_MUT_METADATA:
         case WB_MUT_DATA_METADATA:
-            values[v++] = driver_view(&r, t);
+            values[v++].t = driver_view(&r, t);
             break;
         case WB_MUT_RESIZE: {
             int64_t sizes[2] = {3, 4};
-            values[v++] = driver_tensor(&r, dt, 2, sizes);
+            values[v++].t = driver_tensor(&r, dt, 2, sizes);
             break;
         }
         default:
-            values[v++] = driver_tensor(&r, dt, wb_tensor_ndim(t),
+            values[v++].t = driver_tensor(&r, dt, wb_tensor_ndim(t),
                                         wb_tensor_sizes(t));
             break;
         }
@@ -133,22 +133,22 @@ static int driver_graph(void *ctx, const wb_arg *args, int nargs,
                  o->kind == WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT)
             base = bases[o->base];
         else if (o->kind == WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT)
-            base = values[first + o->base];
+            base = values[first + o->base].t;
         int64_t sizes[2] = {2, 3};
         wb_tensor *t = base ? driver_view(&r, base)
                             : driver_tensor(&r, driver_f32, 2, sizes);
         wb_tensor_set_requires_grad(t, driver_below(&r, 2));
-        values[v++] = t;
+        values[v++].t = t;
     }
     for (int b = 0; b < s->nbases; b++)
-        values[v++] = bases[b];
+        values[v++].t = bases[b];
     if (w->fault == 2) {
-        wb_tensor_release(values[--v]);
-        values[v] = NULL;
+        wb_tensor_release(values[--v].t);
+        values[v].t = NULL;
     } else if (w->fault == 3 && v > 0) {
         int x = driver_below(&r, v);
-        wb_tensor_release(values[x]);
-        values[x] = NULL;
+        wb_tensor_release(values[x].t);
+        values[x].t = NULL;
     }
     return v;
 }
@@ -249,7 +249,7 @@ static void driver_run(int g, const char *tier)
             bool none = (x->flags & WB_INPUT_OPTIONAL) && round == 1;
             args[i].t = none ? NULL : in[i];
         }
-        wb_tensor *outs[DRIVER_MAX] = {0};
+        wb_value outs[DRIVER_MAX] = {{0}};
         wb_set_grad_enabled(round % 2 == 0);
         wb_status st = wr ? wb_call(wr, args, n, outs, spec->noutputs)
                           : wb_aot_call(g, args, n, outs, spec->noutputs);
@@ -263,16 +263,16 @@ static void driver_run(int g, const char *tier)
                 putchar('\n');
             }
         for (int k = 0; k < spec->noutputs; k++) {
-            if (!outs[k])
+            if (!outs[k].t)
                 continue;
             int same = -1;
             for (int i = 0; i < n; i++)
-                if (outs[k] == in[i])
+                if (outs[k].t == in[i])
                     same = i;
             printf("  out%d=in%d ", k, same);
-            driver_print_tensor(&ids, outs[k]);
+            driver_print_tensor(&ids, outs[k].t);
             putchar('\n');
-            wb_tensor_release(outs[k]);
+            wb_tensor_release(outs[k].t);
         }
         for (int i = 0; i < n; i++)
             wb_tensor_release(in[i]);
@@ -300,7 +300,7 @@ static void driver_check(bool ok, const char *what)
 
 static void driver_check_unit(void)
 {
-    wb_tensor *outs[1];
+    wb_value outs[1];
     driver_check(wb_aot_lookup("no such graph") == -1, "lookup of a stranger");
     driver_check(wb_aot_lookup(NULL) == -1, "lookup of NULL");
     driver_check(wb_aot_name(WB_AOT_GRAPHS) == NULL, "name past the end");

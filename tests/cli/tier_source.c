@@ -11,7 +11,7 @@
 
 /* Never called: building a wrapper compiles it without calling the graph. */
 static int tier_source_graph(void *ctx, const wb_arg *args, int nargs,
-                             wb_tensor **values, int nvalues)
+                             wb_value *values, int nvalues)
 {
     (void)ctx;
     (void)args;

@@ -44,31 +44,33 @@ typedef struct wb_tensor {
        and id << 56 */
     unsigned long long meta;
 } wb_tensor;
-typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
+typedef union wb_value { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_value;
+typedef wb_value wb_arg;
 typedef struct wb_env {
     int (*graph)(void *ctx, const wb_arg *args, int nargs,
-                 wb_tensor **values, int nvalues);
+                 wb_value *values, int nvalues);
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_args_bad_masked(const wb_arg *a, unsigned n,
                           unsigned long long mask, unsigned long long want);
 int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
-                      wb_tensor **r, int nvalues);
+                      wb_value *r, int nvalues);
 int wb_rt_prep_data_2d_run(const wb_env *e, int input, const wb_arg *a,
-                           wb_tensor *const *r, int n);
-void wb_rt_commit_data_2d_run(const wb_arg *a, wb_tensor *const *r, int n);
+                           const wb_value *r, int n);
+void wb_rt_commit_data_2d_run(const wb_arg *a, const wb_value *r, int n);
 int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
-                     wb_tensor *const *r, wb_tensor **views, int n);
-void wb_rt_commit_views_plain(wb_tensor **outs, wb_tensor *const *views,
-                              wb_tensor *const *r, int n);
+                     const wb_value *r, wb_tensor **views, int n);
+void wb_rt_commit_views_plain(wb_value *outs, wb_tensor *const *views,
+                              const wb_value *r, int n);
 wb_tensor *wb_rt_out_plain(wb_tensor *t);
-int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
+int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
+void wb_rt_release_values(wb_value *r, int n);
 void wb_rt_drop_copies(const wb_env *e);
 #ifndef __TINYC__
 int wb_rt_prep_data_2d(const wb_env *e, int input, const wb_tensor *t,
@@ -83,14 +85,15 @@ wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
 #endif
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
-        wb_tensor **outs, int nouts)
+        wb_value *outs, int nouts)
 {
-    wb_tensor *r[9]; /* the graph's values */
+    wb_value r[9]; /* the graph's values */
     wb_tensor *v[5]; /* views for aliased outputs */
     const wb_tensor *t; /* the argument being checked */
     int n, st;
 
-    r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = 0;
+    r[0].t = r[1].t = r[2].t = r[3].t = r[4].t = r[5].t = r[6].t = r[7].t =
+        r[8].t = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 20 arguments, room for at least 6 outputs */
     if (nargs != 20 || nouts < 6)
@@ -124,8 +127,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
     /* the call: 0 guards, grad mode off */
     /* check: every value, mutation and view; may fail */
-    if ((n = wb_rt_call_nograd(e, a, 20, r, 9)) != 9 || !r[0] || !r[1] ||
-        !r[2] || !r[3] || !r[4] || !r[5] || !r[6] || !r[7] || !r[8]) {
+    if ((n = wb_rt_call_nograd(e, a, 20, r, 9)) != 9 || !r[0].t || !r[1].t ||
+        !r[2].t || !r[3].t || !r[4].t || !r[5].t || !r[6].t || !r[7].t ||
+        !r[8].t) {
         st = wb_rt_err_values(e, n, r);
         goto fail;
     }
@@ -136,11 +140,11 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_prep_data_2d_run(e, 0, a, r, 3)) != 0)
         goto fail;
 #else
-    if ((st = wb_rt_prep_data_2d(e, 0, a[0].t, r[0])) != 0)
+    if ((st = wb_rt_prep_data_2d(e, 0, a[0].t, r[0].t)) != 0)
         goto fail;
-    if ((st = wb_rt_prep_data_2d(e, 1, a[1].t, r[1])) != 0)
+    if ((st = wb_rt_prep_data_2d(e, 1, a[1].t, r[1].t)) != 0)
         goto fail;
-    if ((st = wb_rt_prep_data_2d(e, 2, a[2].t, r[2])) != 0)
+    if ((st = wb_rt_prep_data_2d(e, 2, a[2].t, r[2].t)) != 0)
         goto fail;
 #endif
     /* output 0 'view0', alias-of-input of 3 */
@@ -152,20 +156,20 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     if ((st = wb_rt_prep_views(e, 0, a + 3, r + 3, v, 5)) != 0)
         goto fail;
 #else
-    if (wb_rt_prep_same(a[3].t, r[3], &v[0]))
-        if ((st = wb_rt_prep_view(e, 0, a[3].t, 0, r[3], &v[0])) != 0)
+    if (wb_rt_prep_same(a[3].t, r[3].t, &v[0]))
+        if ((st = wb_rt_prep_view(e, 0, a[3].t, 0, r[3].t, &v[0])) != 0)
             goto fail;
-    if (wb_rt_prep_same(a[4].t, r[4], &v[1]))
-        if ((st = wb_rt_prep_view(e, 1, a[4].t, 0, r[4], &v[1])) != 0)
+    if (wb_rt_prep_same(a[4].t, r[4].t, &v[1]))
+        if ((st = wb_rt_prep_view(e, 1, a[4].t, 0, r[4].t, &v[1])) != 0)
             goto fail;
-    if (wb_rt_prep_same(a[5].t, r[5], &v[2]))
-        if ((st = wb_rt_prep_view(e, 2, a[5].t, 0, r[5], &v[2])) != 0)
+    if (wb_rt_prep_same(a[5].t, r[5].t, &v[2]))
+        if ((st = wb_rt_prep_view(e, 2, a[5].t, 0, r[5].t, &v[2])) != 0)
             goto fail;
-    if (wb_rt_prep_same(a[6].t, r[6], &v[3]))
-        if ((st = wb_rt_prep_view(e, 3, a[6].t, 0, r[6], &v[3])) != 0)
+    if (wb_rt_prep_same(a[6].t, r[6].t, &v[3]))
+        if ((st = wb_rt_prep_view(e, 3, a[6].t, 0, r[6].t, &v[3])) != 0)
             goto fail;
-    if (wb_rt_prep_same(a[7].t, r[7], &v[4]))
-        if ((st = wb_rt_prep_view(e, 4, a[7].t, 0, r[7], &v[4])) != 0)
+    if (wb_rt_prep_same(a[7].t, r[7].t, &v[4]))
+        if ((st = wb_rt_prep_view(e, 4, a[7].t, 0, r[7].t, &v[4])) != 0)
             goto fail;
 #endif
 
@@ -173,9 +177,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 #ifdef __TINYC__
     wb_rt_commit_data_2d_run(a, r, 3);
 #else
-    wb_rt_commit_data_2d(a[0].t, r[0]);
-    wb_rt_commit_data_2d(a[1].t, r[1]);
-    wb_rt_commit_data_2d(a[2].t, r[2]);
+    wb_rt_commit_data_2d(a[0].t, r[0].t);
+    wb_rt_commit_data_2d(a[1].t, r[1].t);
+    wb_rt_commit_data_2d(a[2].t, r[2].t);
 #endif
     /* output 0 'view0', alias-of-input of 3 */
     /* output 1 'view1', alias-of-input of 4 */
@@ -185,20 +189,20 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 #ifdef __TINYC__
     wb_rt_commit_views_plain(outs, v, r + 3, 5);
 #else
-    outs[0] = wb_rt_commit_view_plain(v[0], r[3]);
-    outs[1] = wb_rt_commit_view_plain(v[1], r[4]);
-    outs[2] = wb_rt_commit_view_plain(v[2], r[5]);
-    outs[3] = wb_rt_commit_view_plain(v[3], r[6]);
-    outs[4] = wb_rt_commit_view_plain(v[4], r[7]);
+    outs[0].t = wb_rt_commit_view_plain(v[0], r[3].t);
+    outs[1].t = wb_rt_commit_view_plain(v[1], r[4].t);
+    outs[2].t = wb_rt_commit_view_plain(v[2], r[5].t);
+    outs[3].t = wb_rt_commit_view_plain(v[3], r[6].t);
+    outs[4].t = wb_rt_commit_view_plain(v[4], r[7].t);
 #endif
     /* output 5 'out', non-alias */
-    outs[5] = wb_rt_out_plain(r[8]);
+    outs[5].t = wb_rt_out_plain(r[8].t);
     /* device copies, all at once on the call's stream */
     return wb_rt_flush(e, outs, 6);
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
-    wb_rt_release_all(r, 9);
+    wb_rt_release_values(r, 9);
     wb_rt_release_all(v, 5);
     wb_rt_drop_copies(e); /* the device copies checked */
     return st;

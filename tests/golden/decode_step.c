@@ -26,19 +26,20 @@ typedef struct wb_tensor {
        and id << 56 */
     unsigned long long meta;
 } wb_tensor;
-typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
+typedef union wb_value { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_value;
+typedef wb_value wb_arg;
 typedef struct wb_env {
     int (*graph)(void *ctx, const wb_arg *args, int nargs,
-                 wb_tensor **values, int nvalues);
+                 wb_value *values, int nvalues);
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_call_nograd(const wb_env *e, const wb_arg *a, int nargs,
-                      wb_tensor **r, int nvalues);
+                      wb_value *r, int nvalues);
 int wb_rt_prep_data_3d(const wb_env *e, int input, const wb_tensor *t,
                        const wb_tensor *v);
 void wb_rt_commit_data_3d(wb_tensor *t, wb_tensor *v);
@@ -50,20 +51,21 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
 wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
 wb_tensor *wb_rt_out_plain(wb_tensor *t);
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
-int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
+int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
+void wb_rt_release_values(wb_value *r, int n);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
-        wb_tensor **outs, int nouts)
+        wb_value *outs, int nouts)
 {
-    wb_tensor *r[4]; /* the graph's values */
+    wb_value r[4]; /* the graph's values */
     wb_tensor *v[1]; /* views for aliased outputs */
     const wb_tensor *t; /* the argument being checked */
     int n, st;
 
-    r[0] = r[1] = r[2] = r[3] = 0;
+    r[0].t = r[1].t = r[2].t = r[3].t = 0;
     v[0] = 0;
     /* 5 arguments, room for at least 3 outputs */
     if (nargs != 5 || nouts < 3)
@@ -75,34 +77,34 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
     /* the call: 0 guards, grad mode off */
     /* check: every value, mutation and view; may fail */
-    if ((n = wb_rt_call_nograd(e, a, 5, r, 4)) != 4 || !r[0] || !r[1] ||
-        !r[2] || !r[3]) {
+    if ((n = wb_rt_call_nograd(e, a, 5, r, 4)) != 4 || !r[0].t || !r[1].t ||
+        !r[2].t || !r[3].t) {
         st = wb_rt_err_values(e, n, r);
         goto fail;
     }
     /* input 0 'cache', INOUT, data mutation, float32, 3 dims, from value 0 */
-    if ((st = wb_rt_prep_data_3d(e, 0, a[0].t, r[0])) != 0)
+    if ((st = wb_rt_prep_data_3d(e, 0, a[0].t, r[0].t)) != 0)
         goto fail;
     /* output 1 'x_view', alias-of-input of 1 */
-    if (wb_rt_prep_same(a[1].t, r[2], &v[0]))
-        if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2], &v[0])) != 0)
+    if (wb_rt_prep_same(a[1].t, r[2].t, &v[0]))
+        if ((st = wb_rt_prep_view(e, 1, a[1].t, 0, r[2].t, &v[0])) != 0)
             goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
-    wb_rt_commit_data_3d(a[0].t, r[0]);
+    wb_rt_commit_data_3d(a[0].t, r[0].t);
     /* output 0 'out', non-alias */
-    outs[0] = wb_rt_out_plain(r[1]);
+    outs[0].t = wb_rt_out_plain(r[1].t);
     /* output 1 'x_view', alias-of-input of 1 */
-    outs[1] = wb_rt_commit_view_plain(v[0], r[2]);
+    outs[1].t = wb_rt_commit_view_plain(v[0], r[2].t);
     /* output 2 'cache', is-input of 0 */
-    outs[2] = wb_rt_out_input(a[0].t, 0x0ull);
-    wb_tensor_release(r[3]);
+    outs[2].t = wb_rt_out_input(a[0].t, 0x0ull);
+    wb_tensor_release(r[3].t);
     /* device copies, all at once on the call's stream */
     return wb_rt_flush(e, outs, 3);
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
-    wb_rt_release_all(r, 4);
+    wb_rt_release_values(r, 4);
     wb_rt_release_all(v, 1);
     wb_rt_drop_copies(e); /* the device copies checked */
     return st;

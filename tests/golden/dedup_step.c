@@ -25,16 +25,17 @@ typedef struct wb_tensor {
        and id << 56 */
     unsigned long long meta;
 } wb_tensor;
-typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
+typedef union wb_value { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_value;
+typedef wb_value wb_arg;
 typedef struct wb_env {
     int (*graph)(void *ctx, const wb_arg *args, int nargs,
-                 wb_tensor **values, int nvalues);
+                 wb_value *values, int nvalues);
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_check_dups(const wb_env *e, const wb_arg *args);
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
@@ -53,22 +54,23 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v);
 wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v);
 wb_tensor *wb_rt_out_plain(wb_tensor *t);
-int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
+int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
+void wb_rt_release_values(wb_value *r, int n);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
-        wb_tensor **outs, int nouts)
+        wb_value *outs, int nouts)
 {
-    wb_tensor *rt[5]; /* the graph's values: 1 effect token, then r's */
-    wb_tensor **const r = rt + 1;
+    wb_value rt[5]; /* the graph's values: 1 effect token, then r's */
+    wb_value *const r = rt + 1;
     wb_tensor *v[1]; /* views for aliased outputs */
     wb_arg ca[6]; /* the graph's arguments */
     int n = 0, st = 0, grad;
 
-    rt[0] = rt[1] = rt[2] = rt[3] = rt[4] = 0;
+    rt[0].t = rt[1].t = rt[2].t = rt[3].t = rt[4].t = 0;
     v[0] = 0;
     /* 5 arguments, room for at least 2 outputs */
     if (nargs != 5 || nouts < 2)
@@ -100,36 +102,36 @@ undetach0:
         return st;
 
     /* check: every value, mutation and view; may fail */
-    if (n != 5 || !r[0] || !r[1] || !r[2] || !r[3]) {
+    if (n != 5 || !r[0].t || !r[1].t || !r[2].t || !r[3].t) {
         st = wb_rt_err_values(e, n, rt);
         goto fail;
     }
     /* input 0 'x', INOUT, data+metadata mutation, from value 0 */
-    if ((st = wb_rt_prep_data_meta(e, 0, a[0].t, r[0])) != 0)
+    if ((st = wb_rt_prep_data_meta(e, 0, a[0].t, r[0].t)) != 0)
         goto fail;
     /* output 0 '', alias-of-input of 0 */
-    if (wb_rt_prep_same(a[0].t, r[1], &v[0]))
-        if ((st = wb_rt_prep_view(e, 0, a[0].t, 0, r[1], &v[0])) != 0)
+    if (wb_rt_prep_same(a[0].t, r[1].t, &v[0]))
+        if ((st = wb_rt_prep_view(e, 0, a[0].t, 0, r[1].t, &v[0])) != 0)
             goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
-    wb_rt_commit_data_meta(a[0].t, r[0]);
+    wb_rt_commit_data_meta(a[0].t, r[0].t);
     /* output 0 '', alias-of-input of 0 */
-    outs[0] = wb_rt_commit_view_plain(v[0], r[1]);
+    outs[0].t = wb_rt_commit_view_plain(v[0], r[1].t);
     /* output 1 '', non-alias */
-    outs[1] = wb_rt_out_plain(r[2]);
-    wb_rt_release_all(rt, 1); /* the effect tokens are dropped */
+    outs[1].t = wb_rt_out_plain(r[2].t);
+    wb_rt_release_values(rt, 1); /* the effect tokens are dropped */
     /* device copies, all at once on the call's stream */
     if ((st = wb_rt_flush(e, outs, 2)) != 0) {
-        wb_tensor_release(r[3]);
+        wb_tensor_release(r[3].t);
         return st;
     }
-    wb_rt_rng_set(e, r[3]); /* the RNG's new offset */
+    wb_rt_rng_set(e, r[3].t); /* the RNG's new offset */
     return 0;
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
-    wb_rt_release_all(rt, 5);
+    wb_rt_release_values(rt, 5);
     wb_rt_release_all(v, 1);
     wb_rt_drop_copies(e); /* the device copies checked */
     return st;

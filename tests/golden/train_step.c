@@ -35,19 +35,20 @@ typedef struct wb_tensor {
        and id << 56 */
     unsigned long long meta;
 } wb_tensor;
-typedef union wb_arg { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_arg;
+typedef union wb_value { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_value;
+typedef wb_value wb_arg;
 typedef struct wb_env {
     int (*graph)(void *ctx, const wb_arg *args, int nargs,
-                 wb_tensor **values, int nvalues);
+                 wb_value *values, int nvalues);
     void *graph_ctx;
 } wb_env;
 typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
-int wb_rt_err_values(const wb_env *e, int n, wb_tensor *const *r);
+int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
-int wb_rt_check_bases(const wb_env *e, const wb_arg *a, wb_tensor *const *r);
+int wb_rt_check_bases(const wb_env *e, const wb_arg *a, const wb_value *r);
 int wb_rt_first_call(const wb_env *e);
 int wb_rt_before_call(const wb_env *e);
 int wb_rt_guard_enter(const wb_env *e, int guard);
@@ -86,25 +87,26 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn);
 wb_tensor *wb_rt_out_plain(wb_tensor *t);
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn);
-int wb_rt_flush(const wb_env *e, wb_tensor **outs, int nouts);
+int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts);
 void wb_rt_release_all(wb_tensor **v, int n);
+void wb_rt_release_values(wb_value *r, int n);
 void wb_rt_grow_free(wb_rt_grow *g);
 void wb_rt_drop_copies(const wb_env *e);
 void wb_tensor_release(wb_tensor *t);
 void *memcpy(void *d, const void *s, unsigned long n);
 
 int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
-        wb_tensor **outs, int nouts)
+        wb_value *outs, int nouts)
 {
-    wb_tensor *r[13]; /* the graph's values */
+    wb_value r[13]; /* the graph's values */
     wb_tensor *v[5]; /* views for aliased outputs */
     wb_rt_grow g1 = {0}; /* growth for input 4 */
     wb_arg ca[9]; /* the graph's arguments */
     unsigned long long kept[1]; /* versions put back after the call */
     int n = 0, st = 0, grad;
 
-    r[0] = r[1] = r[2] = r[3] = r[4] = r[5] = r[6] = r[7] = r[8] = r[9] =
-        r[10] = r[11] = r[12] = 0;
+    r[0].t = r[1].t = r[2].t = r[3].t = r[4].t = r[5].t = r[6].t = r[7].t =
+        r[8].t = r[9].t = r[10].t = r[11].t = r[12].t = 0;
     v[0] = v[1] = v[2] = v[3] = v[4] = 0;
     /* 9 arguments, room for at least 8 outputs */
     if (nargs != 9 || nouts < 8)
@@ -156,79 +158,80 @@ leave0:
         goto unbump;
 
     /* check: every value, mutation and view; may fail */
-    if (n != 13 || !r[0] || !r[1] || !r[2] || !r[3] || !r[4] || !r[5] ||
-        !r[6] || !r[7] || !r[8] || !r[9] || !r[10] || !r[11] || !r[12]) {
+    if (n != 13 || !r[0].t || !r[1].t || !r[2].t || !r[3].t || !r[4].t ||
+        !r[5].t || !r[6].t || !r[7].t || !r[8].t || !r[9].t || !r[10].t ||
+        !r[11].t || !r[12].t) {
         st = wb_rt_err_values(e, n, r);
         goto fail;
     }
     /* input 3 'buf', INOUT, storage mutation, from value 0 */
-    if ((st = wb_rt_prep_storage(e, 3, a[3].t, r[0])) != 0)
+    if ((st = wb_rt_prep_storage(e, 3, a[3].t, r[0].t)) != 0)
         goto fail;
     /* input 4 'kv', INOUT, resize mutation, from value 1 */
-    if ((st = wb_rt_prep_resize(e, 4, a[4].t, r[1], &g1)) != 0)
+    if ((st = wb_rt_prep_resize(e, 4, a[4].t, r[1].t, &g1)) != 0)
         goto fail;
     /* input 5 'shape', INOUT, metadata mutation, from value 2 */
-    if ((st = wb_rt_prep_meta(e, 5, a[5].t, r[2])) != 0)
+    if ((st = wb_rt_prep_meta(e, 5, a[5].t, r[2].t)) != 0)
         goto fail;
     /* input 6 'out', OUT, data+metadata mutation, from value 3 */
-    if ((st = wb_rt_prep_data_meta(e, 6, a[6].t, r[3])) != 0)
+    if ((st = wb_rt_prep_data_meta(e, 6, a[6].t, r[3].t)) != 0)
         goto fail;
     /* no view's base is an input that set_ gives a new storage */
     if ((st = wb_rt_check_bases(e, a, r)) != 0)
         goto fail;
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
-    if (wb_rt_prep_same(r[12], r[5], &v[0]))
-        if ((st = wb_rt_prep_view(e, 1, r[12], 0, r[5], &v[0])) != 0)
+    if (wb_rt_prep_same(r[12].t, r[5].t, &v[0]))
+        if ((st = wb_rt_prep_view(e, 1, r[12].t, 0, r[5].t, &v[0])) != 0)
             goto fail;
     /* output 2 'h2', alias-of-intermediate-save-as-output of 0 */
-    if (wb_rt_prep_same(r[12], r[6], &v[1]))
-        if ((st = wb_rt_prep_view(e, 2, r[12], 0, r[6], &v[1])) != 0)
+    if (wb_rt_prep_same(r[12].t, r[6].t, &v[1]))
+        if ((st = wb_rt_prep_view(e, 2, r[12].t, 0, r[6].t, &v[1])) != 0)
             goto fail;
     /* output 3 'loss_view', alias-of-intermediate-base-is-user-output of 0 */
-    if (wb_rt_prep_same(r[4], r[7], &v[2]))
-        if ((st = wb_rt_prep_view(e, 3, r[4], 0, r[7], &v[2])) != 0)
+    if (wb_rt_prep_same(r[4].t, r[7].t, &v[2]))
+        if ((st = wb_rt_prep_view(e, 3, r[4].t, 0, r[7].t, &v[2])) != 0)
             goto fail;
     /* output 4 'buf_view', alias-of-input of 3 */
-    if (wb_rt_prep_same(r[0], r[8], &v[3]))
-        if ((st = wb_rt_prep_view(e, 4, r[0], 0, r[8], &v[3])) != 0)
+    if (wb_rt_prep_same(r[0].t, r[8].t, &v[3]))
+        if ((st = wb_rt_prep_view(e, 4, r[0].t, 0, r[8].t, &v[3])) != 0)
             goto fail;
     /* output 5 'kv_view', alias-of-input of 4 */
-    if (wb_rt_prep_same(a[4].t, r[9], &v[4]))
-        if ((st = wb_rt_prep_view(e, 5, a[4].t, &g1, r[9], &v[4])) != 0)
+    if (wb_rt_prep_same(a[4].t, r[9].t, &v[4]))
+        if ((st = wb_rt_prep_view(e, 5, a[4].t, &g1, r[9].t, &v[4])) != 0)
             goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
-    wb_rt_commit_storage(a[3].t, r[0]);
-    wb_rt_commit_resize(a[4].t, r[1], &g1);
-    wb_rt_commit_meta(a[5].t, r[2]);
-    wb_rt_commit_data_meta(a[6].t, r[3]);
+    wb_rt_commit_storage(a[3].t, r[0].t);
+    wb_rt_commit_resize(a[4].t, r[1].t, &g1);
+    wb_rt_commit_meta(a[5].t, r[2].t);
+    wb_rt_commit_data_meta(a[6].t, r[3].t);
     /* output 0 'loss', non-alias, requires grad */
-    outs[0] = wb_rt_out_flags(r[4], 1, 0x0ull);
+    outs[0].t = wb_rt_out_flags(r[4].t, 1, 0x0ull);
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
-    outs[1] = wb_rt_commit_view(v[0], r[5], 1, 0x3ull);
+    outs[1].t = wb_rt_commit_view(v[0], r[5].t, 1, 0x3ull);
     /* output 2 'h2', alias-of-intermediate-save-as-output of 0 */
-    outs[2] = wb_rt_commit_view_plain(v[1], r[6]);
+    outs[2].t = wb_rt_commit_view_plain(v[1], r[6].t);
     /* output 3 'loss_view', alias-of-intermediate-base-is-user-output of 0 */
-    outs[3] = wb_rt_commit_view_plain(v[2], r[7]);
+    outs[3].t = wb_rt_commit_view_plain(v[2], r[7].t);
     /* output 4 'buf_view', alias-of-input of 3 */
-    outs[4] = wb_rt_commit_view_plain(v[3], r[8]);
-    wb_rt_view_counter(outs[4], a[3].t); /* the counter set_ kept */
+    outs[4].t = wb_rt_commit_view_plain(v[3], r[8].t);
+    wb_rt_view_counter(outs[4].t, a[3].t); /* the counter set_ kept */
     /* output 5 'kv_view', alias-of-input of 4 */
-    outs[5] = wb_rt_commit_view_plain(v[4], r[9]);
+    outs[5].t = wb_rt_commit_view_plain(v[4], r[9].t);
     /* output 6 'out', is-input of 6, dynamic dims 0x1 */
-    outs[6] = wb_rt_out_input(a[6].t, 0x1ull);
-    wb_tensor_release(r[10]);
+    outs[6].t = wb_rt_out_input(a[6].t, 0x1ull);
+    wb_tensor_release(r[10].t);
     /* output 7 'unsafe', unsafe-view-alias */
-    outs[7] = wb_rt_out_plain(r[11]);
+    outs[7].t = wb_rt_out_plain(r[11].t);
     /* the intermediate bases are not returned */
-    wb_rt_release_all(r + 12, 1);
+    wb_rt_release_values(r + 12, 1);
     wb_rt_grad_set(1); /* grad mode at the end */
     /* device copies, all at once on the call's stream */
     return wb_rt_flush(e, outs, 8);
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
-    wb_rt_release_all(r, 13);
+    wb_rt_release_values(r, 13);
     wb_rt_release_all(v, 5);
     wb_rt_grow_free(&g1);
     wb_rt_drop_copies(e); /* the device copies checked */

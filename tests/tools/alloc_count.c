@@ -50,14 +50,14 @@ typedef struct alloc_graph {
     int n;
 } alloc_graph;
 
-static int alloc_graph_fn(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int alloc_graph_fn(void *ctx, const wb_arg *a, int na, wb_value *v,
                           int nv)
 {
     alloc_graph *g = ctx;
     (void)a;
     (void)na;
     for (int i = 0; i < nv && i < g->n; i++)
-        v[i] = wb_tensor_retain(g->values[i]);
+        v[i].t = wb_tensor_retain(g->values[i]);
     return g->n;
 }
 
@@ -88,14 +88,14 @@ typedef struct alloc_view_graph {
     int hand;
 } alloc_view_graph;
 
-static int alloc_view_fn(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int alloc_view_fn(void *ctx, const wb_arg *a, int na, wb_value *v,
                          int nv)
 {
     alloc_view_graph *g = ctx;
     (void)a;
     (void)na;
     (void)nv;
-    v[0] = g->hand ? g->value : wb_tensor_retain(g->value);
+    v[0].t = g->hand ? g->value : wb_tensor_retain(g->value);
     return 1;
 }
 
@@ -109,7 +109,8 @@ static long alloc_view_calls(wb_tier tier, int hand)
     wb_spec *s;
     wb_wrapper *w;
     wb_options o = {.tier = tier};
-    wb_tensor *x = alloc_tensor(), *out;
+    wb_tensor *x = alloc_tensor();
+    wb_value out;
     wb_arg args[1] = {{.t = x}};
     alloc_view_graph g = {NULL, hand};
     alloc_check(wb_spec_new("view", &s));
@@ -125,12 +126,12 @@ static long alloc_view_calls(wb_tier tier, int hand)
         alloc_counting = 1;
         alloc_check(wb_call(w, args, 1, &out, 1));
         alloc_counting = 0;
-        if ((out == g.value) != hand) {
+        if ((out.t == g.value) != hand) {
             fprintf(stderr, "alloc-count: %s: the view is%s the value\n",
                     wb_tier_name(tier), hand ? " not" : "");
             exit(2);
         }
-        wb_tensor_release(out);
+        wb_tensor_release(out.t);
         if (!hand)
             wb_tensor_release(g.value);
     }
@@ -174,7 +175,7 @@ int main(void)
     for (int ti = 0; ti < 2; ti++) {
         wb_options o = {.tier = tiers[ti]};
         wb_wrapper *w;
-        wb_tensor *outs[5];
+        wb_value outs[5];
         /* Building a wrapper allocates: proof that the count sees it. */
         alloc_counting = 1;
         alloc_check(wb_wrapper_new(s, alloc_graph_fn, &g, &o, &w));
@@ -188,7 +189,7 @@ int main(void)
             alloc_counting = c >= 100;
             alloc_check(wb_call(w, args, 4, outs, 5));
             for (int k = 0; k < 5; k++)
-                wb_tensor_release(outs[k]);
+                wb_tensor_release(outs[k].t);
         }
         alloc_counting = 0;
         printf("alloc-count: %-6s %ld heap allocations in 1000 calls\n",

@@ -271,13 +271,13 @@ typedef struct af_graph {
     wb_tensor *values[AF_NVALUES];
 } af_graph;
 
-static int af_graph_fn(void *ctx, const wb_arg *a, int na, wb_tensor **v,
+static int af_graph_fn(void *ctx, const wb_arg *a, int na, wb_value *v,
                        int nv)
 {
     af_graph *g = ctx;
     (void)a; (void)na;
     for (int i = 0; i < nv && i < AF_NVALUES; i++)
-        v[i] = wb_tensor_retain(g->values[i]);
+        v[i].t = wb_tensor_retain(g->values[i]);
     return AF_NVALUES;
 }
 
@@ -528,18 +528,18 @@ static void af_call(wb_tier tier)
     /* Headers come from a per-thread cache: empty it, so that the call
        has to allocate them. */
     wb_thread_cache_flush();
-    wb_tensor *outs[AF_NOUT] = {0};
+    wb_value outs[AF_NOUT] = {{0}};
     af_arm();
     wb_status st = wb_call(w, args, AF_NIN, outs, AF_NOUT);
     af_disarm();
     if (af_status(st, "wb_call")) {
         for (int k = 0; k < AF_NOUT; k++)
-            AF_CHECK(outs[k] != NULL, "output %d is NULL", k);
+            AF_CHECK(outs[k].t != NULL, "output %d is NULL", k);
         AF_CHECK(wb_storage_nbytes(wb_tensor_storage(in[3])) >= 64,
                  "r did not grow");
     } else {
         for (int k = 0; k < AF_NOUT; k++)
-            AF_CHECK(outs[k] == NULL, "output %d written on failure", k);
+            AF_CHECK(outs[k].t == NULL, "output %d written on failure", k);
         for (int i = 0; i < 5; i++) {
             after[i] = af_snap_of(in[i]);
             AF_CHECK(af_snap_eq(&before[i], &after[i]), "input %d changed "
@@ -551,7 +551,7 @@ static void af_call(wb_tier tier)
                      wb_tensor_refcount(g.values[i]), vref[i]);
     }
     for (int k = 0; k < AF_NOUT; k++)
-        wb_tensor_release(outs[k]);
+        wb_tensor_release(outs[k].t);
     wb_wrapper_free(w);
     for (int i = 0; i < AF_NVALUES; i++)
         wb_tensor_release(g.values[i]);

@@ -732,7 +732,7 @@ typedef struct tc_run {
     wb_storage **storages;  /* the case's storages, one reference each */
     wb_tensor **inputs;     /* the inputs, one reference per input */
     uint64_t *before;       /* their versions before the call */
-    wb_tensor **outs;       /* the outputs of the call */
+    wb_value *outs;         /* the outputs of the call */
     int nouts;
     /* The graph stand-in's: the arguments it gets (the spec's graph
        arguments: its effect tokens and its inputs that are not
@@ -816,7 +816,7 @@ static wb_status tc_fresh(DLDataType dtype, const tc_bytes *bytes,
 /* Makes value k into values[k], as the mode says.  `view I` and `input I`
    name the user's input I, the driver's own object, which is what it
    passed to the call: the graph's arguments leave duplicates out. */
-static bool tc_make_value(tc_run *r, wb_tensor **values, int k)
+static bool tc_make_value(tc_run *r, wb_value *values, int k)
 {
     const tc_value *v = &r->c->values[k];
     wb_tensor *t = NULL;
@@ -829,7 +829,7 @@ static bool tc_make_value(tc_run *r, wb_tensor **values, int k)
         st = tc_as_strided(r->inputs[v->of], &v->view, &t);
         break;
     case TC_OF:
-        st = tc_as_strided(values[v->of], &v->view, &t);
+        st = tc_as_strided(values[v->of].t, &v->view, &t);
         break;
     case TC_INPUT:
         t = wb_tensor_retain(r->inputs[v->of]);
@@ -845,14 +845,14 @@ static bool tc_make_value(tc_run *r, wb_tensor **values, int k)
     if (r->mode != TC_HANDED)
         r->kept[k] = wb_tensor_retain(t);
     r->made[k] = wb_storage_retain(wb_tensor_storage(t));
-    values[k] = t;
+    values[k].t = t;
     return true;
 }
 
 /* Returns the case's values, intermediate bases (the values views are
    made `of`) first. */
 static int tc_graph(void *ctx, const wb_arg *args, int nargs,
-                    wb_tensor **values, int nvalues)
+                    wb_value *values, int nvalues)
 {
     tc_run *r = ctx;
     const tc_case *c = r->c;
@@ -930,7 +930,7 @@ static bool tc_setup(tc_run *r)
 static void tc_release(tc_run *r)
 {
     for (int k = 0; r->outs && k < r->nouts; k++)
-        wb_tensor_release(r->outs[k]);
+        wb_tensor_release(r->outs[k].t);
     for (int k = 0; k < r->c->nvalues; k++)
         wb_tensor_release(r->kept[k]);
     for (int i = 0; i < r->c->ninputs; i++)
@@ -1156,7 +1156,7 @@ static const wb_tensor *tc_output(const tc_run *r, const tc_expect *e)
     if (!tc_check(r, e->index < r->nouts, "output %d expected, but the spec "
                   "returns %d", e->index, r->nouts))
         return NULL;
-    return r->outs[e->index];
+    return r->outs[e->index].t;
 }
 
 static void tc_check_expect(const tc_run *r, const tc_expect *e)
@@ -1248,7 +1248,7 @@ static void tc_check_shares(const tc_run *r)
             continue;  /* bumped as the input whose object it is */
         for (int x = 0; x < c->nexpects; x++)
             if (tc_shares_checked(r, &c->expects[x]))
-                was[x] = wb_tensor_version(r->outs[c->expects[x].index]);
+                was[x] = wb_tensor_version(r->outs[c->expects[x].index].t);
         if (tc_bump(r->inputs[i]) != WB_OK) {
             tc_fail(r, "input %d: its version cannot be bumped: %s", i,
                     wb_last_error());
@@ -1260,7 +1260,7 @@ static void tc_check_shares(const tc_run *r)
                 continue;
             bool shares = e->input >= 0 &&
                           c->inputs[e->input].group == c->inputs[i].group;
-            moved[x] = wb_tensor_version(r->outs[e->index]) != was[x];
+            moved[x] = wb_tensor_version(r->outs[e->index].t) != was[x];
             if (moved[x] != shares)
                 wrong[x] = i;
         }

@@ -11,10 +11,10 @@
 
 #include "wb_aot.h"
 
-/* The generated wrappers read the library's structures as ABI 1 lays
+/* The generated wrappers read the library's structures as ABI 2 lays
    them out. */
-#if WB_ABI_VERSION != 1
-#error "wb_aot.c was generated for wrapbake ABI 1; regenerate it with this wrapbake"
+#if WB_ABI_VERSION != 2
+#error "wb_aot.c was generated for wrapbake ABI 2; regenerate it with this wrapbake"
 #endif
 
 /* The library's setter of wb_last_error(), which the generated wrappers
@@ -23,7 +23,7 @@ wb_status wb_rt_fail(wb_status status, const char *fmt, ...);
 
 /* The wrappers, one per wb_aot_*.c. */
 int wb_aot_decode_step_0(const wb_env *e, const wb_arg *args, int nargs,
-    wb_tensor **outs, int nouts);
+    wb_value *outs, int nouts);
 
 /* The specs, as their text. */
 /* 0: from tests/cli/specs.txt:6 */
@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "27955cb49bac4073c3dcead7043b16a4a886d589a80222417e35fde308024cfa",
+     "13f700c50a53c7cac9c56802fba95fa8d86f9bb76c1930961045353c68c9c183",
      wb_aot_decode_step_0},
 };
 
@@ -142,7 +142,7 @@ wb_status wb_aot_bind(int graph, wb_graph_fn fn, void *ctx)
 }
 
 wb_status wb_aot_call(int graph, const wb_arg *args, int nargs,
-                  wb_tensor **outs, int nouts)
+                  wb_value *outs, int nouts)
 {
     if (graph < 0 || graph >= 1)
         return wb_aot_no_graph("wb_aot_call", graph);
@@ -175,7 +175,7 @@ void wb_aot_clear(void)
 
 /* Stands in for a graph in wb_aot_verify, which never calls it. */
 static int wb_aot_no_call(void *ctx, const wb_arg *args, int nargs,
-                      wb_tensor **values, int nvalues)
+                      wb_value *values, int nvalues)
 {
     (void)ctx;
     (void)args;

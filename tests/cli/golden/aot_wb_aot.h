@@ -54,7 +54,7 @@ wb_status wb_aot_new(int graph, wb_graph_fn fn, void *ctx, wb_wrapper **out);
 wb_status wb_aot_bind(int graph, wb_graph_fn fn, void *ctx);
 /* Calls the graph's instance, as wb_call calls a wrapper. */
 wb_status wb_aot_call(int graph, const wb_arg *args, int nargs,
-                  wb_tensor **outs, int nouts);
+                  wb_value *outs, int nouts);
 /* The graph's instance (owned by this unit), or NULL when it has none. */
 wb_wrapper *wb_aot_instance(int graph);
 /* The tier serving the graph's instance (WB_TIER_AOT), or
