@@ -291,10 +291,12 @@ typedef enum wb_mutation {
                                          be neither mutated nor aliased */
 
 typedef enum wb_scalar_type {
-    WB_SCALAR_INT = 1,   /* int, SymInt -> int64_t */
-    WB_SCALAR_FLOAT,     /* float -> double */
-    WB_SCALAR_BOOL,      /* bool -> bool */
-    WB_SCALAR_OPAQUE     /* any other value, passed through as a pointer */
+    WB_SCALAR_INT = 1,   /* int, SymInt -> int64_t (wb_value.i) */
+    WB_SCALAR_FLOAT,     /* float -> double (wb_value.f) */
+    WB_SCALAR_BOOL,      /* bool -> bool (wb_value.b) */
+    WB_SCALAR_OPAQUE,    /* any other argument, passed through as a
+                            pointer (wb_value.p) */
+    WB_SCALAR_NONE       /* an output that is None (wb_value.p NULL) */
 } wb_scalar_type;
 
 /* What a user-visible output is, relative to the inputs and the graph. */
@@ -356,6 +358,16 @@ WB_API wb_status wb_spec_add_output(wb_spec *spec, const char *name,
                                     wb_alias kind, int base,
                                     bool requires_grad, uint64_t dynamic_dims,
                                     int *index_out);
+
+/* A user-visible output that is not a tensor: a number the graph returns
+   (WB_SCALAR_INT for a SymInt, WB_SCALAR_FLOAT, WB_SCALAR_BOOL) or None
+   (WB_SCALAR_NONE).  The graph writes the number in its place among the
+   values (wb_value.i, .f or .b; for None nothing), and the call hands it
+   back there, as it is, in outs (None as .p NULL).  It aliases nothing,
+   has no flags, and is no output's base. */
+WB_API wb_status wb_spec_add_scalar_output(wb_spec *spec, const char *name,
+                                           wb_scalar_type type,
+                                           int *index_out);
 
 /* Deduplicated inputs (AOTAutograd's AOTDedupeWrapper): tensor input
    `input` is, in every call, the same tensor object as the earlier input
@@ -455,11 +467,13 @@ typedef wb_value wb_arg;
  * The compiled graph.  It reads args (borrowed): the effect tokens (NULL
  * tensors), the call's inputs that are not duplicates of earlier ones,
  * then the RNG seed and offset (wb_spec_num_graph_args in all).  It writes
- * up to nvalues new tensor references into values: the effect tokens
- * (which may be NULL), the M updated inputs, the outputs, the intermediate
- * bases, then the new RNG offset.  It returns how many values it produced,
- * or a negative number on failure.  Whatever non-NULL references it leaves in
- * values, on success or failure, belong to the wrapper from then on.  A view
+ * up to nvalues values, each a new tensor reference (values[i].t) but
+ * for the outputs that are numbers (wb_spec_add_scalar_output: .i, .f or
+ * .b, nothing for None): the effect tokens (which may be NULL), the M
+ * updated inputs, the outputs, the intermediate bases, then the new RNG
+ * offset.  It returns how many values it produced, or a negative number on
+ * failure.  Whatever non-NULL references it leaves in values, on success
+ * or failure, belong to the wrapper from then on.  A view
  * output's value that lies on the storage its base will have after the
  * call's mutations, and whose only reference the graph handed over, is
  * returned as that view itself (with the output's flags), which spares the
@@ -539,8 +553,9 @@ WB_API wb_status wb_wrappers_new(int n, const wb_spec *const *specs,
 WB_API void wb_wrapper_free(wb_wrapper *w);
 
 /*
- * One call.  args are borrowed; on WB_OK outs[0..outputs) receive one new
- * reference each.  nouts must be at least the number of outputs.  On any
+ * One call.  args are borrowed; on WB_OK outs[0..outputs) receive the
+ * outputs: a new reference each in .t, or a number as the graph returned
+ * it (None as .p NULL).  nouts must be at least the number of outputs.  On any
  * failure no input is mutated, no output is written and no reference leaks,
  * with one exception: CUDA refusing to enqueue the write-back (a lost
  * device, an error left by earlier work) is reported as WB_ERR_DEVICE after

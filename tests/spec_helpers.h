@@ -29,6 +29,7 @@ static inline void wbt_assert_same_items(const wb_spec *a, const wb_spec *b)
     for (int k = 0; k < a->noutputs; k++) {
         const wb_output *x = &a->outputs[k], *y = &b->outputs[k];
         cr_assert_str_eq(x->name, y->name, "output %d", k);
+        cr_assert_eq(x->scalar, y->scalar, "output %d", k);
         cr_assert_eq(x->kind, y->kind, "output %d", k);
         cr_assert_eq(x->base, y->base, "output %d", k);
         cr_assert_eq(x->requires_grad, y->requires_grad, "output %d", k);

@@ -47,6 +47,18 @@ static wb_spec *golden_dedup(void)
     return s;
 }
 
+/* Lists of known length and returns that are numbers: a list parameter
+   is an argument per element, a list return an output per element, and
+   numbers are copied through their members. */
+static wb_spec *golden_lists_and_numbers(void)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("split_sizes(Tensor(a!) x, Tensor[2] ys, int dim) "
+                         "-> (Tensor(a)[2] parts, SymInt[2] sizes, float "
+                         "scale, bool ok, NoneType nothing)", &s));
+    return s;
+}
+
 /* The benchmark's case E: 5 alias, 3 mut, 20 args. */
 static wb_spec *golden_case_e(void)
 {
@@ -146,6 +158,10 @@ Test(golden, decode_step) { golden_check("decode_step", golden_decode_step()); }
 Test(golden, case_e) { golden_check("case_E", golden_case_e()); }
 Test(golden, training) { golden_check("train_step", golden_training()); }
 Test(golden, dedup_and_tokens) { golden_check("dedup_step", golden_dedup()); }
+Test(golden, lists_and_numbers)
+{
+    golden_check("split_sizes", golden_lists_and_numbers());
+}
 
 /* What the tcc tier compiles of case E: libtcc's branch of every run, the
    #line directives, no banner or step comments. */

@@ -1376,6 +1376,47 @@ Test(schema, mapping_of_lists)
     }
 }
 
+/* Returns that are numbers become outputs that are numbers, a list of
+   them one per element; None is an output too. */
+Test(schema, mapping_of_returns_that_are_numbers)
+{
+    const char *text = "f(Tensor(a!) x) -> (Tensor(a!), int n, SymInt s, "
+                       "float m, bool ok, SymBool b, SymInt[2] sizes, "
+                       "NoneType nothing, None none)";
+    static const struct {
+        const char *name, *number;
+        wb_scalar_type type;
+    } c[] = {
+        {"", NULL, 0},
+        {"n", "int64_t", WB_SCALAR_INT},
+        {"s", "int64_t", WB_SCALAR_INT},
+        {"m", "double", WB_SCALAR_FLOAT},
+        {"ok", "bool", WB_SCALAR_BOOL},
+        {"b", "bool", WB_SCALAR_BOOL},
+        {"sizes[0]", "int64_t", WB_SCALAR_INT},
+        {"sizes[1]", "int64_t", WB_SCALAR_INT},
+        {"nothing", "None", WB_SCALAR_NONE},
+        {"none", "None", WB_SCALAR_NONE},
+    };
+    wb_schema *sc = tsc_parse(text);
+    wb_spec *s = tsc_spec(text);
+    cr_assert_null(wb_schema_unwrappable(sc));
+    cr_assert_eq(s->noutputs, TSC_COUNT(c));
+    for (int k = 0; k < TSC_COUNT(c); k++) {
+        cr_assert_str_eq(s->outputs[k].name, c[k].name);
+        cr_assert_eq(s->outputs[k].scalar, c[k].type, "%s", c[k].name);
+        /* sizes[0] and sizes[1] are both return 6. */
+        const char *number = wb_schema_return_number(sc, k < 7 ? k : k - 1);
+        if (c[k].number)
+            cr_assert_str_eq(number, c[k].number, "%s", c[k].name);
+        else
+            cr_assert_null(number);
+    }
+    cr_assert_eq(wb_spec_num_values(s), 1 + TSC_COUNT(c));
+    wb_spec_free(s);
+    wb_schema_free(sc);
+}
+
 /* N and M for schemas of every shape. */
 Test(schema, values_and_updates)
 {
@@ -1424,9 +1465,10 @@ Test(schema, unwrappable_reasons)
          "return 0 'sizes': a list ('int[]') has no fixed length; "
          "give it one, as in Tensor[2]"},
         {"_local_scalar_dense(Tensor self) -> Scalar",
-         "return 0: 'Scalar' is not a tensor"},
-        {"f(Tensor x) -> (Tensor a, bool ok)",
-         "return 1 'ok': 'bool' is not a tensor"},
+         "return 0: 'Scalar' is neither a tensor nor a number the wrapper "
+         "passes (int, SymInt, float, bool, SymBool, None)"},
+        {"f(Tensor x) -> (Tensor a, bool? ok)",
+         "return 1 'ok': an optional number ('bool?') may be None or not"},
         {"f(Tensor x) -> Tensor?",
          "return 0: an optional tensor ('Tensor?') may be None"},
         {"f(Tensor(a!)? x) -> ()",
@@ -1477,7 +1519,8 @@ Test(schema, unwrappable_reasons)
          "return 0: 'Tensor(a!)' names alias set 'a', which parameters 0 "
          "'x' and 1 'y' share, so its base is ambiguous; an output has one"},
         {"f(Tensor x) -> complex",
-         "return 0: 'complex' is not a tensor"},
+         "return 0: 'complex' is neither a tensor nor a number the wrapper "
+         "passes (int, SymInt, float, bool, SymBool, None)"},
         {"f(Tensor[2]? x) -> ()",
          "parameter 0 'x': an optional list ('Tensor[2]?') may be None, so "
          "it has no fixed length"},
@@ -1486,8 +1529,9 @@ Test(schema, unwrappable_reasons)
          "no fixed length"},
         {"f(Tensor x) -> Tensor?[2]",
          "return 0: an optional tensor ('Tensor?[2]') may be None"},
-        {"f(Tensor x) -> int[2]",
-         "return 0: 'int[2]' is not a tensor"},
+        {"f(Tensor x) -> str[2]",
+         "return 0: 'str[2]' is neither a tensor nor a number the wrapper "
+         "passes (int, SymInt, float, bool, SymBool, None)"},
         {"f(Tensor(a!)[2] xs) -> Tensor(a!)",
          "return 0: 'Tensor(a!)' names alias set 'a' of parameter 0 'xs', a "
          "list whose elements share it, so its base is ambiguous; an output "
@@ -1714,7 +1758,7 @@ static const struct {
      "return_debug_mask=False, *, float? scale=None) -> (Tensor output, "
      "Tensor logsumexp, Tensor cum_seq_q, Tensor cum_seq_k, SymInt max_q, "
      "SymInt max_k, Tensor rng_state, Tensor unused, Tensor "
-     "debug_attn_mask)", 0},
+     "debug_attn_mask)", 1},
     {"aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? "
      "layout=None, Device? device=None, bool? pin_memory=None, bool "
      "non_blocking=False, MemoryFormat? memory_format=None) -> Tensor", 1},
@@ -1755,7 +1799,7 @@ static const struct {
      "custom_mask_type, bool compute_log_sumexp=False, *, float? "
      "scale=None, Tensor? seqlen_k=None, int? window_size=None) -> (Tensor "
      "output, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, "
-     "SymInt max_seqlen_batch_q, SymInt max_seqlen_batch_k)", 0},
+     "SymInt max_seqlen_batch_q, SymInt max_seqlen_batch_k)", 1},
     {"aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> "
      "Tensor", 1},
     {"aten::_cslt_sparse_mm(Tensor compressed_A, Tensor dense_B, Tensor? "
@@ -1778,10 +1822,10 @@ static const struct {
      1},
     {"nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? "
      "neginf=None) -> Tensor", 1},
-    {"sym_size.int(Tensor self, int dim) -> SymInt", 0},
-    {"is_nonzero(Tensor self) -> bool", 0},
+    {"sym_size.int(Tensor self, int dim) -> SymInt", 1},
+    {"is_nonzero(Tensor self) -> bool", 1},
     {"result_type.Tensor(Tensor tensor, Tensor other) -> ScalarType", 0},
-    {"q_scale(Tensor self) -> float", 0},
+    {"q_scale(Tensor self) -> float", 1},
     {"qscheme(Tensor self) -> QScheme", 0},
     {"random_.from(Tensor(a!) self, int from, int? to, *, Generator? "
      "generator=None) -> Tensor(a!)", 1},
@@ -1798,7 +1842,7 @@ static const struct {
      "scale=1, int zero_point=0, MemoryFormat? "
      "memory_format=contiguous_format) -> Tensor", 1},
     {"fbgemm_linear_quantize_weight(Tensor input) -> (Tensor, Tensor, float, "
-     "int)", 0},
+     "int)", 1},
     {"to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? "
      "layout=None, Device? device=None, bool? pin_memory=None, bool "
      "non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) "

@@ -2143,3 +2143,71 @@ Test(semantics, functionalized_rng_threads_seed_and_offset)
         wb_spec_free(s);
     }
 }
+
+/* A graph returning numbers among its values: x's new value, y, then a
+   SymInt, a float, a bool and None.  fault 1 leaves y NULL, fault 2
+   returns one value too few; both after writing every number. */
+typedef struct sem_numbers {
+    wb_tensor *y;
+    int fault;
+} sem_numbers;
+
+static int sem_numbers_graph(void *ctx, const wb_arg *a, int na,
+                             wb_value *v, int nv)
+{
+    sem_numbers *c = ctx;
+    (void)na;
+    if (nv != 6)
+        return -1;
+    v[0].t = wbt_f32(5, 1, 3);
+    v[1].t = c->fault == 1 ? NULL : wb_tensor_retain(c->y);
+    v[2].i = wb_tensor_numel(a[0].t) - 3;  /* 0: a number, not NULL */
+    v[3].f = 2.5;
+    v[4].b = true;  /* one byte of the slot: the rest is not a pointer */
+    return c->fault == 2 ? 5 : 6;
+}
+
+Test(semantics, outputs_that_are_numbers_pass_through)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("sizes(Tensor(a!) x) -> (Tensor y, SymInt n, "
+                         "float m, bool ok, NoneType nothing)", &s));
+    for (int t = 0; t < 3; t++) {
+        wb_tier tier = t < WBT_NTIERS ? WBT_TIERS[t] : WB_TIER_CC;
+        wb_tensor *x = wbt_f32(1, 1, 3), *y = wbt_f32(7, 1, 2);
+        sem_numbers c = {.y = y};
+        wb_wrapper *w = wbt_wrap(s, sem_numbers_graph, &c, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_value o[5];
+        memset(o, 0xab, sizeof o);
+        WBT_OK(wb_call(w, a, 1, o, 5));
+        cr_assert_eq(o[0].t, y, "%s", wb_tier_name(tier));
+        cr_assert_eq(o[1].i, 0);
+        cr_assert_eq(o[2].f, 2.5);
+        cr_assert(o[3].b);
+        cr_assert_null(o[4].p, "None is NULL");
+        cr_assert_eq(wbt_at(x, 0), 5.0f);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        wb_tensor_release(o[0].t);
+        cr_assert_eq(wb_tensor_refcount(y), 1);
+
+        /* A NULL tensor is found among the numbers, and a short count
+           fails too; neither releases a number as a reference. */
+        for (c.fault = 1; c.fault <= 2; c.fault++) {
+            memset(o, 0xab, sizeof o);
+            WBT_FAILS(wb_call(w, a, 1, o, 5),
+                      c.fault == 1 ? WB_ERR_GRAPH : WB_ERR_ARITY,
+                      c.fault == 1 ? "returned NULL as value 1; expected a "
+                                     "tensor"
+                                   : "the graph returned 5 values; expected 6");
+            cr_assert_eq(o[0].i, (int64_t)0xabababababababab,
+                         "an output was written");
+            cr_assert_eq(wb_tensor_version(x), 1, "x was written back");
+            cr_assert_eq(wb_tensor_refcount(y), 1);
+        }
+        wb_wrapper_free(w);
+        wbt_release_last(x);
+        wbt_release_last(y);
+    }
+    wb_spec_free(s);
+}

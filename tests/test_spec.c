@@ -1251,3 +1251,56 @@ Test(spec, effect_tokens_lead_the_arguments_and_values)
     wb_spec_free(c);
     wb_spec_free(s);
 }
+
+/* Outputs that are numbers (a SymInt, a float, a bool) or None: values of
+   the graph in their place among the outputs, passed through; no base,
+   no flags, no output's base. */
+Test(spec, outputs_that_are_numbers)
+{
+    wb_spec *s = NULL, *c = NULL;
+    int k = -1;
+    WBT_OK(wb_spec_new("sizes", &s));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+    WBT_OK(wb_spec_add_output(s, "y", WB_OUT_NON_ALIAS, -1, false, 0, NULL));
+    WBT_OK(wb_spec_add_scalar_output(s, "n", WB_SCALAR_INT, &k));
+    cr_assert_eq(k, 1);
+    WBT_OK(wb_spec_add_scalar_output(s, "m", WB_SCALAR_FLOAT, NULL));
+    WBT_OK(wb_spec_add_scalar_output(s, "ok", WB_SCALAR_BOOL, NULL));
+    WBT_OK(wb_spec_add_scalar_output(s, "none", WB_SCALAR_NONE, NULL));
+    WBT_OK(wb_spec_validate(s));
+    cr_assert_eq(wb_spec_num_outputs(s), 5);
+    cr_assert_eq(wb_spec_num_values(s), 1 + 5, "numbers are values too");
+    cr_assert_eq(s->nscalar_outs, 4);
+    cr_assert(wb_spec_value_is_tensor(s, 0) && wb_spec_value_is_tensor(s, 1));
+    for (int v = 2; v < 6; v++)
+        cr_assert(!wb_spec_value_is_tensor(s, v), "value %d", v);
+    cr_assert_eq(s->outs[1].scalar, WB_SCALAR_INT);
+    cr_assert_eq(s->outs[4].scalar, WB_SCALAR_NONE);
+    cr_assert_eq(s->outs[4].kind, WB_OUT_NON_ALIAS);
+    WBT_OK(wb_spec_clone(s, &c));
+    ts_assert_same_spec(s, c);
+    WBT_OK(wb_spec_validate(c));
+    cr_assert_eq(c->nscalar_outs, 4);
+    wb_spec_free(c);
+
+    /* What is not a number an output can be. */
+    static const int bad[] = {0, WB_SCALAR_OPAQUE, 99, -1};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        WBT_FAILS(wb_spec_add_scalar_output(s, "q", (wb_scalar_type)bad[i],
+                                            NULL),
+                  WB_ERR_SPEC, "is not an output's (int, float, bool or "
+                  "None)");
+    cr_assert_eq(wb_spec_num_outputs(s), 5, "a refused output was added");
+    WBT_FAILS(wb_spec_add_scalar_output(NULL, "q", WB_SCALAR_INT, NULL),
+              WB_ERR_INVALID, "spec is NULL");
+    /* None is an output's alone. */
+    WBT_FAILS(wb_spec_add_scalar(s, "q", WB_SCALAR_NONE, NULL), WB_ERR_SPEC,
+              "unknown scalar type 5");
+    /* A number is no view's base. */
+    WBT_OK(wb_spec_add_output(s, "v",
+                              WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT,
+                              1, false, 0, NULL));
+    TS_REJECTS(s, "output 5 'v': alias-of-intermediate-base-is-user-output "
+                  "base 1 is a number, not a tensor");
+    wb_spec_free(s);
+}

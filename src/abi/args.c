@@ -153,9 +153,10 @@ int wb_rt_err_values(const wb_env *e, int n, const wb_value *r)
                            s->nreturned, tokens,
                            s->nupdated, s->noutputs, s->nbases,
                            s->rng ? ", the RNG offset" : "");
-    /* Effect tokens may be NULL (None). */
+    /* Effect tokens may be NULL (None), and numbers are not tensors. */
     int i = s->ntokens;
-    while (i < n - 1 && r[i].t)
+    while (i < n - 1 &&
+           (r[i].t || !wb_spec_value_is_tensor(s, i - s->ntokens)))
         i++;
     return wb_rt_callf(e, WB_ERR_GRAPH, "the graph returned NULL as value "
                        "%d; expected a tensor", i);

@@ -3,6 +3,7 @@
  * words around what src/core/cuda.c decides.
  */
 #include "abi.h"
+#include "../spec/spec.h"
 
 wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
                                  const wb_tensor *t, const wb_tensor *v)
@@ -46,6 +47,8 @@ int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts)
     wb_status st = wb_rt_device_flush(e);
     if (st != WB_OK)
         for (int k = 0; k < nouts; k++) {
+            if (e->spec->outs[k].scalar)
+                continue;
             wb_tensor_release(outs[k].t);
             outs[k].t = NULL;
         }

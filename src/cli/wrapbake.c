@@ -211,6 +211,8 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
             fputs("null", f);
         long long first;
         long count = wb_schema_return_outputs(sc, k, &first);
+        if (wb_schema_return_number(sc, k))
+            fprintf(f, ", \"ctype\": \"%s\"", wb_schema_return_number(sc, k));
         if (wb_schema_return_listed(sc, k))
             fprintf(f, ", \"elements\": %ld, \"first_output\": %lld%s",
                     count, first,
@@ -359,6 +361,15 @@ static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
         if (count > 1)
             fprintf(f, "..%lld", first + count - 1);
         fputs(", each ", f);
+    }
+    const char *number = wb_schema_return_number(sc, k);
+    if (number && strcmp(number, "None") == 0) {
+        fputs("None, passed as NULL", f);
+        return;
+    }
+    if (number) {
+        fprintf(f, "a number (%s), passed as it is", number);
+        return;
     }
     fputs(wb_schema_alias_name(a), f);
     if ((a == WB_SCHEMA_IS_INPUT || a == WB_SCHEMA_ALIAS_OF_INPUT) &&

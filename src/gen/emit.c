@@ -221,11 +221,26 @@ static void wb_emit_input_desc(const wb_spec *s, wb_buf *b, int i)
     }
 }
 
+/* The C type of an output that is a number, by its scalar type. */
+static const char *wb_emit_scalar_out_type(wb_scalar_type t)
+{
+    switch (t) {
+    case WB_SCALAR_INT: return "int64_t";
+    case WB_SCALAR_FLOAT: return "double";
+    case WB_SCALAR_BOOL: return "bool";
+    default: return "None";
+    }
+}
+
 static void wb_emit_output_desc(const wb_spec *s, wb_buf *b, int k)
 {
     const wb_output *o = &s->outputs[k];
     wb_buf_printf(b, "output %d '", k);
     wb_emit_name(b, o->name);
+    if (o->scalar) {
+        wb_buf_printf(b, "', %s", wb_emit_scalar_out_type(o->scalar));
+        return;
+    }
     wb_buf_printf(b, "', %s", wb_alias_name(o->kind));
     if (o->base >= 0)
         wb_buf_printf(b, " of %d", o->base);
@@ -979,7 +994,7 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
 static bool wb_emit_ends_plain(const wb_spec *s)
 {
     const wb_spec_out *d = s->noutputs ? &s->outs[s->noutputs - 1] : NULL;
-    return d &&
+    return d && !d->scalar &&
            wb_gen_steps.out[d->kind].commit_end.args != WB_GEN_ARGS_none &&
            !d->requires_grad && !d->dyn && !s->nbases && !s->ntokens &&
            !s->rng && s->grad_at_end < 0 && !s->device_copies;
@@ -994,6 +1009,19 @@ static void wb_emit_commit_out(wb_emitter *x, wb_buf *b, int k, int vi)
     const wb_gen_step *o = &wb_gen_steps.out[d->kind];
     const wb_gen_helper *h = &o->commit;
     unsigned long long dyn = (unsigned long long)d->dyn;
+    /* A number is copied through its member; None is NULL.  No step
+       helper: there is nothing to check or to own. */
+    if (d->scalar) {
+        static const char *const member[] = {
+            [WB_SCALAR_INT] = "i", [WB_SCALAR_FLOAT] = "f",
+            [WB_SCALAR_BOOL] = "b"};
+        if (d->scalar == WB_SCALAR_NONE)
+            wb_buf_line(b, "outs[%d].p = 0;", k);
+        else
+            wb_buf_line(b, "outs[%d].%s = r[%d].%s;", k, member[d->scalar],
+                        d->value, member[d->scalar]);
+        return;
+    }
     if (k == x->s->noutputs - 1 && wb_emit_ends_plain(x->s))
         h = &o->commit_end;
     else if (!d->requires_grad && !dyn &&
@@ -1108,7 +1136,8 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
     else
         wb_emit_term(x, b, &k, "n != %d", s->nreturned);
     for (int i = 0; i < s->nvalues + s->rng; i++)
-        wb_emit_term(x, b, &k, "!r[%d].t", i);
+        if (wb_spec_value_is_tensor(s, i))
+            wb_emit_term(x, b, &k, "!r[%d].t", i);
     wb_buf_printf(b, ") {\n");
     wb_buf_line(b, "    st = %s(e, n, %s);", WB_EMIT_NAME(wb_rt_err_values),
                 wb_emit_values(s));
@@ -1273,6 +1302,10 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     wb_emit_comment(x, b, "/* after the graph ran, its in-graph writes and "
                     "their version bumps stand */");
     wb_buf_printf(b, "fail:\n");
+    for (int k = 0; k < s->noutputs; k++)
+        if (s->outs[k].scalar)
+            wb_buf_line(b, "r[%d].t = 0; /* a number, not a tensor */",
+                        s->outs[k].value);
     wb_buf_line(b, "%s(%s, %d);", WB_EMIT_NAME(wb_rt_release_values),
                 wb_emit_values(s), s->nreturned);
     if (s->nviews)

@@ -146,7 +146,9 @@ leave_guards:
         grows[i] = (wb_rt_grow){NULL, 0, NULL};
     for (i = 0; i < s->nviews; i++)
         views[i] = NULL;
-    for (i = 0; n == all && i < N + s->rng && r[i].t; i++)
+    for (i = 0; n == all && i < N + s->rng &&
+                (r[i].t || !wb_spec_value_is_tensor(s, i));
+         i++)
         ;
     if (n != all || i < N + s->rng) {
         st = wb_rt_err_values(e, n, rt);
@@ -182,6 +184,13 @@ leave_guards:
     for (i = 0, nd = 0; i < s->noutputs; i++) {
         const wb_spec_out *d = &s->outs[i];
         const wb_gen_helper *h = &wb_gen_steps.out[d->kind].commit;
+        /* A number is passed through as it is; None is NULL. */
+        if (d->scalar) {
+            outs[i] = r[d->value];
+            if (d->scalar == WB_SCALAR_NONE)
+                outs[i].p = NULL;
+            continue;
+        }
         switch (h->args) {
         case WB_GEN_ARGS_out_flags:
             outs[i].t = h->fn.out_flags(r[d->value].t, d->requires_grad,
@@ -219,6 +228,9 @@ leave_guards:
     /* After the graph ran, its in-graph writes stand, and so do their
        version bumps. */
 fail:
+    for (i = 0; s->nscalar_outs && i < s->noutputs; i++)
+        if (s->outs[i].scalar)
+            r[s->outs[i].value].t = NULL;  /* a number, not a reference */
     wb_rt_release_values(rt, all);
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)

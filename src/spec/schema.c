@@ -1789,6 +1789,34 @@ static size_t wb_schema_elem_name_len(const char *name,
     return n;
 }
 
+/* ---- returns that are numbers ------------------------------------------ */
+
+/* What a non-tensor return is, an element of it for a list: a number
+   the wrapper passes through (int and SymInt, float, bool and SymBool),
+   None, or 0 for anything else (complex, Scalar, str, ...), which it
+   cannot pass. */
+static wb_scalar_type wb_schema_ret_scalar(const wb_schema_type *ty)
+{
+    const char *name = wb_schema_base_names[ty->base];
+    if (ty->optional)
+        return (wb_scalar_type)0;
+    switch (ty->base) {
+    case WB_SCHEMA_INT:
+    case WB_SCHEMA_SYMINT:
+        return WB_SCALAR_INT;
+    case WB_SCHEMA_FLOAT:
+        return WB_SCALAR_FLOAT;
+    case WB_SCHEMA_BOOL:
+        return WB_SCALAR_BOOL;
+    default:
+        if (strcmp(name, "SymBool") == 0)
+            return WB_SCALAR_BOOL;
+        if (strcmp(name, "None") == 0 || strcmp(name, "NoneType") == 0)
+            return WB_SCALAR_NONE;
+        return (wb_scalar_type)0;
+    }
+}
+
 /* ---- what cannot be wrapped --------------------------------------------- */
 
 static wb_status wb_schema_set_reason(wb_schema *sc, const char *fmt, ...)
@@ -1895,8 +1923,14 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
                                     "WB_MAX_NAME (%d)", who,
                                     wb_schema_elem_name_len(r->name, ty),
                                     WB_MAX_NAME);
-    if (ty->base != WB_SCHEMA_TENSOR)
-        return wb_schema_set_reason(sc, "%s: '%s' is not a tensor", who, t);
+    if (ty->base != WB_SCHEMA_TENSOR && ty->optional)
+        return wb_schema_set_reason(sc, "%s: an optional number ('%s') may "
+                                    "be None or not", who, t);
+    if (ty->base != WB_SCHEMA_TENSOR && !wb_schema_ret_scalar(ty))
+        return wb_schema_set_reason(sc, "%s: '%s' is neither a tensor nor a "
+                                    "number the wrapper passes (int, "
+                                    "SymInt, float, bool, SymBool, None)",
+                                    who, t);
     if (ty->optional)
         return wb_schema_set_reason(sc, "%s: an optional tensor ('%s') may "
                                     "be None", who, t);
@@ -2158,6 +2192,20 @@ bool wb_schema_return_listed(const wb_schema *sc, int k)
     return r && r->type.list && r->type.len > 0 && !r->type.list_optional;
 }
 
+const char *wb_schema_return_number(const wb_schema *sc, int k)
+{
+    const wb_schema_ret *r = wb_schema_get_ret(sc, k);
+    if (!r || r->type.base == WB_SCHEMA_TENSOR)
+        return NULL;
+    switch (wb_schema_ret_scalar(&r->type)) {
+    case WB_SCALAR_INT: return "int64_t";
+    case WB_SCALAR_FLOAT: return "double";
+    case WB_SCALAR_BOOL: return "bool";
+    case WB_SCALAR_NONE: return "None";
+    default: return NULL;
+    }
+}
+
 bool wb_schema_return_elementwise(const wb_schema *sc, int k)
 {
     const wb_schema_ret *r = wb_schema_get_ret(sc, k);
@@ -2332,6 +2380,15 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
     for (int k = 0; k < sc->nrets && st == WB_OK; k++) {
         const wb_schema_ret *r = &sc->rets[k];
         for (long j = 0; j < r->count && st == WB_OK; j++) {
+            const char *name = r->type.list && *r->name
+                                   ? wb_schema_elem_name(r->name, j, nm,
+                                                         sizeof nm)
+                                   : r->name;
+            if (r->type.base != WB_SCHEMA_TENSOR) {
+                st = wb_spec_add_scalar_output(
+                    s, name, wb_schema_ret_scalar(&r->type), NULL);
+                continue;
+            }
             /* The schema's bases are parameters and returns; the spec's
                are inputs and outputs. */
             int base = r->spec_base;
@@ -2340,11 +2397,8 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
             else if (r->kind ==
                      WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT)
                 base = (int)sc->rets[base].output;
-            st = wb_spec_add_output(
-                s, r->type.list && *r->name
-                       ? wb_schema_elem_name(r->name, j, nm, sizeof nm)
-                       : r->name,
-                r->kind, base, r->requires_grad, r->dyn, NULL);
+            st = wb_spec_add_output(s, name, r->kind, base, r->requires_grad,
+                                    r->dyn, NULL);
         }
     }
     if (st == WB_OK)

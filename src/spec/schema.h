@@ -97,6 +97,10 @@ long wb_schema_return_outputs(const wb_schema *sc, int k, long long *first);
 /* Whether list return k has the alias set of a list parameter as long as
    it, so that element j is or aliases the parameter's element j. */
 bool wb_schema_return_elementwise(const wb_schema *sc, int k);
+/* For a return that is a number the wrapper passes through, the C type of
+   its wb_value member ("int64_t", "double", "bool"), "None" for None;
+   NULL for a tensor and for what cannot be passed. */
+const char *wb_schema_return_number(const wb_schema *sc, int k);
 /* The return's name, "" when it has none. */
 const char *wb_schema_return_name(const wb_schema *sc, int k);
 const char *wb_schema_return_type(const wb_schema *sc, int k);

@@ -296,20 +296,13 @@ wb_status wb_spec_declare_device(wb_spec *s, int index, DLDevice device)
     return WB_OK;
 }
 
-wb_status wb_spec_add_output(wb_spec *s, const char *name, wb_alias kind,
-                             int base, bool requires_grad,
-                             uint64_t dynamic_dims, int *index_out)
+/* Appends output o, its name copied from name. */
+static wb_status wb_spec_add_output_item(wb_spec *s, const char *name,
+                                         wb_output o, int *index_out)
 {
-    wb_output o = {.kind = kind, .base = base, .requires_grad = requires_grad,
-                   .dyn = dynamic_dims};
-    wb_status st;
-    if (!s)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_output: spec is NULL");
-    if ((unsigned)kind > WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT)
-        return wb_rt_fail(WB_ERR_SPEC, "output %d: unknown alias kind %d",
-                          s->noutputs, (int)kind);
-    st = wb_spec_grow((void **)&s->outputs, &s->cap_outputs, s->noutputs,
-                      sizeof *s->outputs, WB_MAX_OUTPUTS, "outputs");
+    wb_status st = wb_spec_grow((void **)&s->outputs, &s->cap_outputs,
+                                s->noutputs, sizeof *s->outputs,
+                                WB_MAX_OUTPUTS, "outputs");
     if (st != WB_OK || (st = wb_spec_dup_name(name, "", &o.name)) != WB_OK)
         return st;
     wb_spec_forget(s);
@@ -318,6 +311,35 @@ wb_status wb_spec_add_output(wb_spec *s, const char *name, wb_alias kind,
         *index_out = s->noutputs;
     s->noutputs++;
     return WB_OK;
+}
+
+wb_status wb_spec_add_output(wb_spec *s, const char *name, wb_alias kind,
+                             int base, bool requires_grad,
+                             uint64_t dynamic_dims, int *index_out)
+{
+    wb_output o = {.kind = kind, .base = base, .requires_grad = requires_grad,
+                   .dyn = dynamic_dims};
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_output: spec is NULL");
+    if ((unsigned)kind > WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT)
+        return wb_rt_fail(WB_ERR_SPEC, "output %d: unknown alias kind %d",
+                          s->noutputs, (int)kind);
+    return wb_spec_add_output_item(s, name, o, index_out);
+}
+
+wb_status wb_spec_add_scalar_output(wb_spec *s, const char *name,
+                                    wb_scalar_type type, int *index_out)
+{
+    wb_output o = {.scalar = type, .kind = WB_OUT_NON_ALIAS, .base = -1};
+    if (!s)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_scalar_output: spec "
+                          "is NULL");
+    if (type != WB_SCALAR_INT && type != WB_SCALAR_FLOAT &&
+        type != WB_SCALAR_BOOL && type != WB_SCALAR_NONE)
+        return wb_rt_fail(WB_ERR_SPEC, "output %d: scalar type %d is not "
+                          "an output's (int, float, bool or None)",
+                          s->noutputs, (int)type);
+    return wb_spec_add_output_item(s, name, o, index_out);
 }
 
 wb_status wb_spec_set_duplicate(wb_spec *s, int input, int of)
@@ -449,11 +471,9 @@ wb_status wb_spec_clone(const wb_spec *src, wb_spec **out)
         wb_input in = src->inputs[i];
         st = wb_spec_add_input(s, in.name, in, NULL);
     }
-    for (int i = 0; i < src->noutputs && st == WB_OK; i++) {
-        const wb_output *o = &src->outputs[i];
-        st = wb_spec_add_output(s, o->name, o->kind, o->base,
-                                o->requires_grad, o->dyn, NULL);
-    }
+    for (int i = 0; i < src->noutputs && st == WB_OK; i++)
+        st = wb_spec_add_output_item(s, src->outputs[i].name,
+                                     src->outputs[i], NULL);
     if (st != WB_OK) {
         wb_spec_free(s);
         return st;
@@ -619,6 +639,9 @@ static wb_status wb_spec_check_output(const wb_spec *s, int k)
         return WB_SPEC_ERR(s, "output %d '%s': %s base %d is itself %s; "
                            "expected a non-aliased output", k, nm, kind,
                            o->base, wb_alias_name(s->outputs[o->base].kind));
+    if (s->outputs[o->base].scalar)
+        return WB_SPEC_ERR(s, "output %d '%s': %s base %d is a number, not "
+                           "a tensor", k, nm, kind, o->base);
     return WB_OK;
 }
 
@@ -757,6 +780,7 @@ static void wb_spec_derive_outputs(wb_spec *s)
         if (s->muts[j].kind == WB_MUT_STORAGE)
             first_set = j;
     s->nviews = 0;
+    s->nscalar_outs = 0;
     s->set_bases = false;
     for (int k = 0; k < s->noutputs; k++) {
         const wb_output *o = &s->outputs[k];
@@ -767,6 +791,8 @@ static void wb_spec_derive_outputs(wb_spec *s)
         d->grow = -1;
         d->requires_grad = o->requires_grad ? 1 : 0;
         d->dyn = o->dyn;
+        d->scalar = o->scalar;
+        s->nscalar_outs += o->scalar != 0;
         if (wb_alias_is_plain(o->kind)) {
             d->kind = WB_OUT_NON_ALIAS;
             continue;
@@ -859,6 +885,7 @@ const char *wb_spec_c_type(const wb_spec *s, int i)
     case WB_SCALAR_FLOAT: return "double";
     case WB_SCALAR_BOOL: return "bool";
     case WB_SCALAR_OPAQUE: return "const void *";
+    case WB_SCALAR_NONE: break;  /* no input's */
     }
     return NULL;
 }

@@ -25,6 +25,8 @@ typedef struct wb_input {
 
 typedef struct wb_output {
     char *name;
+    wb_scalar_type scalar;  /* 0: a tensor; else the number (or None) it
+                               is, of kind non-alias */
     wb_alias kind;
     int base;
     bool requires_grad;
@@ -46,6 +48,7 @@ typedef struct wb_spec_mut {
 
 /* How one user output is produced. */
 typedef struct wb_spec_out {
+    wb_scalar_type scalar; /* 0: a tensor; else a number passed through */
     wb_alias kind;      /* folded: the non-alias variants become NON_ALIAS,
                            the save-as-output variant ALIAS_OF_INTERMEDIATE */
     int value;          /* the graph value it starts from: M + output */
@@ -113,6 +116,7 @@ struct wb_spec {
                                    changes: metadata, set_, resize */
     int nreshaped;
     wb_spec_out *outs;          /* one per output */
+    int nscalar_outs;           /* outputs that are numbers, not tensors */
     int nviews;                 /* outputs made as views of a base */
     bool set_bases;             /* a set_ mutation replaces an input's
                                    storage before a view's base (a graph
@@ -134,6 +138,15 @@ void wb_spec_print_name(const char *name, char *buf, size_t n);
    the CPU).  A spec with one (device_copies) ends its calls with the
    device write-back, wb_rt_flush. */
 bool wb_spec_mut_on_device(const wb_spec *s, const wb_spec_mut *m);
+/* Whether value v of a validated spec (counted from the first updated
+   input, after the effect tokens) is a tensor: every value is but the
+   outputs that are numbers. */
+static inline bool wb_spec_value_is_tensor(const wb_spec *s, int v)
+{
+    int k = v - s->nupdated;
+    return !s->nscalar_outs || k < 0 || k >= s->noutputs ||
+           !s->outs[k].scalar;
+}
 
 const char *wb_mutation_name(wb_mutation m);
 const char *wb_alias_name(wb_alias a);

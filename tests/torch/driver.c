@@ -39,6 +39,7 @@
  * driver cannot run.
  */
 #define _POSIX_C_SOURCE 200809L /* getline */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -96,14 +97,18 @@ typedef struct tc_input {
     tc_view view;
 } tc_input;
 
-typedef enum tc_value_kind { TC_NEW, TC_VIEW, TC_OF, TC_INPUT } tc_value_kind;
+typedef enum tc_value_kind {
+    TC_NEW, TC_VIEW, TC_OF, TC_INPUT, TC_NUMBER
+} tc_value_kind;
 
 typedef struct tc_value {
     tc_value_kind kind;
     int of;            /* the user's input (view, input) or the value (of) */
     DLDataType dtype;  /* new */
     tc_bytes bytes;    /* new */
-    tc_view view;      /* all but input */
+    tc_view view;      /* new, view, of */
+    wb_scalar_type type;  /* number: its type, and its value in num */
+    wb_value num;
     int line;
 } tc_value;
 
@@ -119,7 +124,8 @@ typedef enum tc_expect_kind {
     TC_EXPECT_ELEMS,     /* expect elems I BYTES */
     TC_EXPECT_STORAGE,   /* expect storage S BYTES */
     TC_EXPECT_IS_INPUT,  /* expect output O is_input I */
-    TC_EXPECT_OUTPUT     /* expect output O WHERE VIEW SHARES BYTES */
+    TC_EXPECT_OUTPUT,    /* expect output O WHERE VIEW SHARES BYTES */
+    TC_EXPECT_NUMBER     /* expect output O number TYPE [V] */
 } tc_expect_kind;
 
 typedef struct tc_expect {
@@ -130,6 +136,8 @@ typedef struct tc_expect {
     tc_view view;
     int64_t dversion;
     tc_bytes bytes;
+    wb_scalar_type type;  /* number */
+    wb_value num;
 } tc_expect;
 
 typedef struct tc_case {
@@ -470,7 +478,43 @@ static bool tc_read_input(tc_reader *rd, char **f, int n)
     return true;
 }
 
-/* value K new DTYPE NBYTES BYTES VIEW | view I VIEW | of J VIEW | input I */
+/* A number of TYPE (int, float, bool, None) with its text V: a decimal
+   int, a float as Python's float.hex() writes it, 0 or 1; None has no
+   V.  f[0] is TYPE; n counts the fields from it. */
+static bool tc_number_value(const tc_reader *rd, char **f, int n,
+                            wb_scalar_type *type, wb_value *v)
+{
+    char *end = NULL;
+    v->i = 0;
+    if (strcmp(f[0], "None") == 0 && n == 1) {
+        *type = WB_SCALAR_NONE;
+        return true;
+    }
+    if (n != 2)
+        return tc_bad(rd, "a number is TYPE V, or None");
+    errno = 0;
+    if (strcmp(f[0], "int") == 0) {
+        *type = WB_SCALAR_INT;
+        v->i = strtoll(f[1], &end, 10);
+    } else if (strcmp(f[0], "float") == 0) {
+        *type = WB_SCALAR_FLOAT;
+        v->f = strtod(f[1], &end);
+    } else if (strcmp(f[0], "bool") == 0 &&
+               (strcmp(f[1], "0") == 0 || strcmp(f[1], "1") == 0)) {
+        *type = WB_SCALAR_BOOL;
+        v->b = f[1][0] == '1';
+        return true;
+    } else {
+        return tc_bad(rd, "number type '%s' is not int, float, bool or None",
+                      f[0]);
+    }
+    if (errno || !end || *end || end == f[1])
+        return tc_bad(rd, "'%s' is not a %s", f[1], f[0]);
+    return true;
+}
+
+/* value K new DTYPE NBYTES BYTES VIEW | view I VIEW | of J VIEW | input I |
+   number TYPE [V] */
 static bool tc_read_value(tc_reader *rd, char **f, int n)
 {
     tc_case *c = rd->c;
@@ -512,9 +556,13 @@ static bool tc_read_value(tc_reader *rd, char **f, int n)
         if (!tc_fields(rd, "value K input", n, 4) ||
             !tc_index(rd, "input", f[3], c->ninputs, &v.of))
             return false;
+    } else if (strcmp(f[2], "number") == 0 && n > 3) {
+        v.kind = TC_NUMBER;
+        if (!tc_number_value(rd, f + 3, n - 3, &v.type, &v.num))
+            return false;
     } else {
-        return tc_bad(rd, "value kind '%s' is not new, view, of or input",
-                      f[2]);
+        return tc_bad(rd, "value kind '%s' is not new, view, of, input or "
+                      "number", f[2]);
     }
     c->values = tc_append(c->values, c->nvalues, sizeof *c->values);
     c->values[c->nvalues++] = v;
@@ -574,6 +622,11 @@ static bool tc_read_expect(tc_reader *rd, char **f, int n)
         ok = tc_fields(rd, "expect output O is_input", n, 5) &&
              tc_output_number(rd, f[2], &e.index) &&
              tc_index(rd, "input", f[4], c->ninputs, &e.input);
+    } else if (strcmp(f[1], "output") == 0 && n > 4 &&
+               strcmp(f[3], "number") == 0) {
+        e.kind = TC_EXPECT_NUMBER;
+        ok = tc_output_number(rd, f[2], &e.index) &&
+             tc_number_value(rd, f + 4, n - 4, &e.type, &e.num);
     } else if (strcmp(f[1], "output") == 0) {
         e.kind = TC_EXPECT_OUTPUT;
         ok = tc_fields(rd, "expect output", n, 10) &&
@@ -734,6 +787,7 @@ typedef struct tc_run {
     uint64_t *before;       /* their versions before the call */
     wb_value *outs;         /* the outputs of the call */
     int nouts;
+    int nupdated;           /* M: output k is graph value M + k */
     /* The graph stand-in's: the arguments it gets (the spec's graph
        arguments: its effect tokens and its inputs that are not
        duplicates), how often it ran, the storages of the values it made
@@ -834,6 +888,11 @@ static bool tc_make_value(tc_run *r, wb_value *values, int k)
     case TC_INPUT:
         t = wb_tensor_retain(r->inputs[v->of]);
         break;
+    case TC_NUMBER:
+        /* A number, in its member; None writes nothing. */
+        if (v->type != WB_SCALAR_NONE)
+            values[k] = v->num;
+        return true;
     }
     if (st != WB_OK) {
         snprintf(r->graph_error, sizeof r->graph_error,
@@ -925,12 +984,20 @@ static bool tc_setup(tc_run *r)
     return true;
 }
 
+/* Whether output k is a number: its graph value is one. */
+static bool tc_out_is_number(const tc_run *r, int k)
+{
+    int v = r->nupdated + k;
+    return v < r->c->nvalues && r->c->values[v].kind == TC_NUMBER;
+}
+
 /* Releases what the call and the graph left (outputs, kept values) and
    the inputs, which leaves the storages alone. */
 static void tc_release(tc_run *r)
 {
     for (int k = 0; r->outs && k < r->nouts; k++)
-        wb_tensor_release(r->outs[k].t);
+        if (!tc_out_is_number(r, k))
+            wb_tensor_release(r->outs[k].t);
     for (int k = 0; k < r->c->nvalues; k++)
         wb_tensor_release(r->kept[k]);
     for (int i = 0; i < r->c->ninputs; i++)
@@ -1154,7 +1221,9 @@ static const char *tc_object_name(const tc_run *r, const wb_tensor *t,
 static const wb_tensor *tc_output(const tc_run *r, const tc_expect *e)
 {
     if (!tc_check(r, e->index < r->nouts, "output %d expected, but the spec "
-                  "returns %d", e->index, r->nouts))
+                  "returns %d", e->index, r->nouts) ||
+        !tc_check(r, !tc_out_is_number(r, e->index), "output %d is a "
+                  "number; expected a tensor", e->index))
         return NULL;
     return r->outs[e->index].t;
 }
@@ -1197,6 +1266,28 @@ static void tc_check_expect(const tc_run *r, const tc_expect *e)
         tc_check_view(r, what, t, &e->view);
         tc_check_elems(r, what, t, &e->bytes);
         break;
+    case TC_EXPECT_NUMBER: {
+        if (!tc_check(r, e->index < r->nouts && tc_out_is_number(r, e->index),
+                      "output %d: expected a number", e->index))
+            break;
+        wb_value got = r->outs[e->index];
+        bool same = e->type == WB_SCALAR_INT     ? got.i == e->num.i
+                    : e->type == WB_SCALAR_FLOAT ? got.f == e->num.f
+                    : e->type == WB_SCALAR_BOOL  ? got.b == e->num.b
+                                                 : got.p == NULL;
+        char text[64];
+        if (e->type == WB_SCALAR_INT)
+            snprintf(text, sizeof text, "%lld", (long long)got.i);
+        else if (e->type == WB_SCALAR_FLOAT)
+            snprintf(text, sizeof text, "%a", got.f);
+        else if (e->type == WB_SCALAR_BOOL)
+            snprintf(text, sizeof text, "%d", (int)got.b);
+        else
+            snprintf(text, sizeof text, "%p", got.p);
+        tc_check(r, same, "output %d: got %s, a number other than PyTorch's",
+                 e->index, text);
+        break;
+    }
     }
 }
 
@@ -1373,6 +1464,7 @@ static tc_outcome tc_invoke(tc_run *r, wb_wrapper *w, const wb_spec *spec,
     for (int i = 0; i < c->ninputs; i++)
         args[i].t = r->inputs[i];
     r->nouts = wb_spec_num_outputs(spec);
+    r->nupdated = wb_spec_num_updated(spec);
     r->outs = tc_alloc(sizeof *r->outs * (size_t)r->nouts);
     wb_status st = wb_call(w, args, c->ninputs, r->outs, r->nouts);
     if (st != WB_OK)

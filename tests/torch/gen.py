@@ -475,22 +475,48 @@ def fingerprint(run):
 
 @dataclass(frozen=True)
 class Output:
-    kind: str            # is_input, alias, non_alias, intermediate, scalar
+    kind: str            # is_input, alias, non_alias, intermediate, number
     input: int = -1      # is_input, alias: the input
     aset: int = -1       # intermediate: the alias set, in order of appearance
     base: bool = False   # intermediate: this output is its set's base
+    number: str = ""     # number: int, float, bool or None
+
+
+def number_type(value):
+    """The spec's type of a number f returned: bool before int, which
+    Python's bool is."""
+    if value is None:
+        return "None"
+    for kind in (bool, int, float):
+        if isinstance(value, kind):
+            return kind.__name__
+    raise AssertionError(f"{type(value).__name__} is neither a tensor nor a "
+                         f"number")
+
+
+def number_text(value):
+    """A number as the case file writes it: TYPE V, or None."""
+    kind = number_type(value)
+    if kind == "None":
+        return "None"
+    if kind == "float":
+        return f"float {value.hex()}"
+    return f"{kind} {int(value)}"
 
 
 @dataclass(frozen=True)
 class Value:
-    kind: str            # new, view, of, input
+    kind: str            # new, view, of, input, number
     ref: int = -1        # view, input: the input; of: the value viewed
     view: Optional[View] = None
     dtype: Optional[torch.dtype] = None
     data: bytes = b""
     source: Optional[int] = None   # new: the eager storage it copies
+    number: object = None          # number: the number itself
 
     def text(self):
+        if self.kind == "number":
+            return f"number {number_text(self.number)}"
         if self.kind == "new":
             return (f"new {WB_DTYPE[self.dtype]} {len(self.data)} "
                     f"{hexbytes(self.data)} {self.view.text()}")
@@ -556,7 +582,7 @@ def classify_outputs(run, kept):
     outputs, by_storage = [], {}
     for k, o in enumerate(run.outputs):
         if not isinstance(o, torch.Tensor):
-            outputs.append(Output("scalar"))
+            outputs.append(Output("number", number=number_type(o)))
             continue
         same = [i for i, t in enumerate(run.inputs) if o is t]
         origin = run.tracer.origin(o)
@@ -641,7 +667,9 @@ def derive(run):
         else:
             set_value.append(first_output + base)
     for out, o in zip(outputs, run.outputs):
-        if out.kind == "is_input":
+        if out.kind == "number":
+            values.append(Value("number", number=o))
+        elif out.kind == "is_input":
             values.append(Value("input", ref=out.input))
         elif out.kind == "alias":
             values.append(input_view_value(run, o, out.input))
@@ -697,8 +725,8 @@ def spec_text(name, d, lists=(), list_return=False):
         i += count
     rets = []     # (type, attributes) per output
     for o in d.outputs:
-        if o.kind == "scalar":
-            rets.append(("int", ""))
+        if o.kind == "number":
+            rets.append(({"None": "NoneType"}.get(o.number, o.number), ""))
         elif o.kind == "is_input" and d.kinds[o.input]:
             rets.append((f"Tensor({names[o.input]}!)", ""))
         elif o.kind == "is_input":
@@ -730,8 +758,10 @@ def spec_value_count(text):
                       returns)
     bases = {s for s, _, base in rets if s and s not in owned and not base}
     based = {s for s, _, base in rets if base}
+    numbers = re.findall(r"\b(?:int|float|bool|NoneType)(?:\[(\d+)\])?",
+                         returns)
     return mutated + sum(int(n or 1) for _, n, _ in rets) + \
-        len(bases - based)
+        sum(int(n or 1) for n in numbers) + len(bases - based)
 
 
 def spec_duplicates(text):
@@ -795,7 +825,7 @@ def observe(case, storages, inputs, outputs, labels, dversion):
         return labels[storage_key(t)]
 
     tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
-    shares = counter_shares(inputs, tensors)
+    shares = iter(counter_shares(inputs, tensors))
     lines = []
     for i, t in enumerate(inputs):
         lines.append(f"expect input {i} {where(t)} {View.of(t).text()} "
@@ -805,7 +835,11 @@ def observe(case, storages, inputs, outputs, labels, dversion):
         if st.nbytes() == len(case.storages[s].data):
             data = storage_bytes(st, case.storages[s].dtype)
             lines.append(f"expect storage {s} {hexbytes(data)}")
-    for k, (o, share) in enumerate(zip(tensors, shares)):
+    for k, o in enumerate(outputs):
+        if not isinstance(o, torch.Tensor):
+            lines.append(f"expect output {k} number {number_text(o)}")
+            continue
+        share = next(shares)
         same = [i for i, t in enumerate(inputs) if o is t]
         lines.append(f"expect output {k} is_input {same[0]}" if same else
                      f"expect output {k} {where(o)} {View.of(o).text()} "
@@ -832,9 +866,6 @@ def refusal(case, d):
     (the copies of the write-back).  One tensor passed for several inputs
     is never refused: derive() makes the later ones duplicates of the
     first, so that no two inputs the spec mutates are one tensor."""
-    for k, o in enumerate(d.outputs):
-        if o.kind == "scalar":
-            return f"output {k} is an int, and wrapbake returns tensors only"
     for i, kind in enumerate(d.kinds):
         for j in range(len(d.kinds)):
             if (kind == RESIZE and j != i and d.kinds[j]
@@ -881,6 +912,8 @@ def make_values(values, inputs):
                                        v.view.stride, v.view.offset)
         elif v.kind == "input":
             made[k] = inputs[v.ref]
+        elif v.kind == "number":
+            made[k] = v.number
     for k, v in enumerate(values):
         if v.kind == "of":
             made[k] = torch.as_strided(made[v.ref], v.view.size,
@@ -1792,7 +1825,30 @@ for name, fn, parts, lists, list_return in LIST_PARAMS:
         list_return=list_return)
 
 
-# ---- 12. calls wrapbake refuses ---------------------------------------------
+# ---- 12. numbers among the results ------------------------------------------
+# Sizes (SymInts), floats, bools and None that f returns beside tensors: the
+# spec's int, float, bool and NoneType returns, passed through.
+
+NUMBERS = [
+    ("numel_after_mul_", lambda x: (x.mul_(2), x.numel()), (T(3),)),
+    ("sizes", lambda x: (x.t(), x.size(0), x.size(1)), (T(2, 3),)),
+    ("stride_and_contiguous", lambda x: (x + 1, x.stride(1),
+                                         x.is_contiguous()),
+     (T(2, 3, how="t"),)),
+    ("item", lambda x: (x.add_(1), x.sum().item()), (T(4),)),
+    ("int_item", lambda x: x.max().item(), (T(5, dtype=I64),)),
+    ("equal", lambda x, y: torch.equal(x, y), (T(3), T(3))),
+    ("none_beside", lambda x: (x.mul_(3), None, x.dim()), (T(2, 2),)),
+    ("numbers_first", lambda x: (x.numel(), x.view(-1)), (T(2, 2),)),
+]
+
+for name, fn, parts in NUMBERS:
+    add("numbers", name, fn, *parts)
+add("numbers", "shape_as_list", lambda x: list(x.t().shape), T(2, 3),
+    list_return=True)
+
+
+# ---- 13. calls wrapbake refuses ---------------------------------------------
 
 def _resize_and_add(x, y):
     x.resize_(16).fill_(1)
@@ -1820,7 +1876,6 @@ REFUSED = [
     ("overlapping_input/windows", lambda x: x[1].zero_(),
      (Shared(4, ((3, 2), (1, 1), 0, 0)),)),
     ("overlapping_after/data_metadata", _overlap_then_write, (T(6),)),
-    ("int_output", lambda x: (x.mul_(2), x.numel()), (T(3),)),
 ]
 
 for name, fn, parts in REFUSED:
