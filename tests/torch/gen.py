@@ -60,8 +60,9 @@ once, from the kept inputs; mutations in input order, then the outputs)
 and requires it to reproduce exactly what eager PyTorch left behind; a case
 marked as refused must instead break one of the checks wrapbake makes
 before it mutates anything (a resized storage shared with another mutated
-input, a write-back into a view whose elements overlap, a non-tensor
-output).  Each case also runs twice, so that no expectation depends on
+input, a write-back into a view whose elements overlap).  Numbers f returns
+(sizes, item(), bools, None) are the spec's int, float, bool and NoneType
+returns, passed through.  Each case also runs twice, so that no expectation depends on
 uninitialized memory.  A case may make some of its
 inputs one list parameter and its outputs one list return, of known length
 (``Tensor[n]``).  Calls the format cannot describe are left out rather than
