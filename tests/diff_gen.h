@@ -103,6 +103,7 @@ typedef struct diff_spec {
     DLDataType dtype[DIFF_MAX_IN];
     wb_alias kind[DIFF_MAX_OUT];
     int base[DIFF_MAX_OUT];
+    wb_scalar_type number[DIFF_MAX_OUT];  /* 0: a tensor output */
     int muts[DIFF_MAX_IN], nmuts;
     int dup_of[DIFF_MAX_IN];  /* the input it duplicates, or -1 */
     int arg_at[DIFF_MAX_IN];  /* its graph argument, or -1 */
@@ -319,6 +320,13 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
     int first_out = v;
     for (int k = 0; k < d->noutputs && v < nvalues; k++) {
         const wb_tensor *base = NULL;
+        switch (d->number[k]) {
+        case WB_SCALAR_INT: values[v++].i = (int64_t)diff_next(&r); continue;
+        case WB_SCALAR_FLOAT: values[v++].i = (int64_t)diff_next(&r); continue;
+        case WB_SCALAR_BOOL: values[v++].b = diff_below(&r, 2); continue;
+        case WB_SCALAR_NONE: v++; continue;  /* None: nothing written */
+        default: break;
+        }
         switch (d->kind[k]) {
         case WB_OUT_ALIAS_OF_INPUT:
             base = args[d->arg_at[d->base[k]]].t;
@@ -360,10 +368,13 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
     case 1: return -3;
     case 2: return v > 0 ? v - 1 : v + 1;
     case 3:
+        /* A tensor left NULL; a number is never one. */
         if (v > 0) {
-            int x = diff_below(&r, v);
-            wb_tensor_release(values[x].t);
-            values[x].t = NULL;
+            int x = diff_below(&r, v), k = x - first_out;
+            if (k < 0 || k >= d->noutputs || !d->number[k]) {
+                wb_tensor_release(values[x].t);
+                values[x].t = NULL;
+            }
         }
         return v;
     default: return v;
@@ -427,6 +438,17 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     for (int k = 0; k < d->noutputs; k++) {
         wb_alias kind = (wb_alias)diff_below(r, 8);
         int base = -1;
+        /* A number (an int, a float, a bool) or None now and then. */
+        if (k >= d->nbases && diff_below(r, 6) == 0) {
+            static const wb_scalar_type types[] = {
+                WB_SCALAR_INT, WB_SCALAR_FLOAT, WB_SCALAR_BOOL,
+                WB_SCALAR_NONE};
+            d->number[k] = types[diff_below(r, 4)];
+            d->kind[k] = WB_OUT_NON_ALIAS;
+            d->base[k] = -1;
+            WBD_OK(wb_spec_add_scalar_output(s, "n", d->number[k], NULL));
+            continue;
+        }
         if (k < d->nbases)
             kind = WB_OUT_ALIAS_OF_INTERMEDIATE; /* every base referenced */
         switch (kind) {
@@ -451,7 +473,8 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
         case WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT:
             base = -1;
             for (int b = 0; b < k; b++)
-                if (d->kind[b] <= WB_OUT_CUSTOM_FUNCTION_VIEW)
+                if (d->kind[b] <= WB_OUT_CUSTOM_FUNCTION_VIEW &&
+                    !d->number[b])
                     base = b;
             if (base < 0)
                 kind = WB_OUT_NON_ALIAS;
@@ -633,7 +656,19 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
                 diff_tensor_obs(o, in[i]);
             }
         for (int k = 0; k < d->noutputs; k++) {
-            if (!outs[k].t)
+            if (d->number[k] && st == WB_OK) {
+                /* Every bit of a number, none of what else the slot
+                   holds; None is NULL. */
+                unsigned long long bits =
+                    d->number[k] == WB_SCALAR_BOOL ? (unsigned long long)outs[k].b
+                    : d->number[k] == WB_SCALAR_NONE
+                        ? (unsigned long long)(uintptr_t)outs[k].p
+                        : (unsigned long long)outs[k].i;
+                diff_put(o, "\n out%d=number %d %llx", k, (int)d->number[k],
+                         bits);
+                continue;
+            }
+            if (d->number[k] || !outs[k].t)
                 continue;
             int same = -1;
             for (int i = 0; i < d->ninputs; i++)
@@ -644,7 +679,8 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
         }
         diff_put(o, "\n");
         for (int k = 0; k < d->noutputs; k++)
-            wb_tensor_release(outs[k].t);
+            if (!d->number[k])
+                wb_tensor_release(outs[k].t);
     }
     for (int i = 0; i < d->ninputs; i++)
         if (in[i]) {
