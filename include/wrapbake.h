@@ -377,6 +377,32 @@ WB_API wb_status wb_spec_add_scalar_output(wb_spec *spec, const char *name,
    tensor are the kept input's. */
 WB_API wb_status wb_spec_set_duplicate(wb_spec *spec, int input, int of);
 
+/* Synthetic bases (AOTAutograd's AOTSyntheticBaseWrapper): tensor input
+   `input` lies, in every call, on the storage of the earlier input `of`
+   (of -1 undoes it), and the two are merged with every other input so
+   tied into one synthetic base, a group of members.  Each call checks
+   that the members lie on one storage with one dtype (in training, that
+   they are views of one tensor, sharing its version counter), else fails
+   with WB_ERR_HOOK, as a guard would, before anything changes; then it
+   makes the base: a 1-D view of the whole storage (offset 0, stride 1,
+   the first member's dtype) that shares the members' version counter
+   when they share one, else has its own.  The graph gets the bases
+   first (after the effect tokens), then the inputs outside them in
+   order, then each member, for its sizes, strides and offset at call
+   time (it reads the member's view, and writes only the base).  A
+   member's data mutation is the base's: the graph returns the base's
+   updated value among the updated inputs, first, and the call copies it
+   into the base (version + 1 on the base's counter).  A member whose
+   view the graph changes (a metadata or data+metadata mutation) gets
+   as_strided_ from a value the graph returns after the intermediate
+   bases, one per such member in input order (+ 1 on its counter).  An
+   output that aliases a member is a view of the storage with the
+   value's own view, sharing the base's counter.  Members have data,
+   metadata or data+metadata mutations or none, are neither hidden nor
+   detached, and one of them mutates data. */
+WB_API wb_status wb_spec_set_synthetic_base(wb_spec *spec, int input,
+                                            int of);
+
 /* Graph-level settings. */
 WB_API wb_status wb_spec_set_intermediate_bases(wb_spec *spec, int count);
 /* Functionalized RNG (AOTAutograd's FunctionalizedRngRuntimeWrapper).
@@ -430,11 +456,12 @@ WB_API const char *wb_spec_name(const wb_spec *spec);
 WB_API int wb_spec_num_inputs(const wb_spec *spec);
 WB_API int wb_spec_num_outputs(const wb_spec *spec);
 /* The values the graph returns, in this order: the effect tokens, the M
-   updated inputs, the outputs, the intermediate bases, the RNG offset. */
+   updated inputs (synthetic bases first), the outputs, the intermediate
+   bases, the views of members of synthetic bases, the RNG offset. */
 WB_API int wb_spec_num_values(const wb_spec *spec);
 /* The arguments the graph gets, in this order: the effect tokens, the
-   inputs that are not duplicates of earlier ones, the RNG seed and
-   offset. */
+   synthetic bases, the inputs that are neither duplicates of earlier ones
+   nor members of synthetic bases, the members, the RNG seed and offset. */
 WB_API int wb_spec_num_graph_args(const wb_spec *spec);
        WB_API int wb_spec_num_updated(const wb_spec *spec);  /* M */
        WB_API wb_direction wb_spec_direction(const wb_spec *spec, int input);

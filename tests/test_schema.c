@@ -935,12 +935,13 @@ Test(schema, extension_rejections_parameters)
         {"f(Tensor(a!) x [bogus]) -> Tensor", 17,
          "parameter 0 'x': unknown attribute 'bogus'; a parameter takes "
          "data, metadata, data_metadata, storage, resize, in_graph, hidden, "
-         "detach, dtype=NAME, ndim=N, device=DEVICE or duplicate=NAME"},
+         "detach, dtype=NAME, ndim=N, device=DEVICE, duplicate=NAME or "
+         "aliases=NAME"},
         {"f(Tensor(a!) x [requires_grad]) -> Tensor", 17,
          "parameter 0 'x': unknown attribute 'requires_grad'; a parameter "
          "takes data, metadata, data_metadata, storage, resize, in_graph, "
-         "hidden, detach, dtype=NAME, ndim=N, device=DEVICE or "
-         "duplicate=NAME"},
+         "hidden, detach, dtype=NAME, ndim=N, device=DEVICE, "
+         "duplicate=NAME or aliases=NAME"},
         {"f(Tensor(a!) x [data=1]) -> Tensor", 22,
          "parameter 0 'x': attribute 'data' takes no value"},
         {"f(Tensor x [detach=yes]) -> Tensor", 20,
@@ -966,8 +967,8 @@ Test(schema, extension_rejections_parameters)
          "parameter 0 'x': attribute 'detach' applies to a Tensor "
          "parameter, not to 'int'"},
         {"f(Tensor[2] x, Tensor y [duplicate=x]) -> Tensor", 36,
-         "parameter 1 'y': duplicate names parameter 0 'x', a list; a "
-         "duplicate is of a single tensor"},
+         "parameter 1 'y': duplicate names parameter 0 'x', a list; it "
+         "takes a single tensor"},
         {"f(Tensor x, Tensor[2] y [duplicate=x]) -> Tensor", 26,
          "parameter 1 'y': attribute 'duplicate' applies to a single Tensor "
          "parameter, not to the list 'Tensor[2]'"},

@@ -52,6 +52,9 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
      with another mutated input; wb_rt_err_inputs words why a tensor
      argument failed its checks (the first NULL one, else the first
      declared one whose dtype or ndim differs).
+   - wb_rt_synth_bases checks the members of each synthetic base and
+     makes the bases into bases[0..ngroups) (a new reference each, which
+     the call releases at its end), or fails having made none.
    - wb_rt_check_bases (a spec with set_bases): no view's base (a graph
      value) or holder is an input whose storage a set_ mutation replaces
      before the commit reads it (the view was checked against the storage

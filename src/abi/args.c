@@ -108,8 +108,13 @@ wb_status wb_rt_callf(const wb_env *e, wb_status st, const char *fmt, ...)
 const char *wb_rt_input_label(const wb_env *e, int i, char *buf, size_t n)
 {
     char nm[300];
-    wb_spec_print_name(e->spec->inputs[i].name, nm, sizeof nm);
-    snprintf(buf, n, "input %d '%s'", i, nm);
+    /* A negative i names a synthetic base (wb_spec_synth), by its first
+       member. */
+    int g = wb_spec_synth(e->spec, i);
+    int first = g >= 0 ? e->spec->group_first[g] : i;
+    wb_spec_print_name(e->spec->inputs[first].name, nm, sizeof nm);
+    snprintf(buf, n, "%sinput %d '%s'", i < 0 ? "the synthetic base of " : "",
+             first, nm);
     return buf;
 }
 
@@ -210,6 +215,74 @@ int wb_rt_err_inputs(const wb_env *e, const wb_arg *args)
    Such calls are refused before the graph runs. */
 /* AOTAutograd's AOTDedupeWrapper: a deduplicated input is, in every call,
    the tensor it duplicates, which alone the graph gets. */
+/* Makes synthetic base g of the members in args (see wb_rt_synth_bases)
+   into *out. */
+static wb_status wb_rt_synth_base(const wb_env *e, int g, const wb_arg *args,
+                                  wb_tensor **out)
+{
+    const wb_spec *s = e->spec;
+    const int first = s->group_first[g];
+    const wb_tensor *t = args[first].t;
+    bool one_counter = true;
+    char la[400], lb[400], da[32], db[32];
+    for (int i = first + 1; i < s->ninputs; i++) {
+        const wb_tensor *u = args[i].t;
+        if (s->group_of[i] != g)
+            continue;
+        if (u->storage != t->storage)
+            return wb_rt_callf(e, WB_ERR_HOOK, "%s and %s make one synthetic "
+                               "base, but lie on different storages",
+                               wb_rt_input_label(e, first, la, sizeof la),
+                               wb_rt_input_label(e, i, lb, sizeof lb));
+        if (!wb_rt_dtype_eq(u->dtype, t->dtype))
+            return wb_rt_callf(e, WB_ERR_HOOK, "%s and %s make one synthetic "
+                               "base, but have dtypes %s and %s; a base has "
+                               "one (as in PyTorch, which does not yet handle "
+                               "input mutations on views with different "
+                               "dtypes)",
+                               wb_rt_input_label(e, first, la, sizeof la),
+                               wb_rt_input_label(e, i, lb, sizeof lb),
+                               wb_rt_dtype_str(t->dtype, da, sizeof da),
+                               wb_rt_dtype_str(u->dtype, db, sizeof db));
+        one_counter &= wb_rt_version(u) == wb_rt_version(t);
+    }
+    if (s->training && !one_counter)
+        return wb_rt_callf(e, WB_ERR_HOOK, "the members of %s are not views "
+                           "of one tensor, sharing its version counter, which "
+                           "a training graph needs (as in PyTorch, which does "
+                           "not yet handle non-differentiable view input "
+                           "mutations)",
+                           wb_rt_input_label(e, g - s->ngroups, la,
+                                             sizeof la));
+    /* The whole storage, one dimension; with the members' counter when
+       they share one, as PyTorch's base is their _base, else a counter of
+       its own. */
+    size_t es = wb_dtype_size(t->dtype);
+    if (!es)
+        return wb_rt_callf(e, WB_ERR_TYPE, "%s: its dtype is not "
+                           "byte-addressable",
+                           wb_rt_input_label(e, first, la, sizeof la));
+    int64_t numel = (int64_t)(wb_storage_nbytes(t->storage) / es), one = 1;
+    if (one_counter)
+        return wb_tensor_as_strided(t, 1, &numel, &one, 0, out);
+    return wb_tensor_from_storage(t->storage, t->dtype, 1, &numel, &one, 0,
+                                  out);
+}
+
+int wb_rt_synth_bases(const wb_env *e, const wb_arg *args, wb_arg *bases)
+{
+    const wb_spec *s = e->spec;
+    for (int g = 0; g < s->ngroups; g++) {
+        wb_status st = wb_rt_synth_base(e, g, args, &bases[g].t);
+        if (st != WB_OK) {
+            while (g-- > 0)
+                wb_tensor_release(bases[g].t);
+            return st;
+        }
+    }
+    return WB_OK;
+}
+
 int wb_rt_check_dups(const wb_env *e, const wb_arg *args)
 {
     const wb_spec *s = e->spec;

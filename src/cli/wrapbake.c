@@ -151,6 +151,8 @@ static void wb_cli_json_note(FILE *f, const wb_schema *sc, int i)
         fputs(", \"detach\": true", f);
     if (wb_schema_arg_dup_of(sc, i) >= 0)
         fprintf(f, ", \"duplicate_of\": %d", wb_schema_arg_dup_of(sc, i));
+    if (wb_schema_arg_alias_of(sc, i) >= 0)
+        fprintf(f, ", \"aliases\": %d", wb_schema_arg_alias_of(sc, i));
     if (dtype)
         fprintf(f, ", \"dtype\": \"%s\"", dtype);
     if (wb_schema_arg_ndim(sc, i) >= 0)
@@ -237,16 +239,35 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
                 "\"graph_args\": [", wb_schema_num_tokens(sc),
                 wb_schema_rng(sc) ? "true" : "false");
         /* Spec inputs, which are the parameters unless a list makes an
-           input per element. */
+           input per element: the inputs outside synthetic bases, then the
+           members, after the bases (synthetic_bases). */
         first = true;
-        for (int i = 0; i < spec->ninputs; i++)
-            if (spec->inputs[i].dup_of < 0) {
-                fprintf(f, "%s%d", first ? "" : ", ", i);
-                first = false;
-            }
+        for (int member = 0; member < 2; member++)
+            for (int i = 0; i < spec->ninputs; i++)
+                if (spec->inputs[i].dup_of < 0 &&
+                    (spec->group_of[i] >= 0) == member) {
+                    fprintf(f, "%s%d", first ? "" : ", ", i);
+                    first = false;
+                }
+        fputs("], \"synthetic_bases\": [", f);
+        for (int g = 0; g < spec->ngroups; g++) {
+            fputs(g ? ", [" : "[", f);
+            first = true;
+            for (int i = 0; i < spec->ninputs; i++)
+                if (spec->group_of[i] == g) {
+                    fprintf(f, "%s%d", first ? "" : ", ", i);
+                    first = false;
+                }
+            putc(']', f);
+        }
+        /* Updated inputs after the bases' updated values. */
         fputs("], \"updated\": [", f);
-        for (int m = 0; m < spec->nupdated; m++)
-            fprintf(f, "%s%d", m ? ", " : "", spec->muts[m].input);
+        for (int m = spec->ngroups; m < spec->nupdated; m++)
+            fprintf(f, "%s%d", m > spec->ngroups ? ", " : "",
+                    spec->muts[m].input);
+        fputs("], \"new_views\": [", f);
+        for (int k = 0; k < spec->nmeta_members; k++)
+            fprintf(f, "%s%d", k ? ", " : "", spec->meta_members[k]);
         fprintf(f, "], \"values\": %d", wb_spec_num_values(spec));
     }
     fputs("}\n", f);
@@ -263,6 +284,7 @@ static bool wb_cli_has_note(const wb_schema *sc, int i)
            wb_schema_arg_default(sc, i) ||
            wb_schema_arg_mutation(sc, i) != WB_MUT_NONE ||
            wb_schema_arg_flags(sc, i) || wb_schema_arg_dup_of(sc, i) >= 0 ||
+           wb_schema_arg_alias_of(sc, i) >= 0 ||
            wb_schema_arg_dtype(sc, i) || wb_schema_arg_ndim(sc, i) >= 0 ||
            wb_schema_arg_device(sc, i, dev, sizeof dev);
 }
@@ -301,6 +323,12 @@ static void wb_cli_print_note(FILE *f, const wb_schema *sc, int i)
         int j = wb_schema_arg_dup_of(sc, i);
         fprintf(f, "%sduplicate of arg %d '%s'", sep, j,
                 wb_schema_arg_name(sc, j));
+        sep = ", ";
+    }
+    if (wb_schema_arg_alias_of(sc, i) >= 0) {
+        int j = wb_schema_arg_alias_of(sc, i);
+        fprintf(f, "%son the storage of arg %d '%s' (a synthetic base)", sep,
+                j, wb_schema_arg_name(sc, j));
         sep = ", ";
     }
     /* The facts the extension declares, checked at every call. */
@@ -417,11 +445,21 @@ static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
         fprintf(f, "%d effect token%s", tokens, tokens == 1 ? "" : "s");
         sep = ", ";
     }
-    for (int i = 0; i < spec->ninputs; i++)
-        if (spec->inputs[i].dup_of < 0) {
-            fprintf(f, "%s%s", sep, spec->inputs[i].name);
-            sep = ", ";
-        }
+    /* The synthetic bases, the inputs outside them, then the members for
+       their views: the graph's order (wb_spec_num_graph_args). */
+    for (int g = 0; g < spec->ngroups; g++) {
+        fprintf(f, "%sthe synthetic base of %s", sep,
+                spec->inputs[spec->group_first[g]].name);
+        sep = ", ";
+    }
+    for (int member = 0; member < 2; member++)
+        for (int i = 0; i < spec->ninputs; i++)
+            if (spec->inputs[i].dup_of < 0 &&
+                (spec->group_of[i] >= 0) == member) {
+                fprintf(f, "%s%s%s", sep, spec->inputs[i].name,
+                        member ? "'s view" : "");
+                sep = ", ";
+            }
     if (spec->rng)
         fprintf(f, "%sthe RNG's seed and offset", sep);
     int values = wb_spec_num_values(spec);
@@ -432,13 +470,19 @@ static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
         sep = ", ";
     }
     for (int m = 0; m < spec->nupdated; m++) {
-        fprintf(f, "%supdated %s", sep, spec->inputs[spec->muts[m].input].name);
+        int g = wb_spec_synth(spec, spec->muts[m].input);
+        fprintf(f, "%supdated %s%s", sep, g >= 0 ? "base of " : "",
+                spec->inputs[g >= 0 ? spec->group_first[g]
+                                    : spec->muts[m].input].name);
         sep = ", ";
     }
     int nout = spec->noutputs, bases = spec->nbases;
-    fprintf(f, "%s%d return%s, %d intermediate base%s%s\n", sep, nout,
-            nout == 1 ? "" : "s", bases, bases == 1 ? "" : "s",
-            spec->rng ? ", the RNG's new offset" : "");
+    fprintf(f, "%s%d return%s, %d intermediate base%s", sep, nout,
+            nout == 1 ? "" : "s", bases, bases == 1 ? "" : "s");
+    for (int k = 0; k < spec->nmeta_members; k++)
+        fprintf(f, ", %s's new view",
+                spec->inputs[spec->meta_members[k]].name);
+    fprintf(f, "%s\n", spec->rng ? ", the RNG's new offset" : "");
 }
 
 static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,

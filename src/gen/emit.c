@@ -111,6 +111,14 @@ static void wb_emit_at(wb_emitter *x, int line)
 
 static int wb_emit_input_line(int input) { return 2 + input; }
 
+/* The line of mutation input `input` (wb_spec_mut): its input's, or a
+   synthetic base's first member's. */
+static int wb_emit_mut_line(const wb_spec *s, int input)
+{
+    int g = wb_spec_synth(s, input);
+    return wb_emit_input_line(g >= 0 ? s->group_first[g] : input);
+}
+
 /* p, then text, then v in decimal, NUL-terminated in buf (at most 24
    bytes in all); returns buf.  The emitter's short names and indices,
    where a call of snprintf cost 400 instructions. */
@@ -219,6 +227,8 @@ static void wb_emit_input_desc(const wb_spec *s, wb_buf *b, int i)
         wb_buf_printf(b, ", %s",
                       wb_rt_device_str(in->device, dev, sizeof dev));
     }
+    if (s->group_of && s->group_of[i] >= 0)
+        wb_buf_printf(b, ", in synthetic base %d", s->group_of[i]);
 }
 
 /* The C type of an output that is a number, by its scalar type. */
@@ -300,8 +310,12 @@ static void wb_emit_banner(wb_emitter *x)
         wb_buf_printf(b, " *   %s\n", wb_emit_out_desc(x, k));
     wb_buf_printf(b, " * intermediate bases: %d\n", s->nbases);
     wb_buf_printf(b, " * the graph returns N = %d values:\n *   %d updated "
-                  "inputs, %d outputs, %d intermediate bases\n", s->nvalues,
+                  "inputs, %d outputs, %d intermediate bases", s->nvalues,
                   s->nupdated, s->noutputs, s->nbases);
+    if (s->ngroups)
+        wb_buf_printf(b, ", %d members' views\n * synthetic bases: %d, "
+                      "updated first", s->nmeta_members, s->ngroups);
+    wb_buf_printf(b, "\n");
     wb_buf_printf(b, " * %s: grad mode %s during the call",
                   s->training ? "training" : "inference",
                   s->training ? "on" : "off");
@@ -516,7 +530,7 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array,
    when some are duplicates. */
 static bool wb_emit_own_args(const wb_spec *s)
 {
-    return s->ndetached || s->ndups || s->ntokens || s->rng;
+    return s->ndetached || s->ndups || s->ntokens || s->rng || s->ngroups;
 }
 
 /* The array the graph writes its values into: r, or rt when effect
@@ -524,6 +538,13 @@ static bool wb_emit_own_args(const wb_spec *s)
 static const char *wb_emit_values(const wb_spec *s)
 {
     return s->ntokens ? "rt" : "r";
+}
+
+/* The value of the k-th member whose view the graph changes: after the
+   intermediate bases. */
+static int wb_emit_meta_value(const wb_spec *s, int k)
+{
+    return s->nupdated + s->noutputs + s->nbases + k;
 }
 
 static bool wb_emit_call_wrapped(const wb_spec *s)
@@ -543,6 +564,8 @@ static bool wb_emit_call_may_fail(const wb_spec *s)
    uses the primitives unrolled for that count: their number, else 0. */
 static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
 {
+    if (wb_spec_synth(s, m->input) >= 0)
+        return 0;  /* a synthetic base, declared nothing */
     const wb_input *in = &s->inputs[m->input];
     return m->kind == WB_MUT_DATA && !m->hidden && in->ndim >= 1 &&
                    in->ndim <= WB_RT_MAX_ND &&
@@ -802,6 +825,15 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
                     WB_EMIT_NAME(wb_rt_first_call));
         wb_buf_line(b, "    return st;");
     }
+    if (s->ngroups) {
+        /* Made last, so that every later way out releases them. */
+        wb_emit_at(x, 1);
+        wb_emit_comment(x, b, "/* the synthetic bases, the graph's first "
+                        "arguments: members on one storage, one dtype */");
+        wb_buf_line(b, "if ((st = %s(e, a, ca + %d)) != 0)",
+                    WB_EMIT_NAME(wb_rt_synth_bases), s->ntokens);
+        wb_buf_line(b, "    return st;");
+    }
     wb_buf_printf(b, "\n");
 }
 
@@ -815,13 +847,17 @@ static void wb_emit_graph_args(wb_emitter *x, wb_buf *b)
         return;
     for (int k = 0; k < s->ntokens; k++)
         wb_buf_line(b, "ca[%d].t = 0; /* effect token %d */", k, k);
-    if (!s->ndups && s->ninputs) {
+    if (!s->ndups && !s->ngroups && s->ninputs) {
         wb_buf_line(b, "%s(%s, a, sizeof *a * %d);", WB_EMIT_NAME(memcpy),
                     wb_emit_from(f1, "ca", s->ntokens), s->ninputs);
         return;
     }
+    /* The synthetic bases are in place; members follow the other inputs,
+       so a run ends where the arguments stop being consecutive. */
     for (int i = 0, n; i < s->ninputs; i += n) {
-        for (n = 0; i + n < s->ninputs && s->arg_at[i + n] >= 0; n++)
+        for (n = 0; i + n < s->ninputs && s->arg_at[i + n] >= 0 &&
+                    s->arg_at[i + n] == s->arg_at[i] + n;
+             n++)
             ;
         if (n == 0) {
             wb_emit_at(x, wb_emit_input_line(i));
@@ -846,7 +882,9 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
     const char *args = wb_emit_own_args(s) ? "ca" : "a";
-    const char *bail = s->nbumped ? "goto unbump" : "return st";
+    const char *bail = s->nbumped    ? "goto unbump"
+                       : s->ngroups ? "goto drop"
+                                    : "return st";
     for (int k = 0; k < s->nbumped; k++) {
         int i = s->bumped[k];
         wb_emit_at(x, wb_emit_input_line(i));
@@ -923,10 +961,25 @@ static const char *wb_emit_holder(wb_emitter *x, const wb_spec_out *d)
     wb_buf *b = wb_emit_tmp(x);
     if (d->holder >= 0)
         wb_buf_printf(b, "r[%d].t", d->holder);
+    else if (d->group >= 0)
+        wb_buf_printf(b, "ca[%d].t", x->s->ntokens + d->group);
     else if (d->kind == WB_OUT_ALIAS_OF_INPUT)
         wb_buf_printf(b, "a[%d].t", d->base);
     else
         wb_buf_printf(b, "r[%d].t", d->base);
+    return wb_emit_tmp_text(x);
+}
+
+/* The tensor mutation m writes into: its input, or its synthetic base,
+   which the graph's arguments hold. */
+static const char *wb_emit_target(wb_emitter *x, const wb_spec_mut *m)
+{
+    int g = wb_spec_synth(x->s, m->input);
+    wb_buf *b = wb_emit_tmp(x);
+    if (g >= 0)
+        wb_buf_printf(b, "ca[%d].t", x->s->ntokens + g);
+    else
+        wb_buf_printf(b, "a[%d].t", m->input);
     return wb_emit_tmp_text(x);
 }
 
@@ -936,12 +989,14 @@ static void wb_emit_prep_mut(wb_emitter *x, wb_buf *b, int j)
     const wb_spec_mut *m = &x->s->muts[j];
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->check;
     const char *fn = wb_emit_helper_name(x, h->id);
+    char t[24];
+    snprintf(t, sizeof t, "%s", wb_emit_target(x, m));
     if (h->args == WB_GEN_ARGS_prep_grow)
-        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d].t, &g%d)) != 0)",
-                    fn, m->input, m->input, j, j);
+        wb_buf_line(b, "if ((st = %s(e, %d, %s, r[%d].t, &g%d)) != 0)", fn,
+                    m->input, t, j, j);
     else
-        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d].t)) != 0)", fn,
-                    m->input, m->input, j);
+        wb_buf_line(b, "if ((st = %s(e, %d, %s, r[%d].t)) != 0)", fn,
+                    m->input, t, j);
     wb_buf_line(b, "    goto fail;");
 }
 
@@ -981,10 +1036,12 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
     const wb_spec_mut *m = &x->s->muts[j];
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->commit;
     const char *fn = wb_emit_helper_name(x, h->id);
+    char t[24];
+    snprintf(t, sizeof t, "%s", wb_emit_target(x, m));
     if (h->args == WB_GEN_ARGS_commit_grow)
-        wb_buf_line(b, "%s(a[%d].t, r[%d].t, &g%d);", fn, m->input, j, j);
+        wb_buf_line(b, "%s(%s, r[%d].t, &g%d);", fn, t, j, j);
     else
-        wb_buf_line(b, "%s(a[%d].t, r[%d].t);", fn, m->input, j);
+        wb_buf_line(b, "%s(%s, r[%d].t);", fn, t, j);
 }
 
 /* Whether the call ends with its last output, one that aliases nothing,
@@ -994,7 +1051,7 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
 static bool wb_emit_ends_plain(const wb_spec *s)
 {
     const wb_spec_out *d = s->noutputs ? &s->outs[s->noutputs - 1] : NULL;
-    return d && !d->scalar &&
+    return d && !d->scalar && !s->ngroups &&
            wb_gen_steps.out[d->kind].commit_end.args != WB_GEN_ARGS_none &&
            !d->requires_grad && !d->dyn && !s->nbases && !s->ntokens &&
            !s->rng && s->grad_at_end < 0 && !s->device_copies;
@@ -1086,7 +1143,8 @@ static int wb_emit_mut_run(const wb_spec *s, int j)
    other: no growth planned, no storage brought by another value. */
 static bool wb_emit_plain_view(const wb_spec_out *d)
 {
-    return d->kind == WB_OUT_ALIAS_OF_INPUT && d->holder < 0 && d->grow < 0;
+    return d->kind == WB_OUT_ALIAS_OF_INPUT && d->holder < 0 &&
+           d->grow < 0 && d->group < 0;
 }
 
 /* How many outputs from k on are plain views of consecutive inputs, from
@@ -1146,8 +1204,12 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
     for (int j = 0, n; j < s->nupdated; j += n) {
         const wb_spec_mut *m = &s->muts[j];
         n = wb_emit_mut_run(s, j);
-        wb_emit_at(x, wb_emit_input_line(m->input));
-        for (int i = 0; i < n; i++)
+        wb_emit_at(x, wb_emit_mut_line(s, m->input));
+        if (wb_spec_synth(s, m->input) >= 0)
+            wb_emit_comment(x, b, "/* synthetic base %d, data mutation, "
+                            "from value %d */", wb_spec_synth(s, m->input),
+                            j);
+        for (int i = 0; i < n && m->input >= 0; i++)
             wb_emit_comment(x, b, "/* %s, from value %d */",
                             wb_emit_in_desc(x, m->input + i), j + i);
         if (n > 1)
@@ -1162,6 +1224,19 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
             wb_emit_prep_mut(x, b, j + i);
         }
         wb_emit_run_end(x, b, n > 1);
+    }
+    /* The members whose views change take them from the values after
+       the intermediate bases, as metadata mutations do. */
+    for (int k = 0; k < s->nmeta_members; k++) {
+        int i = s->meta_members[k];
+        wb_emit_at(x, wb_emit_input_line(i));
+        wb_emit_comment(x, b, "/* %s: its view, from value %d */",
+                        wb_emit_in_desc(x, i), wb_emit_meta_value(s, k));
+        wb_buf_line(b, "if ((st = %s(e, %d, a[%d].t, r[%d].t)) != 0)",
+                    wb_emit_helper_name(
+                        x, wb_gen_steps.mut[WB_MUT_METADATA].check.id),
+                    i, i, wb_emit_meta_value(s, k));
+        wb_buf_line(b, "    goto fail;");
     }
     if (s->set_bases) {
         wb_emit_at(x, 1);
@@ -1210,7 +1285,7 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
     for (int j = 0, n; j < s->nupdated; j += n) {
         const wb_spec_mut *m = &s->muts[j];
         n = wb_emit_mut_run(s, j);
-        wb_emit_at(x, wb_emit_input_line(m->input));
+        wb_emit_at(x, wb_emit_mut_line(s, m->input));
         if (n > 1)
             wb_emit_run_call(x, b, false, "",
                              wb_emit_mut_step(s, m)->commit_run.id,
@@ -1257,6 +1332,24 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "%s(r + %d, %d);", WB_EMIT_NAME(wb_rt_release_values),
                     s->nupdated + s->noutputs, s->nbases);
     }
+    /* The members' new views once the outputs are made from the bases,
+       as AOTAutograd's synthetic-base wrapper applies them after its
+       inner one; then the bases go. */
+    for (int k = 0; k < s->nmeta_members; k++) {
+        int i = s->meta_members[k];
+        wb_emit_at(x, wb_emit_input_line(i));
+        wb_emit_comment(x, b, "/* %s: its view */", wb_emit_in_desc(x, i));
+        wb_buf_line(b, "%s(a[%d].t, r[%d].t);",
+                    wb_emit_helper_name(
+                        x, wb_gen_steps.mut[WB_MUT_METADATA].commit.id),
+                    i, wb_emit_meta_value(s, k));
+    }
+    if (s->ngroups) {
+        wb_emit_at(x, 1);
+        wb_buf_line(b, "%s(ca + %d, %d); /* the synthetic bases */",
+                    WB_EMIT_NAME(wb_rt_release_values), s->ntokens,
+                    s->ngroups);
+    }
     if (s->ntokens) {
         wb_emit_at(x, 1);
         wb_buf_line(b, "%s(rt, %d); /* the effect tokens are dropped */",
@@ -1301,13 +1394,13 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     const wb_spec *s = x->s;
     wb_emit_comment(x, b, "/* after the graph ran, its in-graph writes and "
                     "their version bumps stand */");
+    const char *release = WB_EMIT_NAME(wb_rt_release_values);
     wb_buf_printf(b, "fail:\n");
     for (int k = 0; k < s->noutputs; k++)
         if (s->outs[k].scalar)
             wb_buf_line(b, "r[%d].t = 0; /* a number, not a tensor */",
                         s->outs[k].value);
-    wb_buf_line(b, "%s(%s, %d);", WB_EMIT_NAME(wb_rt_release_values),
-                wb_emit_values(s), s->nreturned);
+    wb_buf_line(b, "%s(%s, %d);", release, wb_emit_values(s), s->nreturned);
     if (s->nviews)
         wb_buf_line(b, "%s(v, %d);", WB_EMIT_NAME(wb_rt_release_all),
                     s->nviews);
@@ -1317,15 +1410,30 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     if (s->device_copies)
         wb_buf_line(b, "%s(e); /* the device copies checked */",
                     WB_EMIT_NAME(wb_rt_drop_copies));
+    /* Every way out releases the synthetic bases: fail, unbump, and drop
+       for a bail-out before the call when nothing was bumped. */
+    if (s->ngroups)
+        wb_buf_line(b, "%s(ca + %d, %d); /* the synthetic bases */", release,
+                    s->ntokens, s->ngroups);
     wb_buf_line(b, "return st;");
-    /* Only a guard, a detach or the before-call hook can bail out after
-       the bumps and before the call; without one the label would be
-       unused, which -Wall rejects in ahead-of-time builds. */
-    if (s->nbumped && wb_emit_call_may_fail(s)) {
+    /* Only a guard, a detach, the before-call hook or the RNG's get can
+       bail out after the bumps and before the call; without one the
+       label would be unused, which -Wall rejects in ahead-of-time
+       builds. */
+    if (!wb_emit_call_may_fail(s))
+        return;
+    if (s->nbumped) {
         wb_buf_printf(b, "unbump:\n");
         for (int k = 0; k < s->nbumped; k++)
             wb_buf_line(b, "%s(a[%d].t);", WB_EMIT_NAME(wb_rt_unbump),
                         s->bumped[k]);
+    } else if (s->ngroups) {
+        wb_buf_printf(b, "drop:\n");
+    }
+    if (s->nbumped || s->ngroups) {
+        if (s->ngroups)
+            wb_buf_line(b, "%s(ca + %d, %d);", release, s->ntokens,
+                        s->ngroups);
         wb_buf_line(b, "return st;");
     }
 }

@@ -15,18 +15,30 @@
 #include "../spec/spec.h"
 
 /* The tensor whose storage view output d will share once mutations are
-   applied, and the growth that storage may get. */
+   applied (a member's synthetic base, of bases, for a member's view), and
+   the growth that storage may get. */
 static const wb_tensor *wb_interp_holder(const wb_spec_out *d,
                                          const wb_arg *args,
                                          const wb_value *r,
+                                         const wb_arg *bases,
                                          wb_rt_grow *grows,
                                          const wb_rt_grow **grown)
 {
     *grown = d->grow >= 0 ? &grows[d->grow] : NULL;
     if (d->holder >= 0)
         return r[d->holder].t;
+    if (d->group >= 0)
+        return bases[d->group].t;
     return d->kind == WB_OUT_ALIAS_OF_INPUT ? args[d->base].t
                                             : r[d->base].t;
+}
+
+/* The tensor mutation m writes into: an input, or a synthetic base. */
+static wb_tensor *wb_interp_target(const wb_spec *s, const wb_spec_mut *m,
+                                   const wb_arg *args, const wb_arg *bases)
+{
+    int g = wb_spec_synth(s, m->input);
+    return g >= 0 ? bases[g].t : args[m->input].t;
 }
 
 /* Mutation m's check, as its row of the step table says: the helper,
@@ -88,10 +100,14 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     wb_rt_grow grows[M + 1];
     /* The graph's arguments: the effect tokens, the kept inputs (the
        detached ones detached), the RNG's seed and offset. */
-    bool own_args = s->ndetached || s->ndups || T || s->rng;
+    bool own_args = s->ndetached || s->ndups || T || s->rng || s->ngroups;
     wb_arg gargs[own_args ? s->nargs : 1];
     unsigned long long kept[s->nhidden + 1];
     const wb_arg *cargs = args;
+    /* The synthetic bases, where the graph's arguments start. */
+    wb_arg *bases = gargs + T;
+    if (s->ngroups && (st = wb_rt_synth_bases(e, args, bases)) != WB_OK)
+        return st;
 
     /* In-graph mutations: the graph writes these inputs itself. */
     for (i = 0; i < s->nbumped; i++)
@@ -156,8 +172,18 @@ leave_guards:
     }
     for (i = 0; i < M; i++) {
         const wb_spec_mut *m = &s->muts[i];
-        st = wb_interp_prep_mut(e, m, args[m->input].t, r[i].t, &grows[i]);
+        st = wb_interp_prep_mut(e, m, wb_interp_target(s, m, args, bases),
+                                r[i].t, &grows[i]);
         if (st != WB_OK)
+            goto fail;
+    }
+    /* The members whose views change: from the values after the
+       intermediate bases, as metadata mutations. */
+    const wb_gen_step *meta = &wb_gen_steps.mut[WB_MUT_METADATA];
+    const int MV = M + s->noutputs + s->nbases;
+    for (i = 0; i < s->nmeta_members; i++) {
+        int x = s->meta_members[i];
+        if ((st = meta->check.fn.prep(e, x, args[x].t, r[MV + i].t)) != WB_OK)
             goto fail;
     }
     if (s->set_bases && (st = wb_rt_check_bases(e, args, r)) != WB_OK)
@@ -169,7 +195,8 @@ leave_guards:
         const wb_rt_grow *grown;
         if (h->args != WB_GEN_ARGS_prep_view)
             continue;
-        const wb_tensor *holder = wb_interp_holder(d, args, r, grows, &grown);
+        const wb_tensor *holder = wb_interp_holder(d, args, r, bases, grows,
+                                                   &grown);
         st = h->fn.prep_view(e, i, holder, grown, r[d->value].t,
                              &views[nd++]);
         if (st != WB_OK)
@@ -179,8 +206,9 @@ leave_guards:
     /* Commit phase: mutations, then outputs; cannot fail.  Only the CUDA
        write-back enqueued at the end (wb_rt_flush) can. */
     for (i = 0; i < M; i++)
-        wb_interp_commit_mut(&s->muts[i], args[s->muts[i].input].t, r[i].t,
-                             &grows[i]);
+        wb_interp_commit_mut(&s->muts[i],
+                             wb_interp_target(s, &s->muts[i], args, bases),
+                             r[i].t, &grows[i]);
     for (i = 0, nd = 0; i < s->noutputs; i++) {
         const wb_spec_out *d = &s->outs[i];
         const wb_gen_helper *h = &wb_gen_steps.out[d->kind].commit;
@@ -211,6 +239,12 @@ leave_guards:
     /* The intermediate bases are not returned. */
     if (s->nbases)
         wb_rt_release_values(r + M + s->noutputs, s->nbases);
+    /* The members' new views, once the outputs are made from the bases
+       (as AOTAutograd's synthetic-base wrapper applies them after its
+       inner one); then the bases go. */
+    for (i = 0; i < s->nmeta_members; i++)
+        meta->commit.fn.commit(args[s->meta_members[i]].t, r[MV + i].t);
+    wb_rt_release_values(bases, s->ngroups);
     /* Nor are the effect tokens. */
     wb_rt_release_values(rt, T);
     if (s->grad_at_end >= 0)
@@ -232,6 +266,7 @@ fail:
         if (s->outs[i].scalar)
             r[s->outs[i].value].t = NULL;  /* a number, not a reference */
     wb_rt_release_values(rt, all);
+    wb_rt_release_values(bases, s->ngroups);
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)
         wb_rt_grow_free(&grows[i]);
@@ -241,5 +276,6 @@ fail:
 unbump:
     for (i = 0; i < s->nbumped; i++)
         wb_rt_unbump(args[s->bumped[i]].t);
+    wb_rt_release_values(bases, s->ngroups);
     return st;
 }

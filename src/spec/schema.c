@@ -125,6 +125,8 @@ typedef struct wb_schema_arg {
     int ndim;
     DLDevice device;       /* device_type 0: not declared */
     int dup_of;            /* the earlier parameter it duplicates, or -1 */
+    int alias_of;          /* the earlier parameter whose storage it lies
+                              on, in one synthetic base, or -1 */
     long long input;       /* the first spec input it makes */
     long count;            /* how many: a tensor list of known length
                               makes one each, anything else one */
@@ -961,14 +963,15 @@ static wb_status wb_schema_attr_common(const wb_schema_parser *p,
 
 static const char *const wb_schema_param_attrs[] = {
     "data", "metadata", "data_metadata", "storage", "resize", "in_graph",
-    "hidden", "detach", "dtype", "ndim", "device", "duplicate",
+    "hidden", "detach", "dtype", "ndim", "device", "duplicate", "aliases",
 };
 static const wb_mutation wb_schema_param_muts[] = {
     WB_MUT_DATA, WB_MUT_METADATA, WB_MUT_DATA_METADATA, WB_MUT_STORAGE,
     WB_MUT_RESIZE, WB_MUT_IN_GRAPH,
 };
 enum { WB_SCHEMA_PA_HIDDEN = 6, WB_SCHEMA_PA_DETACH, WB_SCHEMA_PA_DTYPE,
-       WB_SCHEMA_PA_NDIM, WB_SCHEMA_PA_DEVICE, WB_SCHEMA_PA_DUPLICATE };
+       WB_SCHEMA_PA_NDIM, WB_SCHEMA_PA_DEVICE, WB_SCHEMA_PA_DUPLICATE,
+       WB_SCHEMA_PA_ALIASES };
 
 /* DLPack 0.8 brought a code for bool; before it, bool travels as uint8, as
    PyTorch exported it then. */
@@ -1001,10 +1004,12 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
         p, a, who, "a parameter", wb_schema_param_attrs,
         WB_SCHEMA_COUNT(wb_schema_param_attrs),
         (1u << WB_SCHEMA_PA_DTYPE) | (1u << WB_SCHEMA_PA_NDIM) |
-            (1u << WB_SCHEMA_PA_DEVICE) | (1u << WB_SCHEMA_PA_DUPLICATE),
+            (1u << WB_SCHEMA_PA_DEVICE) | (1u << WB_SCHEMA_PA_DUPLICATE) |
+            (1u << WB_SCHEMA_PA_ALIASES),
         &arg->seen,
         "data, metadata, data_metadata, storage, resize, in_graph, hidden, "
-        "detach, dtype=NAME, ndim=N, device=DEVICE or duplicate=NAME", &k);
+        "detach, dtype=NAME, ndim=N, device=DEVICE, duplicate=NAME or "
+        "aliases=NAME", &k);
     if (st != WB_OK)
         return st;
     wb_spec_print_name(arg->type.text, ty, sizeof ty);
@@ -1012,12 +1017,13 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
         return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
                                  "a Tensor parameter, not to '%s'", who,
                                  wb_schema_param_attrs[k], ty);
-    /* On a list, an attribute is each element's; a duplicate is one
-       tensor. */
-    if (arg->type.list && k == WB_SCHEMA_PA_DUPLICATE)
-        return wb_schema_fail_at(p, a->pos, "%s: attribute 'duplicate' "
-                                 "applies to a single Tensor parameter, not "
-                                 "to the list '%s'", who, ty);
+    /* On a list, an attribute is each element's; a duplicate, or a
+       member of a synthetic base, is one tensor. */
+    if (arg->type.list &&
+        (k == WB_SCHEMA_PA_DUPLICATE || k == WB_SCHEMA_PA_ALIASES))
+        return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
+                                 "a single Tensor parameter, not to the list "
+                                 "'%s'", who, wb_schema_param_attrs[k], ty);
     if (arg->type.optional || arg->type.list_optional)
         return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' does not "
                                  "apply to an optional tensor ('%s'), which "
@@ -1049,21 +1055,24 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
         arg->detach_pos = a->pos;
         return WB_OK;
     case WB_SCHEMA_PA_DUPLICATE:
+    case WB_SCHEMA_PA_ALIASES:
         if (a->vkind == WB_SCHEMA_V_IDENT)
             for (int j = 0; j < i; j++)
                 if (wb_schema_is_word(p->text + a->vpos, a->vlen,
                                       p->sc->args[j].name)) {
                     if (p->sc->args[j].type.list)
                         return wb_schema_fail_at(
-                            p, a->vpos, "%s: duplicate names %s, a list; a "
-                            "duplicate is of a single tensor", who,
+                            p, a->vpos, "%s: %s names %s, a list; it takes "
+                            "a single tensor", who, wb_schema_param_attrs[k],
                             wb_schema_who_arg(p->sc, j, other,
                                               sizeof other));
-                    arg->dup_of = j;
+                    *(k == WB_SCHEMA_PA_DUPLICATE ? &arg->dup_of
+                                                  : &arg->alias_of) = j;
                     return WB_OK;
                 }
-        return wb_schema_fail_at(p, a->vpos, "%s: duplicate takes the name "
-                                 "of an earlier parameter", who);
+        return wb_schema_fail_at(p, a->vpos, "%s: %s takes the name of an "
+                                 "earlier parameter", who,
+                                 wb_schema_param_attrs[k]);
     case WB_SCHEMA_PA_DTYPE:
         if (a->vkind == WB_SCHEMA_V_IDENT)
             for (int d = 0; d < WB_SCHEMA_COUNT(wb_schema_dtypes); d++)
@@ -1293,6 +1302,7 @@ static wb_status wb_schema_parse_param(wb_schema_parser *p)
     int i = sc->nargs++;
     wb_schema_arg *a = &sc->args[i];
     *a = (wb_schema_arg){.kwonly = p->kwonly, .ndim = -1, .dup_of = -1,
+                         .alias_of = -1,
                          .mut_pos = WB_SCHEMA_NOPOS,
                          .hidden_pos = WB_SCHEMA_NOPOS,
                          .detach_pos = WB_SCHEMA_NOPOS};
@@ -2163,6 +2173,12 @@ int wb_schema_arg_dup_of(const wb_schema *sc, int i)
     return a ? a->dup_of : -1;
 }
 
+int wb_schema_arg_alias_of(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    return a ? a->alias_of : -1;
+}
+
 long wb_schema_arg_inputs(const wb_schema *sc, int i, long long *first)
 {
     const wb_schema_arg *a = wb_schema_get_arg(sc, i);
@@ -2371,6 +2387,9 @@ wb_status wb_schema_to_spec(const wb_schema *sc, wb_spec **out)
             if (st == WB_OK && a->dup_of >= 0)
                 st = wb_spec_set_duplicate(s, in,
                                            (int)sc->args[a->dup_of].input);
+            if (st == WB_OK && a->alias_of >= 0)
+                st = wb_spec_set_synthetic_base(
+                    s, in, (int)sc->args[a->alias_of].input);
             if (st == WB_OK && (a->dtype.bits != 0 || a->ndim >= 0))
                 st = wb_spec_declare_input(s, in, a->dtype, a->ndim);
             if (st == WB_OK && a->device.device_type)

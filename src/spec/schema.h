@@ -73,6 +73,9 @@ const char *wb_schema_arg_device(const wb_schema *sc, int i, char *buf,
                                  size_t n);
 /* The earlier parameter it duplicates ([duplicate=NAME]), or -1. */
 int wb_schema_arg_dup_of(const wb_schema *sc, int i);
+/* The earlier parameter whose storage it lies on, which makes both
+   members of one synthetic base ([aliases=NAME]), or -1. */
+int wb_schema_arg_alias_of(const wb_schema *sc, int i);
 /* The graph's effect tokens (with effect_tokens=N). */
 int wb_schema_num_tokens(const wb_schema *sc);
 /* Whether the graph asks for functionalized RNG (with functional_rng). */

@@ -105,9 +105,12 @@ void wb_spec_safe_name(const char *name, char *buf, size_t n)
 
 bool wb_spec_mut_on_device(const wb_spec *s, const wb_spec_mut *m)
 {
+    /* A synthetic base is on its first member's device. */
+    int base = wb_spec_synth(s, m->input);
+    int input = base >= 0 ? s->group_first[base] : m->input;
     return (m->kind == WB_MUT_DATA || m->kind == WB_MUT_DATA_METADATA ||
             m->kind == WB_MUT_RESIZE) &&
-           s->inputs[m->input].device.device_type != kDLCPU;
+           s->inputs[input].device.device_type != kDLCPU;
 }
 
 void wb_spec_print_name(const char *name, char *buf, size_t n)
@@ -162,6 +165,11 @@ static void wb_spec_forget(wb_spec *s)
     free(s->outs);
     free(s->dirs);
     free(s->signature);
+    free(s->group_of);
+    free(s->group_first);
+    free(s->meta_members);
+    s->group_of = s->group_first = s->meta_members = NULL;
+    s->ngroups = s->nmeta_members = 0;
     s->tensor_inputs = s->declared = s->bumped = s->hidden = NULL;
     s->arg_at = s->dups = NULL;
     s->detached = NULL;
@@ -226,7 +234,7 @@ wb_status wb_spec_add_tensor(wb_spec *s, const char *name,
                              int *index_out)
 {
     wb_input in = {.is_tensor = true, .mutation = mutation, .flags = flags,
-                   .ndim = -1, .dup_of = -1};
+                   .ndim = -1, .dup_of = -1, .alias_of = -1};
     if (!s)
         return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_tensor: spec is NULL");
     if ((unsigned)mutation > WB_MUT_IN_GRAPH)
@@ -243,7 +251,7 @@ wb_status wb_spec_add_scalar(wb_spec *s, const char *name,
                              wb_scalar_type type, int *index_out)
 {
     wb_input in = {.is_tensor = false, .scalar = type, .ndim = -1,
-                   .dup_of = -1};
+                   .dup_of = -1, .alias_of = -1};
     if (!s)
         return wb_rt_fail(WB_ERR_INVALID, "wb_spec_add_scalar: spec is NULL");
     if (type < WB_SCALAR_INT || type > WB_SCALAR_OPAQUE)
@@ -353,6 +361,20 @@ wb_status wb_spec_set_duplicate(wb_spec *s, int input, int of)
                           "none)", input, of, input - 1);
     wb_spec_forget(s);
     s->inputs[input].dup_of = of;
+    return WB_OK;
+}
+
+wb_status wb_spec_set_synthetic_base(wb_spec *s, int input, int of)
+{
+    if (!s || input < 0 || input >= s->ninputs)
+        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_synthetic_base: no "
+                          "input %d", input);
+    if (of < -1 || of >= input)
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: the input whose storage it "
+                          "lies on, %d, is not an earlier one (0..%d, or -1 "
+                          "for none)", input, of, input - 1);
+    wb_spec_forget(s);
+    s->inputs[input].alias_of = of;
     return WB_OK;
 }
 
@@ -551,6 +573,22 @@ static wb_status wb_spec_check_input(const wb_spec *s, int i)
                                "them to input %d", i, nm, in->dup_of,
                                in->dup_of);
     }
+    if (in->alias_of >= 0) {
+        const wb_input *of = &s->inputs[in->alias_of];
+        if (!in->is_tensor || !of->is_tensor)
+            return WB_SPEC_ERR(s, "input %d '%s': lies on the storage of "
+                               "input %d, but only tensors make a synthetic "
+                               "base", i, nm, in->alias_of);
+        if ((in->flags | of->flags) & WB_INPUT_OPTIONAL)
+            return WB_SPEC_ERR(s, "input %d '%s': lies on the storage of "
+                               "input %d, but an optional tensor may be NULL",
+                               i, nm, in->alias_of);
+        if (in->dup_of >= 0 || of->dup_of >= 0)
+            return WB_SPEC_ERR(s, "input %d '%s': lies on the storage of "
+                               "input %d, but a duplicate is its kept "
+                               "input's tensor; merge the kept one", i, nm,
+                               in->alias_of);
+    }
     if (!in->is_tensor)
         return WB_OK;
     if ((in->flags & WB_INPUT_HIDDEN) && in->mutation != WB_MUT_IN_GRAPH &&
@@ -709,9 +747,13 @@ static wb_status wb_spec_alloc_derived(wb_spec *s)
     s->reshaped = malloc(ni * sizeof(int));
     s->dirs = malloc(ni * sizeof *s->dirs);
     s->outs = malloc(no * sizeof *s->outs);
+    s->group_of = malloc(ni * sizeof(int));
+    s->group_first = malloc(ni * sizeof(int));
+    s->meta_members = malloc(ni * sizeof(int));
     if (!s->tensor_inputs || !s->declared || !s->bumped || !s->hidden ||
         !s->arg_at || !s->dups || !s->detached ||
-        !s->muts || !s->reshaped || !s->dirs || !s->outs)
+        !s->muts || !s->reshaped || !s->dirs || !s->outs || !s->group_of ||
+        !s->group_first || !s->meta_members)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory validating a spec");
     return WB_OK;
 }
@@ -725,17 +767,96 @@ static wb_direction wb_input_direction(const wb_input *in)
     return (in->flags & WB_INPUT_OUT) ? WB_DIR_OUT : WB_DIR_INOUT;
 }
 
+/* Numbers the synthetic bases in order of their first members: an input
+   that lies on an earlier one's storage is in the group of the first
+   input of that chain. */
+static void wb_spec_derive_groups(wb_spec *s)
+{
+    int root[s->ninputs + 1], group[s->ninputs + 1];
+    s->ngroups = s->nmeta_members = 0;
+    for (int i = 0; i < s->ninputs; i++) {
+        int of = s->inputs[i].alias_of;
+        root[i] = of >= 0 ? root[of] : i;
+        group[i] = -1;
+    }
+    for (int i = 0; i < s->ninputs; i++)
+        if (s->inputs[i].alias_of >= 0)
+            group[root[i]] = 0;  /* a first member, numbered below */
+    for (int i = 0; i < s->ninputs; i++)
+        if (group[i] == 0 && root[i] == i) {
+            group[i] = s->ngroups;
+            s->group_first[s->ngroups++] = i;
+        }
+    for (int i = 0; i < s->ninputs; i++) {
+        const wb_input *in = &s->inputs[i];
+        s->group_of[i] = group[root[i]];
+        if (s->group_of[i] >= 0 && (in->mutation == WB_MUT_METADATA ||
+                                    in->mutation == WB_MUT_DATA_METADATA))
+            s->meta_members[s->nmeta_members++] = i;
+    }
+}
+
+/* What a synthetic base's members may be: mutated in data or view, or
+   not at all, and no more (the base takes the data, each member its own
+   view); one of them is mutated in data, which the base exists for. */
+static wb_status wb_spec_check_groups(const wb_spec *s)
+{
+    char nm[300];
+    for (int g = 0; g < s->ngroups; g++) {
+        bool data = false;
+        for (int i = s->group_first[g]; i < s->ninputs; i++) {
+            const wb_input *in = &s->inputs[i];
+            if (s->group_of[i] != g)
+                continue;
+            wb_spec_item_name(in->name, nm, sizeof nm);
+            if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_DATA &&
+                in->mutation != WB_MUT_METADATA &&
+                in->mutation != WB_MUT_DATA_METADATA)
+                return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
+                                   "base has a data or metadata mutation, or "
+                                   "none; not %s", i, nm,
+                                   wb_mutation_name(in->mutation));
+            if (in->flags & (WB_INPUT_HIDDEN | WB_INPUT_DETACH))
+                return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
+                                   "base is neither hidden from autograd nor "
+                                   "detached", i, nm);
+            data |= in->mutation == WB_MUT_DATA ||
+                    in->mutation == WB_MUT_DATA_METADATA;
+        }
+        if (!data) {
+            wb_spec_item_name(s->inputs[s->group_first[g]].name, nm,
+                              sizeof nm);
+            return WB_SPEC_ERR(s, "input %d '%s': its synthetic base has no "
+                               "member whose data the graph mutates, which "
+                               "is what merging them is for",
+                               s->group_first[g], nm);
+        }
+    }
+    return WB_OK;
+}
+
 static void wb_spec_derive_inputs(wb_spec *s)
 {
     s->ntensor_inputs = s->ndeclared = s->nbumped = s->nhidden = 0;
     s->ndetached = s->ndups = 0;
-    s->nargs = s->ntokens;
     s->nreshaped = 0;
-    s->nupdated = 0;
+    /* The graph's arguments: the effect tokens, the synthetic bases, the
+       kept inputs outside them, then each member, for its view. */
+    s->nargs = s->ntokens + s->ngroups;
+    for (int i = 0; i < s->ninputs; i++)
+        s->arg_at[i] = s->inputs[i].dup_of >= 0 || s->group_of[i] >= 0
+                           ? -1
+                           : s->nargs++;
+    for (int i = 0; i < s->ninputs; i++)
+        if (s->group_of[i] >= 0)
+            s->arg_at[i] = s->nargs++;
+    /* The bases' data mutations come first, as the graph's inputs do. */
+    for (s->nupdated = 0; s->nupdated < s->ngroups; s->nupdated++)
+        s->muts[s->nupdated] = (wb_spec_mut){s->nupdated - s->ngroups,
+                                             WB_MUT_DATA, false};
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         s->dirs[i] = wb_input_direction(in);
-        s->arg_at[i] = in->dup_of >= 0 ? -1 : s->nargs++;
         if (in->dup_of >= 0)
             s->dups[s->ndups++] = i;
         if (!in->is_tensor || (in->flags & WB_INPUT_OPTIONAL))
@@ -749,7 +870,8 @@ static void wb_spec_derive_inputs(wb_spec *s)
             s->hidden[s->nhidden++] = i;
         if (in->flags & WB_INPUT_DETACH)
             s->detached[s->ndetached++] = i;
-        if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_IN_GRAPH)
+        if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_IN_GRAPH &&
+            s->group_of[i] < 0)
             s->muts[s->nupdated++] = (wb_spec_mut){
                 i, in->mutation, (in->flags & WB_INPUT_HIDDEN) != 0};
         if (in->mutation == WB_MUT_METADATA ||
@@ -789,6 +911,7 @@ static void wb_spec_derive_outputs(wb_spec *s)
         d->base = -1;
         d->holder = -1;
         d->grow = -1;
+        d->group = -1;
         d->requires_grad = o->requires_grad ? 1 : 0;
         d->dyn = o->dyn;
         d->scalar = o->scalar;
@@ -804,6 +927,7 @@ static void wb_spec_derive_outputs(wb_spec *s)
             continue;
         case WB_OUT_ALIAS_OF_INPUT:
             d->base = o->base;
+            d->group = s->group_of[o->base];
             wb_spec_view_storage(s, o->base, d);
             break;
         case WB_OUT_ALIAS_OF_INTERMEDIATE:
@@ -834,10 +958,13 @@ wb_status wb_spec_validate(wb_spec *s)
     if ((st = wb_spec_check(s)) != WB_OK ||
         (st = wb_spec_alloc_derived(s)) != WB_OK)
         goto fail;
+    wb_spec_derive_groups(s);
+    if ((st = wb_spec_check_groups(s)) != WB_OK)
+        goto fail;
     wb_spec_derive_inputs(s);
     s->nargs += s->rng ? 2 : 0;  /* the seed and the offset */
     wb_spec_derive_outputs(s);
-    s->nvalues = s->nupdated + s->noutputs + s->nbases;
+    s->nvalues = s->nupdated + s->noutputs + s->nbases + s->nmeta_members;
     s->nreturned = s->ntokens + s->nvalues + s->rng;
     if ((st = wb_spec_derive_signature(s)) != WB_OK)
         goto fail;

@@ -21,6 +21,8 @@ typedef struct wb_input {
     int ndim;            /* -1: any ndim */
     DLDevice device;     /* device_type 0: any device */
     int dup_of;          /* the earlier input it duplicates, or -1 */
+    int alias_of;        /* the earlier input whose storage it lies on, in
+                            one synthetic base, or -1 */
 } wb_input;
 
 typedef struct wb_output {
@@ -39,12 +41,16 @@ typedef struct wb_guard {
     void *ud;
 } wb_guard;
 
-/* One runtime mutation: input `input` is written back from value `value`. */
+/* One runtime mutation: input `input` is written back from value `value`;
+   for the data mutation of synthetic base g, input is g - ngroups, below
+   every input and rising with g, as the inputs do (wb_spec_mut_base). */
 typedef struct wb_spec_mut {
     int input;
     wb_mutation kind;
     bool hidden;        /* a data mutation hidden from autograd */
 } wb_spec_mut;
+
+
 
 /* How one user output is produced. */
 typedef struct wb_spec_out {
@@ -58,6 +64,9 @@ typedef struct wb_spec_out {
                            storage; else -1 (the base itself holds it) */
     int grow;           /* for views of an input that resize_ may grow: its
                            mutation slot; else -1 */
+    int group;          /* for views of a member of a synthetic base: the
+                           group, whose base is the view's holder (the view
+                           shares the base's counter); else -1 */
     int requires_grad;  /* 0 or 1 (ignored for is-input) */
     uint64_t dyn;
 } wb_spec_out;
@@ -88,16 +97,20 @@ struct wb_spec {
     /* Derived by wb_spec_validate. */
     bool valid;
     bool device_copies;         /* see wb_spec_mut_on_device */
-    int nvalues;                /* N = M + outputs + bases, after the
-                                   tokens: the graph returns ntokens + N
-                                   values, and the RNG offset last */
+    int nvalues;                /* N = M + outputs + bases + metadata
+                                   members, after the tokens: the graph
+                                   returns ntokens + N values, and the RNG
+                                   offset last */
     int nupdated;               /* M */
     int nreturned;              /* all the graph returns: tokens, N, the
                                    RNG offset */
-    int nargs;                  /* the graph's: tokens, kept inputs, RNG
-                                   seed and offset */
-    int *arg_at;                /* per input, its graph argument (-1 for
-                                   a duplicate) */
+    int nargs;                  /* the graph's: tokens, synthetic bases,
+                                   kept inputs, members, RNG seed and
+                                   offset */
+    int *arg_at;                /* per input, its graph argument: -1 for
+                                   a duplicate; for a member of a
+                                   synthetic base, the one that gives the
+                                   graph its view */
     int *dups;                  /* inputs that duplicate earlier ones */
     int ndups;
     int *tensor_inputs;         /* every tensor input, for NULL checks */
@@ -111,7 +124,19 @@ struct wb_spec {
     int nhidden;
     int *detached;              /* inputs detached before a training call */
     int ndetached;
-    wb_spec_mut *muts;          /* M runtime mutations, value i for muts[i] */
+    wb_spec_mut *muts;          /* M runtime mutations, value i for muts[i]:
+                                   the synthetic bases' first, then the
+                                   inputs' in order */
+    /* Synthetic bases (AOTAutograd's AOTSyntheticBaseWrapper): inputs
+       that lie on one storage, merged into one base the graph gets, the
+       groups in order of their first members. */
+    int ngroups;
+    int *group_of;              /* per input, its group, or -1 */
+    int *group_first;           /* per group, its first member */
+    int *meta_members;          /* members whose view the graph changes,
+                                   in input order: each one's value comes
+                                   after the intermediate bases */
+    int nmeta_members;
     int *reshaped;              /* inputs whose view or storage a mutation
                                    changes: metadata, set_, resize */
     int nreshaped;
@@ -138,6 +163,12 @@ void wb_spec_print_name(const char *name, char *buf, size_t n);
    the CPU).  A spec with one (device_copies) ends its calls with the
    device write-back, wb_rt_flush. */
 bool wb_spec_mut_on_device(const wb_spec *s, const wb_spec_mut *m);
+/* The synthetic base mutation input `input` (of wb_spec_mut) writes into,
+   or -1 for an input's. */
+static inline int wb_spec_synth(const wb_spec *s, int input)
+{
+    return input < 0 ? input + s->ngroups : -1;
+}
 /* Whether value v of a validated spec (counted from the first updated
    input, after the effect tokens) is a tensor: every value is but the
    outputs that are numbers. */
