@@ -2211,3 +2211,169 @@ Test(semantics, outputs_that_are_numbers_pass_through)
     }
     wb_spec_free(s);
 }
+
+/* ---- synthetic bases ---- */
+
+/* The graph of sem_synth_spec: it checks that it got the base (the whole
+   8-element storage, 1-D) and the members' views after the other input,
+   then returns the base's new data (100, 101, ...), the output (a view of
+   the base, elements 3 and 4), then y's new view (elements 5..7) when y's
+   view changes.  fault 1 returns a base value of the wrong size. */
+typedef struct sem_synth {
+    bool meta;      /* y has a data+metadata mutation */
+    int fault;
+    int calls;
+    const wb_tensor *x, *y;
+} sem_synth;
+
+static int sem_synth_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
+                           int nv)
+{
+    sem_synth *c = ctx;
+    c->calls++;
+    /* base, z, x's view, y's view */
+    if (na != 4 || nv != 2 + c->meta || wb_tensor_ndim(a[0].t) != 1 ||
+        wb_tensor_sizes(a[0].t)[0] != 8 || wb_tensor_offset(a[0].t) != 0 ||
+        wb_tensor_storage(a[0].t) != wb_tensor_storage(c->x) ||
+        a[2].t != c->x || a[3].t != c->y || wb_tensor_numel(a[1].t) != 2)
+        return -1;
+    v[0].t = wbt_f32(100, 1, c->fault == 1 ? 7 : 8);
+    if (wb_tensor_as_strided(a[0].t, 1, (int64_t[]){2}, (int64_t[]){1}, 3,
+                             &v[1].t) != WB_OK)
+        return -2;
+    if (c->meta && wb_tensor_as_strided(a[0].t, 1, (int64_t[]){3},
+                                        (int64_t[]){1}, 5, &v[2].t) != WB_OK)
+        return -3;
+    return nv;
+}
+
+static wb_spec *sem_synth_spec(bool meta, bool training)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_parse(meta ? "f(Tensor(a!) x, Tensor(b!) y [data_metadata, "
+                                "aliases=x], Tensor z) -> Tensor(b)"
+                              : "f(Tensor(a!) x, Tensor(b) y [aliases=x], "
+                                "Tensor z) -> Tensor(b)", &s));
+    WBT_OK(wb_spec_set_training(s, training));
+    return s;
+}
+
+/* x = elements 0..3 and y = 2..5 of one 8-element storage: views of one
+   tensor (one counter), or made apart on it (a counter each). */
+static void sem_synth_inputs(bool one_counter, wb_tensor **x, wb_tensor **y)
+{
+    wb_tensor *all = wbt_f32(0, 1, 8);
+    if (one_counter) {
+        WBT_OK(wb_tensor_as_strided(all, 1, (int64_t[]){4}, NULL, 0, x));
+        WBT_OK(wb_tensor_as_strided(all, 1, (int64_t[]){4}, NULL, 2, y));
+    } else {
+        wb_storage *st = wb_tensor_storage(all);
+        WBT_OK(wb_tensor_from_storage(st, WBT_F32, 1, (int64_t[]){4}, NULL, 0,
+                                      x));
+        WBT_OK(wb_tensor_from_storage(st, WBT_F32, 1, (int64_t[]){4}, NULL, 2,
+                                      y));
+    }
+    wb_tensor_release(all);
+}
+
+/* The base takes the graph's data whole; the members' versions move with
+   it when they share its counter (views of one tensor, as PyTorch's
+   _base), and stay when the base has its own; the output is a view of
+   the storage that shares the base's counter; a member's new view comes
+   after; the base is released. */
+Test(semantics, synthetic_base_takes_the_data_and_the_counter)
+{
+    for (int t = 0; t < 3; t++)
+        for (int mode = 0; mode < 4; mode++) {
+            bool one_counter = mode & 1, meta = mode & 2;
+            wb_tier tier = t < WBT_NTIERS ? WBT_TIERS[t] : WB_TIER_CC;
+            wb_spec *s = sem_synth_spec(meta, false);
+            wb_tensor *x, *y, *z = wbt_f32(0, 1, 2);
+            sem_synth_inputs(one_counter, &x, &y);
+            wb_storage *st = wb_tensor_storage(x);
+            long refs = wb_storage_refcount(st);
+            sem_synth c = {.meta = meta, .x = x, .y = y};
+            wb_wrapper *w = wbt_wrap(s, sem_synth_graph, &c, tier);
+            wb_arg a[3] = {{.t = x}, {.t = y}, {.t = z}};
+            wb_value o[1];
+            WBT_OK(wb_call(w, a, 3, o, 1));
+            cr_assert_eq(c.calls, 1);
+            for (int i = 0; i < 8; i++)
+                cr_assert_eq(((float *)wb_storage_data(st))[i], 100.0f + i,
+                             "%s mode %d: element %d", wb_tier_name(tier),
+                             mode, i);
+            /* One counter: the base's copy bumps it once, and y's
+               as_strided_ once more.  Apart: only y's as_strided_. */
+            uint64_t bump = one_counter ? 1 + meta : meta;
+            cr_assert_eq(wb_tensor_version(y), bump, "%s mode %d",
+                         wb_tier_name(tier), mode);
+            cr_assert_eq(wb_tensor_version(x), one_counter ? bump : 0);
+            if (meta)
+                wbt_assert_view(y, 1, (int64_t[]){3}, (int64_t[]){1}, 5);
+            else
+                wbt_assert_view(y, 1, (int64_t[]){4}, (int64_t[]){1}, 2);
+            cr_assert_eq(wb_tensor_storage(o[0].t), st);
+            cr_assert_eq(wb_tensor_offset(o[0].t), 3);
+            uint64_t ov = wb_tensor_version(o[0].t);
+            WBT_OK(wb_tensor_copy_(x, x));  /* x's counter moves */
+            cr_assert_eq(wb_tensor_version(o[0].t) - ov, one_counter ? 1 : 0,
+                         "the output shares the base's counter");
+            wb_tensor_release(o[0].t);
+            cr_assert_eq(wb_storage_refcount(st), refs, "the base leaked");
+            wb_wrapper_free(w);
+            wbt_release_last(x);
+            wbt_release_last(y);
+            wbt_release_last(z);
+            wb_spec_free(s);
+        }
+}
+
+/* What a synthetic base refuses, before anything changes: members on two
+   storages, of two dtypes, members apart in training; and a base value
+   of the wrong size, after the graph, with the base released. */
+Test(semantics, synthetic_base_refusals_change_nothing)
+{
+    WBT_EACH_TIER(tier) {
+        for (int k = 0; k < 4; k++) {
+            wb_spec *s = sem_synth_spec(false, k == 2);
+            wb_tensor *x, *y, *z = wbt_f32(0, 1, 2);
+            sem_synth_inputs(k != 2, &x, &y);
+            if (k == 0) {
+                wb_tensor_release(y);
+                y = wbt_f32(2, 1, 4);
+            } else if (k == 1) {
+                wb_tensor *u = NULL;
+                WBT_OK(wb_tensor_from_storage(wb_tensor_storage(x),
+                                              (DLDataType){kDLInt, 32, 1}, 1,
+                                              (int64_t[]){4}, NULL, 2, &u));
+                wb_tensor_release(y);
+                y = u;
+            }
+            wb_storage *st = wb_tensor_storage(x);
+            long refs = wb_storage_refcount(st);
+            sem_synth c = {.x = x, .y = y, .fault = k == 3};
+            wb_wrapper *w = wbt_wrap(s, sem_synth_graph, &c, tier);
+            wb_arg a[3] = {{.t = x}, {.t = y}, {.t = z}};
+            wb_value o[1] = {{NULL}};
+            static const char *const why[] = {
+                "input 0 'x' and input 1 'y' make one synthetic base, but "
+                "lie on different storages",
+                "make one synthetic base, but have dtypes float32 and int32",
+                "the members of the synthetic base of input 0 'x' are not "
+                "views of one tensor",
+                "the synthetic base of input 0 'x'"};
+            WBT_FAILS(wb_call(w, a, 3, o, 1),
+                      k < 3 ? WB_ERR_HOOK : WB_ERR_SHAPE, why[k]);
+            cr_assert_eq(c.calls, k == 3, "%s case %d", wb_tier_name(tier), k);
+            cr_assert_null(o[0].t);
+            cr_assert_eq(((float *)wb_storage_data(st))[0], 0.0f);
+            cr_assert_eq(wb_tensor_version(x), 0);
+            cr_assert_eq(wb_storage_refcount(st), refs, "the base leaked");
+            wb_wrapper_free(w);
+            wbt_release_last(x);
+            wbt_release_last(y);
+            wbt_release_last(z);
+            wb_spec_free(s);
+        }
+    }
+}
