@@ -59,6 +59,17 @@ static wb_spec *golden_lists_and_numbers(void)
     return s;
 }
 
+/* Synthetic bases: x and y on one storage, y's view changing too, w
+   apart, v a member read only; outputs alias members. */
+static wb_spec *golden_synthetic(void)
+{
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("synth_step(Tensor(a!) x, Tensor(b!) y "
+                         "[data_metadata, aliases=x], Tensor(c!) w, Tensor v "
+                         "[aliases=y]) -> (Tensor(a), Tensor(b))", &s));
+    return s;
+}
+
 /* The benchmark's case E: 5 alias, 3 mut, 20 args. */
 static wb_spec *golden_case_e(void)
 {
@@ -158,6 +169,10 @@ Test(golden, decode_step) { golden_check("decode_step", golden_decode_step()); }
 Test(golden, case_e) { golden_check("case_E", golden_case_e()); }
 Test(golden, training) { golden_check("train_step", golden_training()); }
 Test(golden, dedup_and_tokens) { golden_check("dedup_step", golden_dedup()); }
+Test(golden, synthetic_bases)
+{
+    golden_check("synth_step", golden_synthetic());
+}
 Test(golden, lists_and_numbers)
 {
     golden_check("split_sizes", golden_lists_and_numbers());

@@ -966,6 +966,14 @@ Test(schema, extension_rejections_parameters)
         {"f(int x [detach]) -> Tensor", 10,
          "parameter 0 'x': attribute 'detach' applies to a Tensor "
          "parameter, not to 'int'"},
+        {"f(Tensor x, Tensor y [aliases=z]) -> Tensor", 31,
+         "parameter 1 'y': aliases takes the name of an earlier parameter"},
+        {"f(Tensor[2] x, Tensor y [aliases=x]) -> Tensor", 34,
+         "parameter 1 'y': aliases names parameter 0 'x', a list; it takes "
+         "a single tensor"},
+        {"f(Tensor x, Tensor[2] y [aliases=x]) -> Tensor", 26,
+         "parameter 1 'y': attribute 'aliases' applies to a single Tensor "
+         "parameter, not to the list 'Tensor[2]'"},
         {"f(Tensor[2] x, Tensor y [duplicate=x]) -> Tensor", 36,
          "parameter 1 'y': duplicate names parameter 0 'x', a list; it "
          "takes a single tensor"},
@@ -1414,6 +1422,28 @@ Test(schema, mapping_of_returns_that_are_numbers)
             cr_assert_null(number);
     }
     cr_assert_eq(wb_spec_num_values(s), 1 + TSC_COUNT(c));
+    wb_spec_free(s);
+    wb_schema_free(sc);
+}
+
+/* [aliases=NAME] ties a parameter to an earlier one's storage: both are
+   members of one synthetic base. */
+Test(schema, mapping_of_synthetic_bases)
+{
+    const char *text = "f(Tensor[2] xs, Tensor(a!) x, Tensor(b) y [aliases=x], "
+                       "Tensor(c!) u [metadata, aliases=y]) -> Tensor(b)";
+    wb_schema *sc = tsc_parse(text);
+    wb_spec *s = tsc_spec(text);
+    cr_assert_eq(wb_schema_arg_alias_of(sc, 2), 1);
+    cr_assert_eq(wb_schema_arg_alias_of(sc, 3), 2);
+    cr_assert_eq(wb_schema_arg_alias_of(sc, 1), -1);
+    /* The spec's inputs: xs[0], xs[1], x, y, u. */
+    cr_assert_eq(s->inputs[3].alias_of, 2);
+    cr_assert_eq(s->inputs[4].alias_of, 3);
+    cr_assert_eq(s->ngroups, 1);
+    cr_assert_eq(s->group_first[0], 2);
+    cr_assert_eq(s->nmeta_members, 1);
+    cr_assert_eq(s->outs[0].group, 0);
     wb_spec_free(s);
     wb_schema_free(sc);
 }

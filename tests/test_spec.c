@@ -1304,3 +1304,88 @@ Test(spec, outputs_that_are_numbers)
                   "base 1 is a number, not a tensor");
     wb_spec_free(s);
 }
+
+/* Synthetic bases: inputs tied to an earlier one's storage make one
+   group; what a member may be; the graph's arguments and values. */
+Test(spec, synthetic_bases_group_members)
+{
+    wb_spec *s = NULL;
+    WBT_OK(wb_spec_new("g", &s));
+    WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_NONE, 0, NULL));       /* 0 */
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_METADATA, 0, NULL));   /* 1 */
+    WBT_OK(wb_spec_add_scalar(s, "k", WB_SCALAR_INT, NULL));        /* 2 */
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA, 0, NULL));       /* 3 */
+    WBT_OK(wb_spec_add_tensor(s, "p", WB_MUT_DATA, 0, NULL));       /* 4 */
+    WBT_OK(wb_spec_add_tensor(s, "q", WB_MUT_NONE, 0, NULL));       /* 5 */
+    WBT_OK(wb_spec_add_tensor(s, "w", WB_MUT_DATA, 0, NULL));       /* 6 */
+    WBT_OK(wb_spec_add_tensor(s, "v", WB_MUT_NONE, 0, NULL));       /* 7 */
+    WBT_OK(wb_spec_set_synthetic_base(s, 3, 1));
+    WBT_OK(wb_spec_set_synthetic_base(s, 7, 3));  /* a chain: x's group */
+    WBT_OK(wb_spec_set_synthetic_base(s, 5, 4));
+    WBT_OK(wb_spec_add_output(s, "o", WB_OUT_ALIAS_OF_INPUT, 7, false, 0,
+                              NULL));
+    WBT_OK(wb_spec_validate(s));
+    cr_assert_eq(s->ngroups, 2);
+    cr_assert_eq(s->group_first[0], 1);
+    cr_assert_eq(s->group_first[1], 4);
+    static const int group[] = {-1, 0, -1, 0, 1, 1, -1, 0};
+    /* bases, then a, k, w, then the members x y p q v */
+    static const int arg[] = {2, 5, 3, 6, 7, 8, 4, 9};
+    for (int i = 0; i < 8; i++) {
+        cr_assert_eq(s->group_of[i], group[i], "input %d", i);
+        cr_assert_eq(s->arg_at[i], arg[i], "input %d", i);
+    }
+    cr_assert_eq(wb_spec_num_graph_args(s), 10);
+    /* the bases' data, then w's; the output; x's new view */
+    cr_assert_eq(wb_spec_num_updated(s), 3);
+    cr_assert_eq(s->muts[0].input, -2);
+    cr_assert_eq(wb_spec_synth(s, s->muts[1].input), 1);
+    cr_assert_eq(s->muts[2].input, 6);
+    cr_assert_eq(s->nmeta_members, 1);
+    cr_assert_eq(s->meta_members[0], 1);
+    cr_assert_eq(wb_spec_num_values(s), 3 + 1 + 1);
+    cr_assert_eq(s->outs[0].group, 0, "a view of v is one of x's base");
+
+    /* Undone, and refused where a member cannot be. */
+    WBT_OK(wb_spec_set_synthetic_base(s, 5, -1));
+    WBT_OK(wb_spec_validate(s));
+    cr_assert_eq(s->ngroups, 1);
+    WBT_FAILS(wb_spec_set_synthetic_base(s, 3, 3), WB_ERR_SPEC,
+              "input 3: the input whose storage it lies on, 3, is not an "
+              "earlier one");
+    WBT_FAILS(wb_spec_set_synthetic_base(s, 9, 0), WB_ERR_INVALID,
+              "no input 9");
+    WBT_OK(wb_spec_set_synthetic_base(s, 2, 1));
+    TS_REJECTS(s, "input 2 'k': lies on the storage of input 1, but only "
+                  "tensors make a synthetic base");
+    WBT_OK(wb_spec_set_synthetic_base(s, 2, -1));
+    WBT_OK(wb_spec_set_duplicate(s, 5, 0));
+    WBT_OK(wb_spec_set_synthetic_base(s, 5, 1));
+    TS_REJECTS(s, "input 5 'q': lies on the storage of input 1, but a "
+                  "duplicate is its kept input's tensor");
+    WBT_OK(wb_spec_set_duplicate(s, 5, -1));
+    wb_spec_free(s);
+
+    static const struct {
+        wb_mutation mut;
+        unsigned flags;
+        const char *why;
+    } bad[] = {
+        {WB_MUT_STORAGE, 0, "a member of a synthetic base has a data or "
+                            "metadata mutation, or none; not storage"},
+        {WB_MUT_RESIZE, 0, "not resize"},
+        {WB_MUT_DATA, WB_INPUT_HIDDEN, "is neither hidden from autograd "
+                                       "nor detached"},
+        {WB_MUT_METADATA, 0, "input 0 'x': its synthetic base has no member "
+                             "whose data the graph mutates"},
+        {WB_MUT_NONE, WB_INPUT_OPTIONAL, "an optional tensor may be NULL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        WBT_OK(wb_spec_new("g", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", bad[i].mut, bad[i].flags, NULL));
+        WBT_OK(wb_spec_set_synthetic_base(s, 1, 0));
+        TS_REJECTS(s, bad[i].why);
+        wb_spec_free(s);
+    }
+}

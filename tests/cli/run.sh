@@ -205,7 +205,7 @@ run check_text 1 "$wb" check $s
 golden check_text.out check_specs.txt
 golden check_text.err check_specs.err
 has check_text.out 'mul.Tensor  (tests/cli/specs.txt:34)' \
-    '25 specs: 17 wrappable, 4 not wrappable, 4 failed'
+    '26 specs: 18 wrappable, 4 not wrappable, 4 failed'
 has check_text.err 'tests/cli/specs.txt:29:24: expected' \
     'tests/cli/specs.txt:30:' 'tests/cli/specs.txt:31:' \
     'tests/cli/specs.txt:32:'
@@ -213,7 +213,7 @@ has check_text.err 'tests/cli/specs.txt:29:24: expected' \
 # ---- check --json ----------------------------------------------------------
 run check_json 1 "$wb" check --json $s
 golden check_json.out check_specs.json
-lines check_json.out 25
+lines check_json.out 26
 json check_json.out
 lines check_json.err 0
 # The spec after the failures is still checked, whole.
@@ -279,7 +279,7 @@ same allow_names.out allow_names_want.out
 has check_allow.err "tests/cli/allow.txt:5: warning: allowlist entry 'nosuch' takes no spec"
 run check_allow_text 0 "$wb" check -a tests/cli/allow.txt $s
 has check_allow_text.out 'cummax.out  (tests/cli/specs.txt:19)' \
-    '2 specs: 2 wrappable, 0 not wrappable, 0 failed; 23 left out by the allowlist'
+    '2 specs: 2 wrappable, 0 not wrappable, 0 failed; 24 left out by the allowlist'
 lacks check_allow_text.out 'add_.Tensor'
 printf 'add mul\n' >"$tmp/two.txt"
 run check_allow_bad 1 "$wb" check --allowlist "$tmp/two.txt" $s
@@ -367,7 +367,7 @@ run emit_base 0 "$wb" emit --name add_ $s
 has emit_base.out "from spec 'add_.Tensor'"
 # Several specs and no --name: a usage error that lists them.
 run emit_unnamed 2 "$wb" emit $s
-has emit_unnamed.err 'holds 25 specs; pick one with --name' \
+has emit_unnamed.err 'holds 26 specs; pick one with --name' \
     'tests/cli/specs.txt:34: mul.Tensor'
 lines emit_unnamed.out 0
 run emit_nosuch 1 "$wb" emit --name nosuch $s
