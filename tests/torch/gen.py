@@ -545,10 +545,37 @@ class Derivation:
     kinds: list          # per input: a mutation kind or None
     outputs: list        # Output per output
     values: list         # Value per graph value
+    groups: list         # synthetic bases: the kept inputs of each
+
+    @property
+    def members(self):
+        return {i for g in self.groups for i in g}
 
     @property
     def updated(self):
-        return [i for i, kind in enumerate(self.kinds) if kind]
+        """The inputs written back from values of their own: the mutated
+        ones outside synthetic bases."""
+        return [i for i, kind in enumerate(self.kinds)
+                if kind and i not in self.members]
+
+    def update_value(self, i):
+        """The graph value input i is written back from: after the
+        synthetic bases' values."""
+        return len(self.groups) + self.updated.index(i)
+
+    @property
+    def first_output(self):
+        return len(self.groups) + len(self.updated)
+
+    def group_of(self, i):
+        return next((g for g in self.groups if i in g), None)
+
+    @property
+    def new_views(self):
+        """The members whose view changes, which take it from a value
+        after the intermediate bases."""
+        return [i for i in sorted(self.members)
+                if self.kinds[i] in (METADATA, DATA_METADATA)]
 
     def is_duplicate(self, i):
         return self.kept[i] != i
@@ -648,17 +675,50 @@ def updated_value(run, i, kind):
     return storage_value(t)
 
 
+def synthetic_groups(run, kept):
+    """The synthetic bases AOTAutograd's merge_view_inputs makes: the kept
+    inputs on one storage, when one of them has its data written and two
+    of them overlap, all of them merged into one."""
+    by_storage = {}
+    for i, k in enumerate(kept):
+        if k == i:
+            by_storage.setdefault(run.before_keys[i], []).append(i)
+    groups = []
+    for members in by_storage.values():
+        offsets = [set(run.before[i].element_offsets()) for i in members]
+        overlap = any(offsets[a] & offsets[b]
+                      for a in range(len(members))
+                      for b in range(a + 1, len(members)))
+        if overlap and any(i in run.tracer.written for i in members):
+            groups.append(members)
+    return groups
+
+
+def base_value(run, members):
+    """A synthetic base's updated value: its whole storage after the call,
+    one dimension, as the base is."""
+    t = run.inputs[members[0]]
+    data = storage_bytes(t.storage(), t.dtype)
+    return Value("new", view=View.contiguous((len(data) // t.element_size(),)),
+                 dtype=t.dtype, data=data)
+
+
 def derive(run):
     """The spec's facts and the graph's values.  A duplicate has no
     mutation of its own: every write through it or its kept input is one
     tensor's, whose combined effect the kept input's kind describes, and
-    the graph returns one updated value for it."""
+    the graph returns one updated value for it.  Inputs merged into a
+    synthetic base give the graph's base value first, and the members
+    whose view changes their views after the intermediate bases."""
     kept = dedupe(run.inputs)
     kinds = [mutation_kind(run, i) if kept[i] == i else None
              for i in range(len(run.inputs))]
+    groups = synthetic_groups(run, kept)
+    members = {i for g in groups for i in g}
     outputs, sets = classify_outputs(run, kept)
-    values = [updated_value(run, i, kind)
-              for i, kind in enumerate(kinds) if kind]
+    values = [base_value(run, g) for g in groups]
+    values += [updated_value(run, i, kind) for i, kind in enumerate(kinds)
+               if kind and i not in members]
     first_output = len(values)
     set_value, bases = [], []
     for members, base in sets:
@@ -680,7 +740,10 @@ def derive(run):
             values.append(Value("of", ref=set_value[out.aset],
                                 view=View.of(o)))
     values += [storage_value(b) for b in bases]
-    return Derivation(kept, kinds, outputs, values)
+    d = Derivation(kept, kinds, outputs, values, groups)
+    d.values += [Value("view", ref=i, view=View.of(run.inputs[i]))
+                 for i in d.new_views]
+    return d
 
 
 # ---------------------------------------------------------------------------
@@ -700,14 +763,18 @@ def spec_text(name, d, lists=(), list_return=False):
     aliased = {o.input for o in d.outputs if o.input >= 0}
     params = []   # (type, attributes) per input
     for i, kind in enumerate(d.kinds):
+        group = d.group_of(i)
+        tied = [f"aliases=x{group[0]}"] if group and group[0] != i else []
         if d.is_duplicate(i):
             params.append(("Tensor", f" [duplicate=x{d.kept[i]}]"))
         elif kind:
-            params.append((f"Tensor({names[i]}!)", f" [{kind}]"))
+            params.append((f"Tensor({names[i]}!)",
+                           f" [{', '.join([kind] + tied)}]"))
         elif i in aliased:
-            params.append((f"Tensor({names[i]})", ""))
+            params.append((f"Tensor({names[i]})",
+                           f" [{tied[0]}]" if tied else ""))
         else:
-            params.append(("Tensor", ""))
+            params.append(("Tensor", f" [{tied[0]}]" if tied else ""))
     grouped = {first: (count, optional) for first, count, optional in lists}
     text, i = [], 0
     while i < nin:
@@ -748,13 +815,31 @@ def spec_text(name, d, lists=(), list_return=False):
     return f"{name}({', '.join(text)}) -> {returns}"
 
 
+PARAM = re.compile(r"Tensor(?:\((\w+)(!?)\))?\??(?:\[(\d+)\])? x(\d+)"
+                   r"(?: \[([^\]]*)\])?")
+
+
 def spec_value_count(text):
-    """N = updated inputs + tensor outputs + intermediate bases, read back
-    from the spec text alone."""
+    """N = updated values + outputs + intermediate bases + members' new
+    views, read back from the spec text alone: a synthetic base (inputs
+    tied by aliases=) gives one updated value, and each member mutated in
+    its view one more."""
     params, returns = text.split(" -> ")
-    annotated = re.findall(r"Tensor\((\w+)(!?)\)\??(?:\[(\d+)\])?", params)
-    mutated = sum(int(n or 1) for _, bang, n in annotated if bang)
-    owned = {s for s, _, _ in annotated}
+    root, info = {}, []
+    for m in PARAM.finditer(params):
+        aset, bang, n, index, attrs = m.groups()
+        attrs = attrs.split(", ") if attrs else []
+        tied = [int(a[len("aliases=x"):]) for a in attrs
+                if a.startswith("aliases=x")]
+        root[int(index)] = root[tied[0]] if tied else int(index)
+        info.append((int(index), aset, bang, int(n or 1), attrs))
+    members = {i for i, r in root.items() if r != i}
+    members |= {root[i] for i in members}
+    owned = {aset for _, aset, _, _, _ in info if aset}
+    mutated = sum(n for i, _, bang, n, _ in info if bang and i not in members)
+    mutated += len({root[i] for i in members})
+    mutated += sum(1 for i, _, _, _, attrs in info if i in members and
+                   {"metadata", "data_metadata"} & set(attrs))
     rets = re.findall(r"Tensor(?:\((\w+)!?\))?(?:\[(\d+)\])?( \[base\])?",
                       returns)
     bases = {s for s, _, base in rets if s and s not in owned and not base}
@@ -791,16 +876,26 @@ def version_deltas(case, run, d):
     its duplicates', which are that tensor).  A duplicate is in its kept
     input's group and has no bumps of its own."""
     groups = [x.group for x in case.inputs]
+    members = d.members
 
     def bumps(j):
         kind = d.kinds[j]
+        if j in members:  # its data is the base's; its view, as_strided_
+            return 1 if kind in (METADATA, DATA_METADATA) else 0
         if kind == RESIZE:
             return 1 + (tuple(run.inputs[j].size()) != run.before[j].size)
         return BUMPS.get(kind, 0)
-    return [sum(bumps(j) for j in range(len(groups))
-                if groups[j] == groups[i] and d.kinds[j]
-                and (d.kinds[j] != STORAGE or j == d.kept[i]))
-            for i in range(len(groups))]
+    deltas = [sum(bumps(j) for j in range(len(groups))
+                  if groups[j] == groups[i] and d.kinds[j]
+                  and (d.kinds[j] != STORAGE or j == d.kept[i]))
+              for i in range(len(groups))]
+    # A synthetic base's copy bumps its members' counter when they share
+    # one (their _base's), and a counter of its own otherwise.
+    for g in d.groups:
+        shared = {groups[i] for i in g}
+        if len(shared) == 1:
+            deltas = [n + (c in shared) for n, c in zip(deltas, groups)]
+    return deltas
 
 
 def counter_shares(inputs, outputs):
@@ -817,10 +912,12 @@ def counter_shares(inputs, outputs):
     return shares
 
 
-def observe(case, storages, inputs, outputs, labels, dversion):
+def observe(case, storages, inputs, outputs, labels, dversion, private=()):
     """The expect lines for what lies in storages, inputs and outputs after
     a call, and the dtypes and storage sizes, which the lines leave out but
-    the replay must match too."""
+    the replay must match too.  The outputs in private share no input's
+    version counter, whatever eager's do (views of a synthetic base with a
+    counter of its own)."""
     def where(t):
         assert storage_key(t) in labels, "a tensor on an unnamed storage"
         return labels[storage_key(t)]
@@ -841,6 +938,8 @@ def observe(case, storages, inputs, outputs, labels, dversion):
             lines.append(f"expect output {k} number {number_text(o)}")
             continue
         share = next(shares)
+        if k in private:
+            share = "-"
         same = [i for i, t in enumerate(inputs) if o is t]
         lines.append(f"expect output {k} is_input {same[0]}" if same else
                      f"expect output {k} {where(o)} {View.of(o).text()} "
@@ -867,7 +966,14 @@ def refusal(case, d):
     (the copies of the write-back).  One tensor passed for several inputs
     is never refused: derive() makes the later ones duplicates of the
     first, so that no two inputs the spec mutates are one tensor."""
+    for g in d.groups:
+        for i in g:
+            if d.kinds[i] in (STORAGE, RESIZE):
+                return (f"input {i} is in a synthetic base, and its "
+                        f"{d.kinds[i]} mutation is not one a member has")
     for i, kind in enumerate(d.kinds):
+        if i in d.members:
+            continue  # written back through its synthetic base
         for j in range(len(d.kinds)):
             if (kind == RESIZE and j != i and d.kinds[j]
                     and case.inputs[j].storage == case.inputs[i].storage):
@@ -883,7 +989,7 @@ def refusal(case, d):
 def write_back_view(case, d, i):
     """The view a data write-back of input i copies into, or None."""
     kind, before = d.kinds[i], case.inputs[i].view
-    value = d.values[d.updated.index(i)] if kind else None
+    value = d.values[d.update_value(i)] if kind else None
     if kind == DATA:
         return before
     if kind == DATA_METADATA:
@@ -934,6 +1040,15 @@ def write_back(t, kind, v):
         t.copy_(v)
 
 
+def private(case, d):
+    """The outputs that alias a member of a synthetic base whose members
+    have counters of their own: views of the base, they share its."""
+    apart = [g for g in d.groups
+             if len({case.inputs[i].group for i in g}) > 1]
+    return {k for k, o in enumerate(d.outputs)
+            if o.kind == "alias" and any(o.input in g for g in apart)}
+
+
 def replay(case, d, dversion):
     """wrapbake's epilogue on fresh inputs: mutations in input order, then
     the outputs; returns what a caller would observe.  The graph gets the
@@ -952,23 +1067,45 @@ def replay(case, d, dversion):
     by_user = [args[kept.index(d.kept[i])] for i in range(len(inputs))]
     assert all(t is u for t, u in zip(by_user, inputs))
     made = make_values(d.values, by_user)
-    for slot, i in enumerate(d.updated):
-        write_back(inputs[i], d.kinds[i], made[slot])
+    # Each synthetic base: a view of its first member's storage, whole,
+    # sharing the members' counter when they share one, else a tensor of
+    # its own on the storage.
+    bases = []
+    for g in d.groups:
+        t = inputs[g[0]]
+        numel = t.storage().nbytes() // t.element_size()
+        if len({case.inputs[i].group for i in g}) == 1:
+            bases.append(torch.as_strided(t, (numel,), (1,), 0))
+        else:
+            bases.append(torch.empty(0, dtype=t.dtype).set_(
+                t.storage(), 0, (numel,), (1,)))
+    for b, base in enumerate(bases):
+        base.copy_(made[b])
+    for i in d.updated:
+        write_back(inputs[i], d.kinds[i], made[d.update_value(i)])
     outputs = []
     for k, o in enumerate(d.outputs):
-        v = made[len(d.updated) + k]
+        v = made[d.first_output + k]
+        group = d.group_of(o.input) if o.kind == "alias" else None
         if o.kind == "is_input":
             outputs.append(inputs[o.input])
         elif o.kind == "alias":
-            outputs.append(torch.as_strided(inputs[o.input], v.size(),
-                                            v.stride(), v.storage_offset()))
+            base = bases[d.groups.index(group)] if group else inputs[o.input]
+            outputs.append(torch.as_strided(base, v.size(), v.stride(),
+                                            v.storage_offset()))
         else:
             outputs.append(v)
+    # Then the members' new views.
+    first_view = len(d.values) - len(d.new_views)
+    for k, i in enumerate(d.new_views):
+        v = made[first_view + k]
+        inputs[i].as_strided_(v.size(), v.stride(), v.storage_offset())
     labels = {st._cdata: f"s{s}" for s, st in enumerate(storages)}
     for k, v in enumerate(d.values):
         if v.kind == "new":
             labels.setdefault(storage_key(made[k]), f"v{k}")
-    return observe(case, storages, inputs, outputs, labels, dversion)
+    return observe(case, storages, inputs, outputs, labels, dversion,
+                   private(case, d))
 
 
 # ---------------------------------------------------------------------------
@@ -986,7 +1123,7 @@ def generate(index, case):
     d = derive(run)
     dversion = version_deltas(case, run, d)
     lines, extra = observe(case, run.storages, run.inputs, run.outputs,
-                           eager_labels(run, d), dversion)
+                           eager_labels(run, d), dversion, private(case, d))
     assert fingerprint(run) == fingerprint(again), \
         "two eager runs differ (uninitialized memory?)"
     why = refusal(case, d)
@@ -1663,6 +1800,29 @@ SHARED = [
 
 for name, fn, *parts in SHARED:
     add("shared_storage", name, fn, *parts)
+
+# AOTAutograd's synthetic bases: inputs on one storage that overlap, one of
+# them written, are merged into one base the graph gets first (derive()
+# finds them as merge_view_inputs does); these add what the cases above
+# do not have.
+MID_ROWS = ((2, 2), (4, 1), 5, 0)
+
+SYNTHETIC = [
+    ("three_members", lambda x, y, z: (x.add_(1), z.mul_(2))[1],
+     Shared(12, ROWS, LAST_ROWS, MID_ROWS)),
+    ("alias_of_a_member_apart", lambda x, y: y.add_(1)[0],
+     Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("beside_other_inputs",
+     lambda a, x, y, b: (x.mul_(a.sum()), y.add_(b))[1],
+     T(1), Shared(12, ROWS, LAST_ROWS_OWN), T(2, 4)),
+    ("two_bases", returns_nothing(lambda x, y, u, v: (x.add_(1), v.mul_(2))),
+     Shared(12, ROWS, LAST_ROWS), Shared(12, ROWS, LAST_ROWS_OWN)),
+    ("new_view_and_data_apart", _t_first_add_second,
+     Shared(12, ROWS, ((2, 4), (4, 1), 4, 1))),
+]
+
+for name, fn, *parts in SYNTHETIC:
+    add("shared_storage", f"synthetic/{name}", fn, *parts)
 
 
 # ---- 10. one tensor passed for several inputs ------------------------------
