@@ -492,13 +492,15 @@ typedef wb_value wb_arg;
 
 /*
  * The compiled graph.  It reads args (borrowed): the effect tokens (NULL
- * tensors), the call's inputs that are not duplicates of earlier ones,
- * then the RNG seed and offset (wb_spec_num_graph_args in all).  It writes
- * up to nvalues values, each a new tensor reference (values[i].t) but
- * for the outputs that are numbers (wb_spec_add_scalar_output: .i, .f or
- * .b, nothing for None): the effect tokens (which may be NULL), the M
- * updated inputs, the outputs, the intermediate bases, then the new RNG
- * offset.  It returns how many values it produced, or a negative number on
+ * tensors), the synthetic bases, the call's inputs that are neither
+ * duplicates of earlier ones nor members of synthetic bases, the members
+ * (for their views), then the RNG seed and offset (wb_spec_num_graph_args
+ * in all).  It writes up to nvalues values, each a new tensor reference
+ * (values[i].t) but for the outputs that are numbers
+ * (wb_spec_add_scalar_output: .i, .f or .b, nothing for None): the effect
+ * tokens (which may be NULL), the M updated inputs (the synthetic bases'
+ * first), the outputs, the intermediate bases, the members' new views,
+ * then the new RNG offset.  It returns how many values it produced, or a negative number on
  * failure.  Whatever non-NULL references it leaves in values, on success
  * or failure, belong to the wrapper from then on.  A view
  * output's value that lies on the storage its base will have after the

@@ -314,9 +314,10 @@ lines check_missing.out 2
 run check_ok 0 "$wb" check "$tmp/lf.txt"
 has check_ok.out '2 specs: 2 wrappable, 0 not wrappable, 0 failed'
 # The graph's side of a call, in order, as docs/spec-format.md shows it.
-sed -n '/^twice(/p; /^print_(/p; /^scale_all_(/p' docs/spec-format.md >"$tmp/graph.txt"
+sed -n '/^twice(/p; /^print_(/p; /^scale_all_(/p; /^upd_(/p' docs/spec-format.md >"$tmp/graph.txt"
 run check_graph 0 "$wb" check "$tmp/graph.txt"
 has check_graph.out "$(sed -n '/^twice  (doc)/,/^```/p' docs/spec-format.md | sed -n 2,3p)" \
+    "$(sed -n '/^upd_  (doc)/,/^```/p' docs/spec-format.md | sed -n 2,3p)" \
     "$(sed -n '/^scale_all_  (doc)/,/^```/p' docs/spec-format.md | sed -n 2,3p)" \
     '  graph      2 args: 1 effect token, x' \
     '             2 values: 1 effect token, 1 return, 0 intermediate bases' \
