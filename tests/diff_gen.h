@@ -106,6 +106,14 @@ typedef struct diff_spec {
     wb_scalar_type number[DIFF_MAX_OUT];  /* 0: a tensor output */
     int muts[DIFF_MAX_IN], nmuts;
     int dup_of[DIFF_MAX_IN];  /* the input it duplicates, or -1 */
+    /* Synthetic bases: the earlier input each lies on (-1: none), the
+       group it is in (-1: none), the groups' first members, and the
+       members whose view the graph changes, in input order. */
+    int alias_of[DIFF_MAX_IN], group_of[DIFF_MAX_IN];
+    int group_first[DIFF_MAX_IN], ngroups;
+    int new_views[DIFF_MAX_IN], nnew_views;
+    bool member[DIFF_MAX_IN];  /* its kind may be a member's */
+    bool tied_to[DIFF_MAX_IN]; /* a later input lies on its storage */
     int arg_at[DIFF_MAX_IN];  /* its graph argument, or -1 */
     int ntokens, nargs;       /* effect tokens; the graph's arguments */
     bool rng;                 /* functionalized RNG */
@@ -288,6 +296,13 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
         values[v++].t = diff_below(&r, 2)
                           ? NULL
                           : diff_tensor(&r, d->dev, diff_dtypes[0], 1, NULL);
+    /* Each synthetic base's new data, its size now and then wrong. */
+    for (int g = 0; g < d->ngroups && v < nvalues; g++) {
+        const wb_tensor *b = args[d->ntokens + g].t;
+        values[v++].t = diff_tensor(&r, d->dev, wb_tensor_dtype(b), 1,
+                                    diff_below(&r, 8) ? wb_tensor_sizes(b)
+                                                      : NULL);
+    }
     for (int j = 0; j < d->nmuts && v < nvalues; j++) {
         int i = d->muts[j];
         const wb_tensor *t = args[d->arg_at[i]].t;
@@ -358,6 +373,11 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
         values[v++].t = bases[b];
         bases[b] = NULL;
     }
+    /* The members' new views, of their storage. */
+    for (int k = 0; k < d->nnew_views && v < nvalues; k++) {
+        const wb_tensor *t = args[d->arg_at[d->new_views[k]]].t;
+        values[v++].t = diff_view_of(&r, t, wb_tensor_dtype(t));
+    }
     /* The RNG's new offset: a 1-d tensor, so that the log tells it from
        the offset the wrapper read. */
     if (d->rng && v < nvalues)
@@ -383,6 +403,51 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
 
 /* ---- the generator ---- */
 
+/* Whether an input of mutation m with flags may be a member of a
+   synthetic base, and whether it writes data there. */
+static bool diff_member_kind(wb_mutation m, unsigned flags)
+{
+    return (m == WB_MUT_NONE || m == WB_MUT_DATA || m == WB_MUT_METADATA ||
+            m == WB_MUT_DATA_METADATA) &&
+           !(flags & (WB_INPUT_HIDDEN | WB_INPUT_DETACH));
+}
+
+static bool diff_writes_data(wb_mutation m)
+{
+    return m == WB_MUT_DATA || m == WB_MUT_DATA_METADATA;
+}
+
+/* The synthetic bases, as wb_spec_validate numbers them: in order of
+   their first members; their members leave d->muts. */
+static void diff_groups(diff_spec *d)
+{
+    int root[DIFF_MAX_IN], first_group[DIFF_MAX_IN];
+    d->ngroups = d->nnew_views = 0;
+    for (int i = 0; i < d->ninputs; i++) {
+        root[i] = d->alias_of[i] >= 0 ? root[d->alias_of[i]] : i;
+        first_group[i] = -1;
+    }
+    for (int i = 0; i < d->ninputs; i++)
+        if (d->alias_of[i] >= 0 && first_group[root[i]] < 0)
+            first_group[root[i]] = 0;
+    for (int i = 0; i < d->ninputs; i++)
+        if (first_group[i] == 0) {
+            first_group[i] = d->ngroups;
+            d->group_first[d->ngroups++] = i;
+        }
+    int n = 0;
+    for (int i = 0; i < d->ninputs; i++) {
+        d->group_of[i] = d->is_tensor[i] ? first_group[root[i]] : -1;
+        if (d->group_of[i] >= 0 && (d->mut[i] == WB_MUT_METADATA ||
+                                    d->mut[i] == WB_MUT_DATA_METADATA))
+            d->new_views[d->nnew_views++] = i;
+    }
+    for (int j = 0; j < d->nmuts; j++)
+        if (d->group_of[d->muts[j]] < 0)
+            d->muts[n++] = d->muts[j];
+    d->nmuts = n;
+}
+
 static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
 {
     wb_spec *s;
@@ -395,7 +460,7 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     d->ninputs = 1 + diff_below(r, DIFF_MAX_IN);
     int ntensors = 0;
     for (int i = 0; i < d->ninputs; i++) {
-        d->dup_of[i] = -1;
+        d->dup_of[i] = d->alias_of[i] = -1;
         if (diff_below(r, 5) == 0) {
             WBD_OK(wb_spec_add_scalar(s, "k", (wb_scalar_type)(1 + diff_below(r, 3)), NULL));
             continue;
@@ -422,10 +487,29 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
         if (d->dup_of[i] >= 0)
             d->dtype[i] = d->dtype[d->dup_of[i]];
         d->mut[i] = m;
+        /* Now and then on an earlier input's storage, in one synthetic
+           base: members take data or metadata mutations, and a group has
+           a member whose data is written. */
+        if (diff_below(r, 4) == 0 && diff_member_kind(m, flags) &&
+            d->dup_of[i] < 0) {
+            int j = diff_below(r, i + 1);
+            bool data = diff_writes_data(m);
+            for (int k = j; k < i && d->alias_of[i] < 0; k++)
+                if (d->is_tensor[k] && d->dup_of[k] < 0 && d->member[k] &&
+                    (data || diff_writes_data(d->mut[k]) ||
+                     d->alias_of[k] >= 0 || d->tied_to[k]))
+                    d->alias_of[i] = k;
+            if (d->alias_of[i] >= 0) {
+                d->tied_to[d->alias_of[i]] = true;
+                d->dtype[i] = d->dtype[d->alias_of[i]];
+            }
+        }
+        d->member[i] = diff_member_kind(m, flags) && d->dup_of[i] < 0;
         if (m != WB_MUT_NONE && m != WB_MUT_IN_GRAPH)
             d->muts[d->nmuts++] = i;
         WBD_OK(wb_spec_add_tensor(s, "t", m, flags, NULL));
         WBD_OK(wb_spec_set_duplicate(s, i, d->dup_of[i]));
+        WBD_OK(wb_spec_set_synthetic_base(s, i, d->alias_of[i]));
         if (diff_below(r, 4) == 0)
             WBD_OK(wb_spec_declare_input(s, i, diff_below(r, 8) ? d->dtype[i]
                                                               : diff_dtypes[0],
@@ -492,9 +576,17 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     WBD_OK(wb_spec_set_grad_mode_at_end(s, diff_below(r, 3) - 1));
     d->ntokens = diff_below(r, 4) == 0 ? 1 + diff_below(r, 2) : 0;
     WBD_OK(wb_spec_set_effect_tokens(s, d->ntokens));
-    d->nargs = d->ntokens;
+    diff_groups(d);
+    /* The graph's arguments: the tokens, the bases, the inputs outside
+       them, the members. */
+    d->nargs = d->ntokens + d->ngroups;
     for (int i = 0; i < d->ninputs; i++)
-        d->arg_at[i] = d->dup_of[i] >= 0 ? -1 : d->nargs++;
+        d->arg_at[i] = d->dup_of[i] >= 0 || d->group_of[i] >= 0
+                           ? -1
+                           : d->nargs++;
+    for (int i = 0; i < d->ninputs; i++)
+        if (d->group_of[i] >= 0)
+            d->arg_at[i] = d->nargs++;
     /* The generator's callbacks log into the world of the case run. */
     d->rng = diff_below(r, 4) == 0;
     if (d->rng) {
@@ -587,6 +679,25 @@ static void diff_tensor_obs(diff_obs *o, const wb_tensor *t)
              wb_tensor_refcount(t));
 }
 
+/* A member of t's synthetic base: a 1-D tensor on t's storage, inside
+   it; mostly a view of t (its counter), else one made apart (its own),
+   and now and then of another dtype, which the call refuses. */
+static wb_tensor *diff_member_of(diff_rng *r, const wb_tensor *t)
+{
+    wb_storage *s = wb_tensor_storage(t);
+    DLDataType dt = diff_below(r, 16) ? wb_tensor_dtype(t) : diff_dtypes[3];
+    int64_t cap = (int64_t)(wb_storage_nbytes(s) / wb_dtype_size(dt));
+    int64_t size = diff_below(r, (int)cap + 1), one = 1;
+    int64_t off = diff_below(r, (int)(cap - size) + 1);
+    wb_tensor *m;
+    if (diff_below(r, 3) && wb_dtype_size(dt) == wb_dtype_size(
+                                wb_tensor_dtype(t)))
+        WBD_OK(wb_tensor_as_strided(t, 1, &size, &one, off, &m));
+    else
+        WBD_OK(wb_tensor_from_storage(s, dt, 1, &size, &one, off, &m));
+    return m;
+}
+
 /* One tier's run of DIFF_CALLS calls on fresh inputs made from seed. */
 static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
                      wb_tier tier, uint64_t seed, diff_obs *o)
@@ -604,6 +715,9 @@ static void diff_run(const diff_spec *d, wb_spec *s, diff_world *w,
     for (int i = 0; i < d->ninputs; i++) {
         if (d->dup_of[i] >= 0) {
             args[i].t = in[d->dup_of[i]];
+        } else if (d->alias_of[i] >= 0) {
+            in[i] = diff_member_of(&r, in[d->alias_of[i]]);
+            args[i].t = in[i];
         } else if (d->is_tensor[i]) {
             in[i] = diff_tensor(&r, d->dev, d->dtype[i], diff_below(&r, 4),
                                 NULL);
