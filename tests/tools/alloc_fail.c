@@ -281,6 +281,22 @@ static int af_graph_fn(void *ctx, const wb_arg *a, int na, wb_value *v,
     return AF_NVALUES;
 }
 
+/* The graph of af_call_synth: values 0, 1 and 3 from g, the number 42 as
+   value 2. */
+static int af_synth_fn(void *ctx, const wb_arg *a, int na, wb_value *v,
+                       int nv)
+{
+    af_graph *g = ctx;
+    (void)a; (void)na;
+    if (nv != 4)
+        return -1;
+    v[0].t = wb_tensor_retain(g->values[0]);
+    v[1].t = wb_tensor_retain(g->values[1]);
+    v[2].i = 42;
+    v[3].t = wb_tensor_retain(g->values[3]);
+    return 4;
+}
+
 static const DLDataType AF_F32 = {kDLFloat, 32, 1};
 static const DLDevice AF_CPU = {kDLCPU, 0};
 
@@ -563,6 +579,78 @@ static void af_call(wb_tier tier)
 static void af_call_interp(void) { af_call(WB_TIER_INTERP); }
 static void af_call_tcc(void) { af_call(WB_TIER_TCC); }
 
+/* A call with a synthetic base of two inputs made apart on one storage
+   (the base takes a counter of its own), a member's new view, an output
+   aliasing a member and a number: whatever allocation fails, the inputs
+   and the storage are as they were. */
+static void af_call_synth(wb_tier tier)
+{
+    static const int64_t s16[1] = {16}, s4[1] = {4}, s2[1] = {2};
+    wb_spec *s = NULL;
+    wb_wrapper *w = NULL;
+    wb_options o = {.tier = tier};
+    if (wb_spec_parse("synth(Tensor(a!) x, Tensor(b!) y [metadata, "
+                      "aliases=x], Tensor z) -> (Tensor(b), int n)",
+                      &s) != WB_OK ||
+        wb_spec_validate(s) != WB_OK) {
+        fprintf(stderr, "alloc-fail: setup: %s\n", wb_last_error());
+        exit(2);
+    }
+    wb_tensor *all = af_tensor(1, s16), *x = NULL, *y = NULL,
+              *z = af_tensor(1, s2);
+    wb_storage *st = wb_tensor_storage(all);
+    if (wb_tensor_from_storage(st, AF_F32, 1, s4, NULL, 0, &x) != WB_OK ||
+        wb_tensor_from_storage(st, AF_F32, 1, s4, NULL, 2, &y) != WB_OK) {
+        fprintf(stderr, "alloc-fail: setup: %s\n", wb_last_error());
+        exit(2);
+    }
+    /* The base's new data, the output (a view of the storage), the
+       number, y's new view. */
+    af_graph g = {{af_tensor(1, s16), af_view(all, 1, s2, NULL, 3), NULL,
+                   af_view(all, 1, s2, NULL, 6)}};
+    static const int tensors[] = {0, 1, 3};
+    if (wb_wrapper_new(s, af_synth_fn, &g, &o, &w) != WB_OK) {
+        fprintf(stderr, "alloc-fail: setup: %s\n", wb_last_error());
+        exit(2);
+    }
+    wb_arg args[3] = {{.t = x}, {.t = y}, {.t = z}};
+    af_snap before[3] = {af_snap_of(x), af_snap_of(y), af_snap_of(all)};
+    long vref[3];
+    for (int i = 0; i < 3; i++)
+        vref[i] = wb_tensor_refcount(g.values[tensors[i]]);
+    wb_thread_cache_flush();
+    wb_value outs[2] = {{NULL}, {NULL}};
+    af_arm();
+    wb_status r = wb_call(w, args, 3, outs, 2);
+    af_disarm();
+    if (af_status(r, "wb_call")) {
+        AF_CHECK(outs[0].t != NULL && outs[1].i == 42, "outputs wrong");
+        AF_CHECK(wb_tensor_offset(y) == 6, "y has not its new view");
+        wb_tensor_release(outs[0].t);
+    } else {
+        AF_CHECK(outs[0].t == NULL, "an output was written on failure");
+        af_snap after[3] = {af_snap_of(x), af_snap_of(y), af_snap_of(all)};
+        for (int i = 0; i < 3; i++)
+            AF_CHECK(af_snap_eq(&before[i], &after[i]), "tensor %d changed "
+                     "by a failed call", i);
+        for (int i = 0; i < 3; i++)
+            AF_CHECK(wb_tensor_refcount(g.values[tensors[i]]) == vref[i],
+                     "value %d: refcount %ld, was %ld", tensors[i],
+                     wb_tensor_refcount(g.values[tensors[i]]), vref[i]);
+    }
+    wb_wrapper_free(w);
+    for (int i = 0; i < 3; i++)
+        wb_tensor_release(g.values[tensors[i]]);
+    wb_tensor_release(x);
+    wb_tensor_release(y);
+    wb_tensor_release(z);
+    wb_tensor_release(all);
+    wb_spec_free(s);
+}
+
+static void af_call_synth_interp(void) { af_call_synth(WB_TIER_INTERP); }
+static void af_call_synth_tcc(void) { af_call_synth(WB_TIER_TCC); }
+
 /* Tensor operations a caller uses around wrappers, one after another
    under one countdown: after the failure the rest run as usual. */
 static void af_tensors(void)
@@ -651,6 +739,8 @@ static const af_entry af_paths[] = {
     {"cache explain", af_explain},
     {"call interp", af_call_interp},
     {"call tcc", af_call_tcc},
+    {"call synth interp", af_call_synth_interp},
+    {"call synth tcc", af_call_synth_tcc},
     {"tensors", af_tensors},
     {"cli readers", af_cli},
 };
