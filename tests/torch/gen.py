@@ -970,7 +970,9 @@ def refusal(case, d):
         for i in g:
             if d.kinds[i] in (STORAGE, RESIZE):
                 return (f"input {i} is in a synthetic base, and its "
-                        f"{d.kinds[i]} mutation is not one a member has")
+                        f"{d.kinds[i]} mutation is not one a member has "
+                        f"(PyTorch's functionalization refuses to grow a "
+                        f"view of the base too)")
     for i, kind in enumerate(d.kinds):
         if i in d.members:
             continue  # written back through its synthetic base
