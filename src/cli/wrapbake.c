@@ -275,6 +275,16 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
 
 static int wb_cli_width(const char *s) { return (int)strlen(s); }
 
+/* A list of known length: "3 elements, inputs 1..3". */
+static void wb_cli_print_elements(FILE *f, long count, const char *what,
+                                  long long first)
+{
+    fprintf(f, "%ld element%s, %s%s %lld", count, count == 1 ? "" : "s",
+            what, count == 1 ? "" : "s", first);
+    if (count > 1)
+        fprintf(f, "..%lld", first + count - 1);
+}
+
 /* What a person reviewing an argument wants beside its type: whether it is
    keyword-only and its default, as ATen prints it. */
 static bool wb_cli_has_note(const wb_schema *sc, int i)
@@ -300,10 +310,7 @@ static void wb_cli_print_note(FILE *f, const wb_schema *sc, int i)
     if (wb_schema_arg_listed(sc, i)) {
         long long first;
         long count = wb_schema_arg_inputs(sc, i, &first);
-        fprintf(f, "%ld element%s, input%s %lld", count,
-                count == 1 ? "" : "s", count == 1 ? "" : "s", first);
-        if (count > 1)
-            fprintf(f, "..%lld", first + count - 1);
+        wb_cli_print_elements(f, count, "input", first);
         fputs(m != WB_MUT_NONE ? ", each: " : "", f);
         sep = m != WB_MUT_NONE ? "" : ", ";
     }
@@ -384,10 +391,7 @@ static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
     if (wb_schema_return_listed(sc, k)) {
         long long first;
         long count = wb_schema_return_outputs(sc, k, &first);
-        fprintf(f, "%ld element%s, output%s %lld", count,
-                count == 1 ? "" : "s", count == 1 ? "" : "s", first);
-        if (count > 1)
-            fprintf(f, "..%lld", first + count - 1);
+        wb_cli_print_elements(f, count, "output", first);
         fputs(", each ", f);
     }
     const char *number = wb_schema_return_number(sc, k);

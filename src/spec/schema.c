@@ -1801,16 +1801,11 @@ static size_t wb_schema_elem_name_len(const char *name,
 
 /* ---- returns that are numbers ------------------------------------------ */
 
-/* What a non-tensor return is, an element of it for a list: a number
-   the wrapper passes through (int and SymInt, float, bool and SymBool),
-   None, or 0 for anything else (complex, Scalar, str, ...), which it
-   cannot pass. */
-static wb_scalar_type wb_schema_ret_scalar(const wb_schema_type *ty)
+/* The number a base type is passed as: int and SymInt as int64_t, float
+   as double, bool as bool; 0 for every other. */
+static wb_scalar_type wb_schema_number(int base)
 {
-    const char *name = wb_schema_base_names[ty->base];
-    if (ty->optional)
-        return (wb_scalar_type)0;
-    switch (ty->base) {
+    switch (base) {
     case WB_SCHEMA_INT:
     case WB_SCHEMA_SYMINT:
         return WB_SCALAR_INT;
@@ -1819,12 +1814,27 @@ static wb_scalar_type wb_schema_ret_scalar(const wb_schema_type *ty)
     case WB_SCHEMA_BOOL:
         return WB_SCALAR_BOOL;
     default:
-        if (strcmp(name, "SymBool") == 0)
-            return WB_SCALAR_BOOL;
-        if (strcmp(name, "None") == 0 || strcmp(name, "NoneType") == 0)
-            return WB_SCALAR_NONE;
         return (wb_scalar_type)0;
     }
+}
+
+/* What a non-tensor return is, an element of it for a list: a number
+   the wrapper passes through (int and SymInt, float, bool and SymBool),
+   None, or 0 for anything else (complex, Scalar, str, ...), which it
+   cannot pass. */
+static wb_scalar_type wb_schema_ret_scalar(const wb_schema_type *ty)
+{
+    const char *name = wb_schema_base_names[ty->base];
+    wb_scalar_type t = wb_schema_number(ty->base);
+    if (ty->optional)
+        return (wb_scalar_type)0;
+    if (t)
+        return t;
+    if (strcmp(name, "SymBool") == 0)
+        return WB_SCALAR_BOOL;
+    if (strcmp(name, "None") == 0 || strcmp(name, "NoneType") == 0)
+        return WB_SCALAR_NONE;
+    return (wb_scalar_type)0;
 }
 
 /* ---- what cannot be wrapped --------------------------------------------- */
@@ -2253,19 +2263,8 @@ wb_direction wb_schema_arg_dir(const wb_schema *sc, int i)
 /* The scalar type a non-tensor parameter is passed as. */
 static wb_scalar_type wb_schema_scalar(const wb_schema_type *ty)
 {
-    if (ty->optional || ty->list)
-        return WB_SCALAR_OPAQUE;
-    switch (ty->base) {
-    case WB_SCHEMA_INT:
-    case WB_SCHEMA_SYMINT:
-        return WB_SCALAR_INT;
-    case WB_SCHEMA_FLOAT:
-        return WB_SCALAR_FLOAT;
-    case WB_SCHEMA_BOOL:
-        return WB_SCALAR_BOOL;
-    default:
-        return WB_SCALAR_OPAQUE;
-    }
+    wb_scalar_type t = wb_schema_number(ty->base);
+    return ty->optional || ty->list || !t ? WB_SCALAR_OPAQUE : t;
 }
 
 const char *wb_schema_arg_ctype(const wb_schema *sc, int i)

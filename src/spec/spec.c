@@ -350,15 +350,26 @@ wb_status wb_spec_add_scalar_output(wb_spec *s, const char *name,
     return wb_spec_add_output_item(s, name, o, index_out);
 }
 
-wb_status wb_spec_set_duplicate(wb_spec *s, int input, int of)
+/* Whether input `input` of s may be tied to `of`, an earlier input (-1
+   unties it), by fn; `what` says what `of` is to it. */
+static wb_status wb_spec_check_tie(const wb_spec *s, const char *fn,
+                                   int input, int of, const char *what)
 {
     if (!s || input < 0 || input >= s->ninputs)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_duplicate: no input "
-                          "%d", input);
+        return wb_rt_fail(WB_ERR_INVALID, "%s: no input %d", fn, input);
     if (of < -1 || of >= input)
-        return wb_rt_fail(WB_ERR_SPEC, "input %d: the input it duplicates, "
-                          "%d, is not an earlier one (0..%d, or -1 for "
-                          "none)", input, of, input - 1);
+        return wb_rt_fail(WB_ERR_SPEC, "input %d: %s, %d, is not an earlier "
+                          "one (0..%d, or -1 for none)", input, what, of,
+                          input - 1);
+    return WB_OK;
+}
+
+wb_status wb_spec_set_duplicate(wb_spec *s, int input, int of)
+{
+    wb_status st = wb_spec_check_tie(s, "wb_spec_set_duplicate", input, of,
+                                     "the input it duplicates");
+    if (st != WB_OK)
+        return st;
     wb_spec_forget(s);
     s->inputs[input].dup_of = of;
     return WB_OK;
@@ -366,13 +377,10 @@ wb_status wb_spec_set_duplicate(wb_spec *s, int input, int of)
 
 wb_status wb_spec_set_synthetic_base(wb_spec *s, int input, int of)
 {
-    if (!s || input < 0 || input >= s->ninputs)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_spec_set_synthetic_base: no "
-                          "input %d", input);
-    if (of < -1 || of >= input)
-        return wb_rt_fail(WB_ERR_SPEC, "input %d: the input whose storage it "
-                          "lies on, %d, is not an earlier one (0..%d, or -1 "
-                          "for none)", input, of, input - 1);
+    wb_status st = wb_spec_check_tie(s, "wb_spec_set_synthetic_base", input,
+                                     of, "the input whose storage it lies on");
+    if (st != WB_OK)
+        return st;
     wb_spec_forget(s);
     s->inputs[input].alias_of = of;
     return WB_OK;
