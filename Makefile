@@ -18,6 +18,7 @@ LIBDIR    ?= $(PREFIX)/lib
 INCDIR    ?= $(PREFIX)/include
 BINDIR    ?= $(PREFIX)/bin
 PCDIR     ?= $(LIBDIR)/pkgconfig
+DOCDIR    ?= $(PREFIX)/share/doc/wrapbake
 CC        ?= cc
 OPT       ?= -O2 -g
 SANITIZE  ?=
@@ -44,6 +45,15 @@ CUDA_ARCH ?= -gencode arch=compute_75,code=compute_75 \
 DIFF_AOT_COUNT ?= 2000
 # ---------------------------------------------------------------------------
 
+# A line per step ("CC src/core/tensor.c"); V=1 shows the commands.
+ifeq ($(V),1)
+Q   :=
+say := @true
+else
+Q   := @
+say := @printf '  %-5s %s\n'
+endif
+
 ifneq ($(SANITIZE),)
 OPT += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
@@ -58,7 +68,7 @@ ifeq ($(WITH_CUDA),1)
 ifeq ($(CUDA_FOUND),0)
 $(error WITH_CUDA=1, but no nvcc and libcudart.so under CUDA_HOME=$(CUDA_HOME))
 endif
-ALL_CFLAGS += -DWB_WITH_CUDA -DWB_CUDA_FATBIN='"$(CURDIR)/$(CUDA_FATBIN)"' \
+ALL_CFLAGS += -DWB_WITH_CUDA -DWB_CUDA_FATBIN='"$(abspath $(CUDA_FATBIN))"' \
               -DWB_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"' -isystem $(CUDA_HOME)/include
 endif
 
@@ -91,6 +101,11 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 $(LIB_OBJ): ALL_CFLAGS += -fvisibility=hidden
 
 LIB       := $(BUILD)/lib/libwrapbake.a
+# The shared library's soname carries the ABI version.
+ABI       := $(shell sed -n 's/^\#define WB_ABI_VERSION \([0-9]*\).*/\1/p' include/wrapbake.h)
+SO_NAME   := libwrapbake.so.$(ABI)
+SO        := $(BUILD)/lib/$(SO_NAME)
+PIC_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj-pic/%.o)
 TESTS     := $(BUILD)/bin/wrapbake-tests
 BENCH     := $(BUILD)/bin/wrapbake-bench
 EXAMPLE   := $(BUILD)/bin/readme-example
@@ -98,27 +113,39 @@ ALLOCS    := $(BUILD)/bin/alloc-count
 ALLOCFAIL := $(BUILD)/bin/alloc-fail
 CLI       := $(BUILD)/bin/wrapbake
 TIER_SRC  := $(BUILD)/bin/tier-source
+# `make deps`, `make test` and `make bench` (and the targets that run
+# them) install the Debian packages they lack; every other goal only
+# checks for what the build needs and says how to get it.
+INSTALL_GOALS := deps test test-% bench bench-check fuzz fuzz-% tsan-run
+ifneq ($(filter $(INSTALL_GOALS),$(MAKECMDGOALS)),)
 DEPS      := $(BUILD)/.deps-ok
+else
+DEPS      := $(BUILD)/.deps-checked
+endif
 
 .PHONY: all test test-asan test-tsan test-valgrind bench bench-check install \
         uninstall clean deps golden example fuzz fuzz-run fuzz-replay \
         tsan-run test-torch
 
-all: $(LIB) $(BENCH) $(CLI)
+all: $(LIB) $(if $(SANITIZE),,$(SO)) $(BENCH) $(CLI)
 
-# Installs what the build needs when it is missing (once per build tree).
-$(DEPS): scripts/install-deps.sh
+$(BUILD)/.deps-ok: scripts/install-deps.sh
 	@mkdir -p $(@D)
 	sh scripts/install-deps.sh
+	@touch $@
+$(BUILD)/.deps-checked: scripts/install-deps.sh
+	@mkdir -p $(@D)
+	@sh scripts/install-deps.sh --check
 	@touch $@
 deps: $(DEPS)
 
 # Each object also depends on the headers its source includes, as the
 # compiler lists them (-MMD) in the .d file beside it.
-$(BUILD)/obj/%.o: %.c $(DEPS)
+$(BUILD)/obj/%.o: %.c | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+	$(say) CC $<
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-pic -name '*.d' 2>/dev/null)
 
 # libtcc marks the pages it relocates code into read-write-execute
 # (mprotect in its tccrun.o).  Its objects are copied into libwrapbake.a
@@ -127,37 +154,63 @@ $(BUILD)/obj/%.o: %.c $(DEPS)
 # read+execute: no page is ever writable and executable at once.  Its
 # malloc, calloc, realloc and free (in libtcc.o) are renamed to the arena
 # of src/tiers/jitheap.c, which each compile leaves empty and the next
-# reuses.  The built-in declarations libtcc would read at the start of
-# every compile, and the assembler's keywords, are cut from tccpp.o
-# (scripts/trim-libtcc.sh).
+# reuses.  Its stdout, stderr and environ become variables of
+# src/tiers/jit.c, so that the objects, built for executables, also go
+# into libwrapbake.so.  The built-in declarations libtcc would read at the
+# start of every compile, and the assembler's keywords, are cut from
+# tccpp.o (scripts/trim-libtcc.sh).
 # Programs link the library without -ltcc (giving it anyway is harmless).
 TCC_A    = $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
-$(TCC_DIR)/.sealed: $(DEPS) Makefile scripts/trim-libtcc.sh
-	rm -rf $(TCC_DIR)
-	mkdir -p $(TCC_DIR)
-	cd $(TCC_DIR) && ar x $(TCC_A)
-	for o in $(TCC_DIR)/*.o; do \
+$(TCC_DIR)/.sealed: Makefile scripts/trim-libtcc.sh | $(DEPS)
+	$(say) TCC $(TCC_A)
+	$(Q)rm -rf $(TCC_DIR)
+	$(Q)mkdir -p $(TCC_DIR)
+	$(Q)cd $(TCC_DIR) && ar x $(TCC_A)
+	$(Q)for o in $(TCC_DIR)/*.o; do \
 	    objcopy --redefine-sym mprotect=wb_jit_tcc_mprotect \
+	        --redefine-sym stdout=wb_jit_tcc_stdout \
+	        --redefine-sym stderr=wb_jit_tcc_stderr \
+	        --redefine-sym environ=wb_jit_tcc_environ \
 	        --redefine-sym malloc=wb_jit_heap_malloc \
 	        --redefine-sym calloc=wb_jit_heap_calloc \
 	        --redefine-sym realloc=wb_jit_heap_realloc \
 	        --redefine-sym free=wb_jit_heap_free $$o || exit 1; done
-	sh scripts/trim-libtcc.sh $(TCC_DIR)/tccpp.o >$(TCC_DIR)/libtcc-trim.h
-	touch $@
+	$(Q)sh scripts/trim-libtcc.sh $(TCC_DIR)/tccpp.o >$(TCC_DIR)/libtcc-trim.h
+	$(Q)touch $@
 # The jit suite checks the cuts where the script made them.
 $(BUILD)/obj/tests/test_jit.o: $(TCC_DIR)/.sealed
 $(BUILD)/obj/tests/test_jit.o: ALL_CFLAGS += -I$(TCC_DIR)
 
 $(CUDA_FATBIN): src/core/cuda_copy.cu src/core/cuda_copy.h
 	@mkdir -p $(@D)
-	$(CUDA_HOME)/bin/nvcc -fatbin -O3 $(CUDA_ARCH) -o $@ $<
+	$(say) NVCC $<
+	$(Q)$(CUDA_HOME)/bin/nvcc -fatbin -O3 $(CUDA_ARCH) -o $@ $<
 $(BUILD)/obj/src/core/cuda.o: $(if $(filter 1,$(WITH_CUDA)),$(CUDA_FATBIN))
 
 $(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
 	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $(LIB_OBJ) $(TCC_DIR)/*.o
+	$(Q)rm -f $@
+	$(say) AR $@
+	$(Q)ar rcs $@ $(LIB_OBJ) $(TCC_DIR)/*.o
+
+# The shared library: the same sources built position-independent, with
+# libtcc's objects inside.  The version script exports the wb_ names the
+# objects leave visible and binds libtcc's locally, which lets its code,
+# built for executables, link without text relocations.  Sanitizer
+# builds make the archive alone.
+$(BUILD)/obj-pic/%.o: %.c | $(DEPS)
+	@mkdir -p $(@D)
+	$(say) CC $<
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+$(BUILD)/obj-pic/src/core/cuda.o: $(if $(filter 1,$(WITH_CUDA)),$(CUDA_FATBIN))
+$(SO): $(PIC_OBJ) $(TCC_DIR)/.sealed src/libwrapbake.map
+	@mkdir -p $(@D)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(SO_NAME) \
+	    -Wl,--version-script=src/libwrapbake.map -Wl,-z,defs -o $@ \
+	    $(PIC_OBJ) $(TCC_DIR)/*.o -ldl -lpthread -lm
+	$(Q)ln -sf $(SO_NAME) $(BUILD)/lib/libwrapbake.so
 
 # Test hooks (wb_test_*, under WB_TEST_HOOKS) compile only into the test
 # build: the files that define them are built a second time with the
@@ -166,22 +219,25 @@ $(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
 HOOK_SRC := src/abi/symbols.c src/tiers/jit.c src/tiers/jitheap.c
 HOOK_OBJ := $(HOOK_SRC:%.c=$(BUILD)/obj/%.hooks.o)
 TEST_LIB := $(BUILD)/lib/libwrapbake-test.a
-$(BUILD)/obj/%.hooks.o: %.c $(DEPS)
+$(BUILD)/obj/%.hooks.o: %.c | $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(say) CC $<
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 $(HOOK_OBJ) $(TEST_OBJ): ALL_CFLAGS += -DWB_TEST_HOOKS
 $(HOOK_OBJ): ALL_CFLAGS += -fvisibility=hidden
 $(TEST_LIB): $(filter-out $(HOOK_SRC:%.c=$(BUILD)/obj/%.o),$(LIB_OBJ)) \
              $(HOOK_OBJ) $(TCC_DIR)/.sealed
 	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $(filter %.o,$^) $(TCC_DIR)/*.o
+	$(Q)rm -f $@
+	$(say) AR $@
+	$(Q)ar rcs $@ $(filter %.o,$^) $(TCC_DIR)/*.o
 
 # -rdynamic: the differential test loads ahead-of-time code built as a
 # shared object, which calls the library's helpers in this program.
 $(TESTS): $(TEST_OBJ) $(TEST_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -rdynamic -o $@ $(TEST_OBJ) $(TEST_LIB) $(TEST_LIBS) $(LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_LDFLAGS) -rdynamic -o $@ $(TEST_OBJ) $(TEST_LIB) $(TEST_LIBS) $(LIBS)
 
 
 # The benchmark reads spec files with the CLI's reader, and carries the
@@ -193,44 +249,52 @@ $(TESTS): $(TEST_OBJ) $(TEST_LIB)
 # that includes the generated header.
 $(BENCH_AOT)/.stamp: bench/cases.txt $(CLI)
 	@mkdir -p $(@D)
-	$(CLI) emit --aot -o $(BENCH_AOT) --prefix wb_bench_aot bench/cases.txt \
+	$(say) GEN $(BENCH_AOT)
+	$(Q)$(CLI) emit --aot -o $(BENCH_AOT) --prefix wb_bench_aot bench/cases.txt \
 	    >$(BENCH_AOT)/files
 	@printf '%s\n' $(BENCH_AOT)/wb_bench_aot.h $(BENCH_AOT_SRC) | sort \
 	    >$(BENCH_AOT)/files.want
 	@sort $(BENCH_AOT)/files | cmp -s - $(BENCH_AOT)/files.want || { \
 	    echo 'Makefile: BENCH_AOT_SRC does not list the files written for' \
 	         'bench/cases.txt:' >&2; cat $(BENCH_AOT)/files >&2; exit 1; }
-	touch $@
+	$(Q)touch $@
 $(BENCH_AOT)/wb_bench_aot.h $(BENCH_AOT_SRC): $(BENCH_AOT)/.stamp ;
 $(BUILD)/obj/bench-aot/%.o: $(BENCH_AOT)/%.c $(BENCH_AOT)/wb_bench_aot.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(say) CC $<
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/obj/bench/aot.o: bench/aot.c $(BENCH_AOT)/wb_bench_aot.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -I$(BENCH_AOT) -c $< -o $@
+	$(say) CC $<
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -I$(BENCH_AOT) -c $< -o $@
 
 $(BENCH): $(BENCH_OBJ) $(BENCH_AOT_OBJ) $(BUILD)/obj/src/cli/input.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(BENCH_AOT_OBJ) \
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(BENCH_AOT_OBJ) \
 	    $(BUILD)/obj/src/cli/input.o $(LIB) $(CLI_LIBS) $(LIBS)
 
 $(CLI): $(CLI_OBJ) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(CLI_LIBS) $(LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(CLI_LIBS) $(LIBS)
 
 # Prints the source a tcc-tier wrapper compiled, through the public API
 # alone, so that tests/cli/run.sh can hold `wrapbake emit` to it.
 $(TIER_SRC): tests/cli/tier_source.c $(LIB) $(wildcard include/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
 
 # The embedding example in README.md, extracted, compiled and run as is.
 $(BUILD)/example/example.c: README.md
 	@mkdir -p $(@D)
-	sed -n '/^<!-- example -->/,/^```$$/p' README.md | sed '1,2d;$$d' > $@
+	$(say) GEN $@
+	$(Q)sed -n '/^<!-- example -->/,/^```$$/p' README.md | sed '1,2d;$$d' > $@
 $(EXAMPLE): $(BUILD)/example/example.c $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
 example: $(EXAMPLE)
 	$(EXAMPLE)
 
@@ -240,28 +304,35 @@ FAKECUDA := $(BUILD)/lib/libfakecudart.so
 $(FAKECUDA): tests/tools/fakecuda.c tests/tools/fakecuda.h \
              src/core/cuda_copy.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
 ifeq ($(WITH_CUDA),1)
-CUDA_EMU_RUN := WRAPBAKE_CUDART=$(CURDIR)/$(FAKECUDA) $(TESTS) --filter 'cuda/*' --verbose=0
+CUDA_EMU_RUN := WRAPBAKE_CUDART=$(abspath $(FAKECUDA)) $(TESTS) --filter "cuda/*" --verbose=0
 else
-CUDA_EMU_RUN := echo "cuda tests on an emulated device: skipped, built without CUDA"
+CUDA_EMU_RUN := echo "skipped: built without CUDA"
 endif
 
 # Counts heap allocations per call by replacing malloc; sanitizers replace
 # it too, so sanitizer builds leave it out.
 $(ALLOCS): tests/tools/alloc_count.c $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
 # Fails the k-th allocation for every k over the main paths; it replaces
 # malloc too.
 $(ALLOCFAIL): tests/tools/alloc_fail.c $(BUILD)/obj/src/cli/input.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/obj/src/cli/input.o \
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/obj/src/cli/input.o \
 	    $(LIB) $(CLI_LIBS) $(LIBS)
 ifeq ($(SANITIZE),)
 ALLOC_RUN := $(ALLOCS) && $(ALLOCFAIL)
+SHARED_RUN := CC="$(CC)" sh tests/shared/run.sh $(CLI) $(BUILD)
+INSTALL_RUN := CC="$(CC)" sh tests/shared/install.sh "$(MAKE)" $(BUILD)
 else
-ALLOC_RUN := echo "alloc-count, alloc-fail: skipped under sanitizers, which replace malloc"
+INSTALL_RUN := echo "skipped under sanitizers, which build no shared library"
+SHARED_RUN := echo "skipped under sanitizers, which build no shared library"
+ALLOC_RUN := echo "skipped under sanitizers, which replace malloc"
 endif
 
 # Fuzz targets (fuzz/): each defines LLVMFuzzerTestOneInput.  Linked with
@@ -276,11 +347,13 @@ $(BUILD)/obj/fuzz/%.o: fuzz/fuzz.h
 $(BUILD)/bin/replay-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay.o \
                        $(BUILD)/obj/src/cli/input.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(CLI_LIBS) $(LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(CLI_LIBS) $(LIBS)
 $(BUILD)/bin/fuzz-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/src/cli/input.o \
                      $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(LIB) \
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(LIB) \
 	    $(CLI_LIBS) $(LIBS)
 
 fuzz-replay: $(FUZZ_REPLAY)
@@ -314,47 +387,53 @@ fuzz-run: $(FUZZ_BIN)
 # home.
 TEST_HOME  := $(BUILD)/test-home
 TEST_CACHE := $(BUILD)/test-cache
-TEST_ENV    = export HOME='$(CURDIR)/$(TEST_HOME)' XDG_CACHE_HOME= \
-              WRAPBAKE_CACHE_DIR='$(CURDIR)/$(TEST_CACHE)';
+TEST_ENV    = export HOME='$(abspath $(TEST_HOME))' XDG_CACHE_HOME= \
+              WRAPBAKE_CACHE_DIR='$(abspath $(TEST_CACHE))';
 TEST_SETUP  = rm -rf $(TEST_HOME) $(TEST_CACHE) && mkdir -p -m 700 $(TEST_HOME)
 TEST_HOME_CHECK = if [ -n "$$(ls -A $(TEST_HOME))" ]; then \
         echo 'make: a test wrote into its home directory:' >&2; \
         ls -A $(TEST_HOME) >&2; exit 1; fi
 
-# Criterion does not fail a test whose worker LeakSanitizer flags at exit,
-# so any sanitizer report in the log fails the run.  Allocation stacks are
-# cut to the allocator and its caller, so that the suppression of
-# Criterion's own leak (tests/lsan.supp) cannot hide one of ours.
-test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL)) $(CLI) $(TIER_SRC) $(BENCH) \
-      $(FUZZ_REPLAY) $(if $(filter 1,$(WITH_CUDA)),$(FAKECUDA))
+# `make test` prints a line per suite (tests/suite.sh), each suite's whole
+# output going to $(BUILD)/test-logs.  Criterion does not fail a test
+# whose worker LeakSanitizer flags at exit, so any sanitizer report in the
+# unit suite's output fails it.  Allocation stacks are cut to the
+# allocator and its caller, so that the suppression of Criterion's own
+# leak (tests/lsan.supp) cannot hide one of ours.
+SUITE = $(TEST_ENV) sh tests/suite.sh $(BUILD)/test-logs
+UNIT_RUN = WB_DIFF_AOT_COUNT=$(DIFF_AOT_COUNT) \
+    LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
+    $(TESTS) --jobs 2 >$(BUILD)/tests.log 2>&1; rc=$$?; cat $(BUILD)/tests.log; \
+    if grep -q Sanitizer $(BUILD)/tests.log; then \
+        echo "sanitizer reports above"; exit 1; fi; exit $$rc
+test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL) $(SO)) \
+      $(CLI) $(TIER_SRC) $(BENCH) $(FUZZ_REPLAY) \
+      $(if $(filter 1,$(WITH_CUDA)),$(FAKECUDA))
 	@$(TEST_SETUP)
-	$(TEST_ENV) $(EXAMPLE)
-	$(TEST_ENV) $(ALLOC_RUN)
-	@$(TEST_ENV) rc=0; WB_DIFF_AOT_COUNT=$(DIFF_AOT_COUNT) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:malloc_context_size=2 \
-	    $(TESTS) --jobs 2 2>$(BUILD)/tests.log || rc=$$?; \
-	cat $(BUILD)/tests.log; \
-	if grep -q 'Sanitizer' $(BUILD)/tests.log; then \
-	    echo 'make test: sanitizer reports above' >&2; exit 1; fi; \
-	exit $$rc
-	sh scripts/check-layers.sh
-	sh tests/exports.sh $(LIB_OBJ)
-	$(TEST_ENV) $(CUDA_EMU_RUN)
-	$(TEST_ENV) sh tests/cli/run.sh $(CLI) $(TIER_SRC)
-	$(TEST_ENV) CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)
-	$(TORCH_RUN)
-	$(TEST_ENV) FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(CURDIR)/$(FAKECUDA)) sh tests/bench/run.sh $(BENCH)
-	@$(TEST_ENV) for t in $(FUZZ_TARGETS); do \
-	    $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done
+	@$(SUITE) example '$(EXAMPLE)'
+	@$(SUITE) allocs '$(ALLOC_RUN)'
+	@$(SUITE) unit '$(UNIT_RUN)'
+	@$(SUITE) layers 'sh scripts/check-layers.sh'
+	@$(SUITE) exports 'sh tests/exports.sh $(LIB_OBJ)'
+	@$(SUITE) cuda-emu '$(CUDA_EMU_RUN)'
+	@$(SUITE) cli 'sh tests/cli/run.sh $(CLI) $(TIER_SRC)'
+	@$(SUITE) aot 'CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)'
+	@$(SUITE) shared '$(SHARED_RUN)'
+	@$(SUITE) install '$(INSTALL_RUN)'
+	@$(SUITE) torch '$(TORCH_RUN)'
+	@$(SUITE) bench 'FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(abspath $(FAKECUDA))) sh tests/bench/run.sh $(BENCH)'
+	@$(SUITE) fuzz 'for t in $(FUZZ_TARGETS); do $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done'
 	@$(TEST_HOME_CHECK)
+	@echo "make test: 13 suites passed; their output is in $(BUILD)/test-logs"
 
 # Conformance with PyTorch itself (tests/torch, docs/conformance.md): the
 # cases gen.py observes in python3-torch, replayed on every tier; skipped,
 # saying so, where python3-torch is missing.
-TORCH_RUN = $(TEST_ENV) CC="$(CC)" CFLAGS="$(OPT)" \
-            sh tests/torch/run.sh $(CLI) $(LIB) $(BUILD)
+TORCH_RUN = CC="$(CC)" CFLAGS="$(OPT)" sh tests/torch/run.sh $(CLI) $(LIB) \
+            $(BUILD)
 test-torch: $(CLI) $(LIB)
 	@$(TEST_SETUP)
-	$(TORCH_RUN)
+	$(TEST_ENV) $(TORCH_RUN)
 	@$(TEST_HOME_CHECK)
 
 test-asan:
@@ -368,7 +447,8 @@ CONC_SRC  := tests/test_threads.c tests/test_stress.c tests/tools/shim.c
 CONC      := $(BUILD)/bin/concurrency-tests
 $(CONC): $(CONC_SRC) $(LIB) $(wildcard tests/*.h tests/tools/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DWB_TEST_SHIM $(ALL_LDFLAGS) -o $@ $(CONC_SRC) \
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) -DWB_TEST_SHIM $(ALL_LDFLAGS) -o $@ $(CONC_SRC) \
 	    $(LIB) $(LIBS)
 test-tsan:
 	$(MAKE) tsan-run BUILD=build/tsan SANITIZE=thread
@@ -429,20 +509,29 @@ golden: $(TESTS) $(CLI) $(TIER_SRC)
 PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
              -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|'
 
-install: $(LIB) $(BENCH) $(CLI)
+install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR) \
 	    $(DESTDIR)$(PCDIR)
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libwrapbake.a
+	$(if $(SANITIZE),,install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/$(SO_NAME))
+	$(if $(SANITIZE),,ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libwrapbake.so)
 	install -m 644 include/wrapbake.h $(DESTDIR)$(INCDIR)/wrapbake.h
 	install -m 755 $(BENCH) $(DESTDIR)$(BINDIR)/wrapbake-bench
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/wrapbake
 	$(PC_SED) wrapbake.pc.in > $(DESTDIR)$(PCDIR)/wrapbake.pc
 	chmod 644 $(DESTDIR)$(PCDIR)/wrapbake.pc
+	install -d $(DESTDIR)$(DOCDIR)/docs
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)
+	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/docs
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libwrapbake.a $(DESTDIR)$(INCDIR)/wrapbake.h \
+	rm -f $(DESTDIR)$(LIBDIR)/libwrapbake.a $(DESTDIR)$(LIBDIR)/$(SO_NAME) \
+	    $(DESTDIR)$(LIBDIR)/libwrapbake.so $(DESTDIR)$(INCDIR)/wrapbake.h \
 	    $(DESTDIR)$(BINDIR)/wrapbake-bench $(DESTDIR)$(BINDIR)/wrapbake \
 	    $(DESTDIR)$(PCDIR)/wrapbake.pc
+	rm -rf $(DESTDIR)$(DOCDIR)
+	rmdir $(DESTDIR)$(PCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) \
+	    $(DESTDIR)$(BINDIR) 2>/dev/null || true
 
 clean:
 	rm -rf build

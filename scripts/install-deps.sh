@@ -1,19 +1,41 @@
 #!/bin/sh
-# Installs the Debian packages wrapbake builds and tests with, when missing.
-# Run by `make` once per build tree; safe to run again.
+# The Debian packages wrapbake builds and tests with.
+#
+#   sh scripts/install-deps.sh          installs those missing (root or sudo)
+#   sh scripts/install-deps.sh --check  says which the build lacks, installs
+#                                       nothing, and fails if any
+#
+# `make deps`, `make test` and `make bench` install; any other make target
+# only checks.  Safe to run again.
 set -eu
 
-# python3-torch: the conformance suite runs PyTorch itself (tests/torch).
-packages="build-essential binutils pkg-config libtcc-dev tcc libdlpack-dev
-libcriterion-dev libyaml-dev python3-torch"
+# What the library, the wrapbake command and the benchmark build with.
+build="build-essential binutils pkg-config libtcc-dev tcc libdlpack-dev
+libyaml-dev"
+# What the tests add: Criterion, and PyTorch for the conformance suite
+# (tests/torch).
+tests="libcriterion-dev python3-torch"
 
-missing=""
-for p in $packages; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-        missing="$missing $p"
-done
+missing_of() {
+    out=""
+    for p in $1; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+            out="$out $p"
+    done
+    echo "$out"
+}
+
+if [ "${1:-}" = "--check" ]; then
+    missing=$(missing_of "$build")
+    [ -z "$missing" ] && exit 0
+    echo "install-deps: the build needs these Debian packages:$missing" >&2
+    echo "install-deps: run 'make deps' (as root, or with sudo), or" \
+        "apt-get install$missing" >&2
+    exit 1
+fi
+
+missing=$(missing_of "$build $tests")
 [ -z "$missing" ] && exit 0
-
 echo "install-deps: installing:$missing"
 if [ "$(id -u)" -eq 0 ]; then
     sudo=""

@@ -444,7 +444,8 @@ typedef struct cs_err {
 
 static const cs_err cs_errs[] = {
     {WB_MUT_DATA, CS_VALUE_SIZES, WB_ERR_SHAPE,
-     "input 0 'x': the updated value's sizes differ from the input's"},
+     "input 0 'x': the updated value's sizes [3, 2] differ from the input's "
+     "[2, 3]"},
     {WB_MUT_RESIZE, CS_VALUE_DTYPE, WB_ERR_TYPE,
      "input 0 'x': the updated value has dtype float64; expected float32"},
     {WB_MUT_DATA, CS_VALUE_ON_CPU, WB_ERR_DEVICE,
@@ -468,11 +469,14 @@ static const cs_err cs_errs[] = {
     {WB_MUT_RESIZE, CS_VALUE_GROWS, WB_ERR_NOMEM,
      "input 0 'x': cannot allocate CUDA memory"},
     {WB_MUT_DATA, CS_LATER_VALUE, WB_ERR_SHAPE,
-     "input 3 'z': the updated value's sizes differ"},
+     "input 3 'z': the updated value's sizes [5] differ from the input's "
+     "[4]"},
     {WB_MUT_DATA_METADATA, CS_LATER_VALUE, WB_ERR_SHAPE,
-     "input 3 'z': the updated value's sizes differ"},
+     "input 3 'z': the updated value's sizes [5] differ from the input's "
+     "[4]"},
     {WB_MUT_RESIZE, CS_LATER_VALUE, WB_ERR_SHAPE,
-     "input 3 'z': the updated value's sizes differ"},
+     "input 3 'z': the updated value's sizes [5] differ from the input's "
+     "[4]"},
     {WB_MUT_DATA, CS_ALIAS_ON_CPU, WB_ERR_DEVICE,
      "output 1 'v' (alias-of-input): the graph's value is on cpu, its base "
      "on cuda:0"},

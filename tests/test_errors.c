@@ -263,7 +263,7 @@ Test(errors, too_few_output_slots)
         err_fix_spec(&f, WB_MUT_DATA);
         err_fix_start(&f, tier);
         ERR_CALL(&f, 4, 1, WB_ERR_ARITY,
-                 "called with room for 1 outputs; expected at least 2");
+                 "called with room for 1 output; expected at least 2");
         ERR_CALL(&f, 4, 0, WB_ERR_ARITY, "room for 0 outputs");
         cr_assert_eq(f.c.calls, 0);
         err_fix_good_call(&f);
@@ -476,7 +476,7 @@ Test(errors, graph_returns_too_many_values)
         err_fix_start(&f, tier);
         f.c.ret = 4;
         ERR_CALL(&f, 4, 2, WB_ERR_ARITY,
-                 "the graph returned 4 values; expected 3 (1 updated inputs, "
+                 "the graph returned 4 values; expected 3 (1 updated input, "
                  "2 outputs, 0 intermediate bases)");
         cr_assert_eq(f.c.watched_version, 1);
         err_fix_good_call(&f);
@@ -560,10 +560,11 @@ Test(errors, data_mutation_wrong_sizes)
         wb_tensor *t = wbt_f32(0, 2, 3, 2), *u = wbt_f32(0, 3, 2, 3, 1);
         f.c.vals[0] = t;
         ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
-                 "input 0 'x': the updated value's sizes differ from the "
-                 "input's");
+                 "input 0 'x': the updated value's sizes [3, 2] differ from "
+                 "the input's [2, 3]");
         f.c.vals[0] = u;
-        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE, "sizes differ");
+        ERR_CALL(&f, 4, 2, WB_ERR_SHAPE, "sizes [2, 3, 1] differ from the "
+                 "input's [2, 3]");
         cr_assert_eq(wb_tensor_refcount(t), 1);
         cr_assert_eq(wb_tensor_refcount(u), 1);
         wbt_release_last(t);
@@ -727,7 +728,8 @@ Test(errors, second_mutation_failure_keeps_the_first_unapplied)
         wbt_snap_take(&sb, b, NULL);
         wbt_snap_take(&sc, cc, NULL);
         WBT_FAILS(wb_call(w, args, 3, NULL, 0), WB_ERR_SHAPE,
-                  "input 2 'c': the updated value's sizes differ");
+                  "input 2 'c': the updated value's sizes [5] differ from "
+                  "the input's [4]");
         wbt_snap_check(&sa, 0, "a");
         wbt_snap_check(&sb, 0, "b");
         wbt_snap_check(&sc, 0, "c");
@@ -1108,7 +1110,9 @@ Test(errors, mutation_and_view_runs_name_each_failure)
             char want[96];
             if (f < 4)
                 snprintf(want, sizeof want, "input %d 'x%d': the updated "
-                         "value's sizes differ", f + 2, f);
+                         "value's sizes %s differ from the input's %s",
+                         f + 2, f, f < 2 ? "[5]" : "[2, 3]",
+                         f < 2 ? "[4]" : "[2, 2]");
             else
                 snprintf(want, sizeof want, "output %d 'w%d' "
                          "(alias-of-input): the graph's view does not fit",

@@ -10,7 +10,7 @@
 
 #include "helpers.h"
 
-/* Hostile cases tried, for the README's figure. */
+/* Hostile cases tried, for the figure of docs/testing.md. */
 static int hostile_cases;
 
 /* Every name below is wrapped in these markers; generated code must not

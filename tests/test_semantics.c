@@ -2026,7 +2026,7 @@ Test(semantics, effect_tokens_come_first_and_are_dropped)
         c.nvals = 3;
         WBT_FAILS(wb_call(w, a, 1, o, 1), WB_ERR_ARITY,
                   "the graph returned 3 values; expected 4 (2 effect tokens, "
-                  "1 updated inputs, 1 outputs, 0 intermediate bases)");
+                  "1 updated input, 1 output, 0 intermediate bases)");
         cr_assert_eq(wb_tensor_refcount(tok), 1);
         cr_assert_eq(wb_tensor_version(x), 1, "the failed call wrote nothing");
         c.vals[2] = NULL;
@@ -2118,7 +2118,7 @@ Test(semantics, functionalized_rng_threads_seed_and_offset)
         /* A call that fails after the graph ran: no set. */
         c.nvals = 2;
         WBT_FAILS(wb_call(w, a, 2, o, 1), WB_ERR_ARITY,
-                  "expected 3 (1 updated inputs, 1 outputs, 0 intermediate "
+                  "expected 3 (1 updated input, 1 output, 0 intermediate "
                   "bases, the RNG offset)");
         cr_assert_eq(g.gets, 2);
         cr_assert_eq(g.sets, 1, "the generator is left as it was");

@@ -118,14 +118,25 @@ const char *wb_rt_input_label(const wb_env *e, int i, char *buf, size_t n)
     return buf;
 }
 
+int wb_rt_unit_fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    wb_rt_vfail((wb_status)status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts)
 {
     const wb_spec *s = e->spec;
     if (nargs != s->ninputs)
-        return wb_rt_callf(e, WB_ERR_ARITY, "called with %d arguments; "
-                           "expected %d", nargs, s->ninputs);
-    return wb_rt_callf(e, WB_ERR_ARITY, "called with room for %d outputs; "
-                       "expected at least %d", nouts, s->noutputs);
+        return wb_rt_callf(e, WB_ERR_ARITY, "called with %d argument%s; "
+                           "expected %d", nargs, WB_PLURAL(nargs),
+                           s->ninputs);
+    return wb_rt_callf(e, WB_ERR_ARITY, "called with room for %d output%s; "
+                       "expected at least %d", nouts, WB_PLURAL(nouts),
+                       s->noutputs);
 }
 
 wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args)
@@ -150,13 +161,16 @@ int wb_rt_err_values(const wb_env *e, int n, const wb_value *r)
                            n);
     char tokens[48] = "";
     if (s->ntokens)
-        snprintf(tokens, sizeof tokens, "%d effect tokens, ", s->ntokens);
+        snprintf(tokens, sizeof tokens, "%d effect token%s, ", s->ntokens,
+                 WB_PLURAL(s->ntokens));
     if (n != s->nreturned)
-        return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d values; "
-                           "expected %d (%s%d updated inputs, %d outputs, "
-                           "%d intermediate bases%s)", n,
-                           s->nreturned, tokens,
-                           s->nupdated, s->noutputs, s->nbases,
+        return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d value%s; "
+                           "expected %d (%s%d updated input%s, %d output%s, "
+                           "%d intermediate base%s%s)", n, WB_PLURAL(n),
+                           s->nreturned, tokens, s->nupdated,
+                           WB_PLURAL(s->nupdated), s->noutputs,
+                           WB_PLURAL(s->noutputs), s->nbases,
+                           WB_PLURAL(s->nbases),
                            s->rng ? ", the RNG offset" : "");
     /* Effect tokens may be NULL (None), and numbers are not tensors. */
     int i = s->ntokens;

@@ -47,12 +47,15 @@ static wb_status wb_rt_prep_like(const wb_env *e, int input,
 static wb_status wb_rt_prep_copy(const wb_env *e, int input,
                                  const wb_tensor *after, const wb_tensor *v)
 {
-    char lb[400];
+    char lb[400], a[128], b[128];
     if (after->ndim != v->ndim ||
         memcmp(after->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim))
         return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value's sizes "
-                           "differ from the input's",
-                           wb_rt_input_label(e, input, lb, sizeof lb));
+                           "%s differ from the input's %s",
+                           wb_rt_input_label(e, input, lb, sizeof lb),
+                           wb_rt_sizes_str(v->sizes, v->ndim, a, sizeof a),
+                           wb_rt_sizes_str(after->sizes, after->ndim, b,
+                                           sizeof b));
     bool within;
     wb_rt_overlap ov = wb_rt_copy_overlap(after, v, &within);
     if (ov && within)

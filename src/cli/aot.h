@@ -4,8 +4,7 @@
  * The generator writes, into one directory, a C file per graph (the
  * emitter's wrapper function under a name of its own), a dispatch unit that
  * embeds every spec and its fingerprint, and the dispatch unit's header.
- * README.md ("Ahead-of-time wrappers") shows the files and how a program
- * builds and calls them.
+ * docs/aot.md shows the files and how a program builds and calls them.
  */
 #ifndef WB_CLI_AOT_H
 #define WB_CLI_AOT_H

@@ -4,8 +4,8 @@
  *
  * Each spec read keeps the file and line it came from, so that every message
  * about it can point there.  The formats are described in docs/spec-format.md
- * ("Files"); the CLI's own reading rules are in README.md ("The wrapbake
- * command").
+ * ("Files"); the CLI's own reading rules are in docs/cli.md ("Input
+ * files and allowlists").
  */
 #ifndef WB_CLI_INPUT_H
 #define WB_CLI_INPUT_H

@@ -7,7 +7,7 @@
  *   wrapbake emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...
  *
  * Exit status: 0 on success, 1 when any spec or file failed, 2 on a usage
- * error.  README.md ("The wrapbake command") describes the output.
+ * error.  docs/cli.md describes the output.
  */
 #include <getopt.h>
 #include <stdarg.h>

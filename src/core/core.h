@@ -8,6 +8,7 @@
 #ifndef WB_CORE_H
 #define WB_CORE_H
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
@@ -107,6 +108,7 @@ wb_status wb_rt_fail(wb_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+wb_status wb_rt_vfail(wb_status status, const char *fmt, va_list ap);
 
 /* ---- tensors (tensor.c) ---- */
 
@@ -184,6 +186,11 @@ bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
 /* "cpu", "cuda:N", else "device TYPE:ID". */
 const char *wb_rt_device_str(DLDevice d, char *buf, size_t n);
+/* "[4, 3]", cut with "..." where buf is short. */
+const char *wb_rt_sizes_str(const int64_t *sizes, int ndim, char *buf,
+                            size_t n);
+/* The plural ending of a count in a message: "1 argument", "2 arguments". */
+#define WB_PLURAL(n) ((n) == 1 ? "" : "s")
 /* Releases what a tensor whose last reference went holds (its storage, or
    the tensor it keeps) and returns its header to the thread cache. */
 void wb_rt_tensor_free(wb_tensor *t);

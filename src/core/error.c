@@ -45,11 +45,17 @@ const char *wb_last_error(void)
     return wb_rt_errmsg;
 }
 
+wb_status wb_rt_vfail(wb_status status, const char *fmt, va_list ap)
+{
+    vsnprintf(wb_rt_errmsg, sizeof wb_rt_errmsg, fmt, ap);
+    return status;
+}
+
 wb_status wb_rt_fail(wb_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(wb_rt_errmsg, sizeof wb_rt_errmsg, fmt, ap);
+    wb_rt_vfail(status, fmt, ap);
     va_end(ap);
     return status;
 }

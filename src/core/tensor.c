@@ -108,6 +108,21 @@ const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n)
     return buf;
 }
 
+const char *wb_rt_sizes_str(const int64_t *sizes, int ndim, char *buf,
+                            size_t n)
+{
+    size_t at = 0;
+    for (int d = 0; d <= ndim && at < n; d++)
+        at += (size_t)(d < ndim ? snprintf(buf + at, n - at, "%s%lld",
+                                           d ? ", " : "[",
+                                           (long long)sizes[d])
+                                : snprintf(buf + at, n - at, "%s]",
+                                           d ? "" : "["));
+    if (at >= n && n >= 4)
+        memcpy(buf + n - 4, "...", 4);
+    return buf;
+}
+
 const char *wb_rt_device_str(DLDevice d, char *buf, size_t n)
 {
     if (d.device_type == kDLCPU && d.device_id == 0) {

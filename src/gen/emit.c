@@ -309,9 +309,11 @@ static void wb_emit_banner(wb_emitter *x)
     for (int k = 0; k < s->noutputs; k++)
         wb_buf_printf(b, " *   %s\n", wb_emit_out_desc(x, k));
     wb_buf_printf(b, " * intermediate bases: %d\n", s->nbases);
-    wb_buf_printf(b, " * the graph returns N = %d values:\n *   %d updated "
-                  "inputs, %d outputs, %d intermediate bases", s->nvalues,
-                  s->nupdated, s->noutputs, s->nbases);
+    wb_buf_printf(b, " * the graph returns N = %d value%s:\n *   %d updated "
+                  "input%s, %d output%s, %d intermediate base%s", s->nvalues,
+                  WB_PLURAL(s->nvalues), s->nupdated, WB_PLURAL(s->nupdated),
+                  s->noutputs, WB_PLURAL(s->noutputs), s->nbases,
+                  WB_PLURAL(s->nbases));
     if (s->ngroups)
         wb_buf_printf(b, ", %d members' views\n * synthetic bases: %d, "
                       "updated first", s->nmeta_members, s->ngroups);
@@ -783,8 +785,9 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
     wb_emit_at(x, 1);
-    wb_emit_comment(x, b, "/* %d arguments, room for at least %d outputs */",
-                    s->ninputs, s->noutputs);
+    wb_emit_comment(x, b, "/* %d argument%s, room for at least %d output%s "
+                    "*/", s->ninputs, WB_PLURAL(s->ninputs), s->noutputs,
+                    WB_PLURAL(s->noutputs));
     wb_buf_line(b, "if (nargs != %d || nouts < %d)", s->ninputs, s->noutputs);
     wb_buf_line(b, "    return %s(e, nargs, nouts);",
                 WB_EMIT_NAME(wb_rt_err_arity));

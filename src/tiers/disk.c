@@ -787,8 +787,9 @@ wb_status wb_cache_clear(void)
     closedir(dir);
     wb_disk_close(&d);
     if (left)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: %d files of the "
+        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: %d file%s of the "
                           "cache in %s could not be removed: %s", left,
+                          WB_PLURAL(left),
                           d.path, strerror(err));
     return WB_OK;
 }

@@ -62,6 +62,15 @@ int wb_jit_tcc_mprotect(void *addr, size_t len, int prot)
     return 0;
 }
 
+/* libtcc's objects name stdout, stderr and environ as these (see the
+   Makefile): a reference to the C library's own, from code built for
+   executables, could not go into libwrapbake.so.  libtcc prints nothing
+   here (its messages go to wb_jit_on_message) and runs no program, so
+   they only need to be valid, which wb_jit_build sees to. */
+FILE *wb_jit_tcc_stdout, *wb_jit_tcc_stderr;
+char **wb_jit_tcc_environ;
+extern char **environ;
+
 /* Code pages freed and made read-write again, kept for the next compile
    that fits in them: on the development VM, mapping pages,
    faulting in the first write and unmapping them took about 8 us, where a
@@ -381,6 +390,9 @@ static wb_status wb_jit_build(const char *unit, int n, const wb_jit_src *srcs,
     wb_jit_diag diag = {{0}, 0};
     wb_status st = WB_OK;
     *no_room = false;
+    wb_jit_tcc_stdout = stdout;
+    wb_jit_tcc_stderr = stderr;
+    wb_jit_tcc_environ = environ;
 #ifdef TCC_RELOCATE_AUTO
     wb_jit_heap_open();  /* closed once the state is deleted, below */
 #endif

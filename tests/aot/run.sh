@@ -231,9 +231,9 @@ printf 'x' >"$tmp/afile"
 check not_dir 1 "$wb" emit --aot -o "$tmp/afile" $specs
 has not_dir.err 'is not a directory'
 
-# ---- the README's example ---------------------------------------------------------
-sed -n '/^<!-- aot-specs -->/,/^```$/p' README.md | sed '1,2d;$d' >"$tmp/graphs.txt"
-sed -n '/^<!-- aot-example -->/,/^```$/p' README.md | sed '1,2d;$d' >"$tmp/main.c"
+# ---- the example of docs/aot.md ---------------------------------------------------
+sed -n '/^<!-- aot-specs -->/,/^```$/p' docs/aot.md | sed '1,2d;$d' >"$tmp/graphs.txt"
+sed -n '/^<!-- aot-example -->/,/^```$/p' docs/aot.md | sed '1,2d;$d' >"$tmp/main.c"
 check readme_gen 0 "$wb" emit --aot -o "$tmp/readme" "$tmp/graphs.txt"
 has readme_gen.out "$tmp/readme/wb_aot_add_one__0.c"
 check readme_build 0 $cc $strict -O2 $flags -Iinclude -I"$tmp/readme" -o "$tmp/readme-main" \

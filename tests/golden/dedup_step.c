@@ -12,7 +12,7 @@
  *   output 1 '', non-alias
  * intermediate bases: 0
  * the graph returns N = 3 values:
- *   1 updated inputs, 2 outputs, 0 intermediate bases
+ *   1 updated input, 2 outputs, 0 intermediate bases
  * inference: grad mode off during the call
  */
 

@@ -16,7 +16,7 @@
  *   output 6 'nothing', None
  * intermediate bases: 0
  * the graph returns N = 8 values:
- *   1 updated inputs, 7 outputs, 0 intermediate bases
+ *   1 updated input, 7 outputs, 0 intermediate bases
  * inference: grad mode off during the call
  */
 

@@ -22,7 +22,7 @@
  *   output 7 'unsafe', unsafe-view-alias
  * intermediate bases: 1
  * the graph returns N = 13 values:
- *   4 updated inputs, 8 outputs, 1 intermediate bases
+ *   4 updated inputs, 8 outputs, 1 intermediate base
  * training: grad mode on during the call, on after it
  */
 

@@ -17,9 +17,9 @@
 #error "wb_aot.c was generated for wrapbake ABI 2; regenerate it with this wrapbake"
 #endif
 
-/* The library's setter of wb_last_error(), which the generated wrappers
-   call too. */
-wb_status wb_rt_fail(wb_status status, const char *fmt, ...);
+/* The library's helper that sets wb_last_error() for this unit (see
+   src/abi/helpers.def). */
+int wb_rt_unit_fail(int status, const char *fmt, ...);
 
 /* The wrappers, one per wb_aot_*.c. */
 int wb_aot_decode_step_0(const wb_env *e, const wb_arg *args, int nargs,
@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "13f700c50a53c7cac9c56802fba95fa8d86f9bb76c1930961045353c68c9c183",
+     "35cb1bd1ec380d52ac63bf9cfb9cc1f2356648e55f1f40d9e466290bf74c6ffe",
      wb_aot_decode_step_0},
 };
 
@@ -53,9 +53,10 @@ static wb_wrapper *wb_aot_instances[1];
 
 static wb_status wb_aot_no_graph(const char *fn, int graph)
 {
-    return wb_rt_fail(WB_ERR_INVALID, "%s: no graph %d; wb_aot has graphs "
-                      "0 to %d (wb_aot_lookup gives -1 for a name it does "
-                      "not know)", fn, graph, 1 - 1);
+    return (wb_status)wb_rt_unit_fail(
+        WB_ERR_INVALID, "%s: no graph %d; wb_aot has graphs 0 to %d "
+        "(wb_aot_lookup gives -1 for a name it does not know)", fn, graph,
+        1 - 1);
 }
 
 int wb_aot_lookup(const char *name)
@@ -96,12 +97,14 @@ wb_status wb_aot_spec(int graph, wb_spec **out)
     if (graph < 0 || graph >= 1)
         return wb_aot_no_graph("wb_aot_spec", graph);
     if (!out)
-        return wb_rt_fail(WB_ERR_INVALID, "wb_aot_spec: NULL out");
+        return (wb_status)wb_rt_unit_fail(WB_ERR_INVALID,
+                                          "wb_aot_spec: NULL out");
     /* The text is kept in pieces short enough for any C compiler. */
     for (piece = wb_aot_graphs[graph].text; *piece; piece++)
         len += strlen(*piece);
     if (!(text = malloc(len + 1)))
-        return wb_rt_fail(WB_ERR_NOMEM, "wb_aot_spec: out of memory");
+        return (wb_status)wb_rt_unit_fail(WB_ERR_NOMEM,
+                                          "wb_aot_spec: out of memory");
     p = text;
     for (piece = wb_aot_graphs[graph].text; *piece; piece++) {
         size_t n = strlen(*piece);
@@ -147,9 +150,9 @@ wb_status wb_aot_call(int graph, const wb_arg *args, int nargs,
     if (graph < 0 || graph >= 1)
         return wb_aot_no_graph("wb_aot_call", graph);
     if (!wb_aot_instances[graph])
-        return wb_rt_fail(WB_ERR_INVALID, "wb_aot_call: graph %d '%s' has no "
-                          "instance; make one with wb_aot_bind", graph,
-                          wb_aot_graphs[graph].name);
+        return (wb_status)wb_rt_unit_fail(
+            WB_ERR_INVALID, "wb_aot_call: graph %d '%s' has no instance; "
+            "make one with wb_aot_bind", graph, wb_aot_graphs[graph].name);
     return wb_call(wb_aot_instances[graph], args, nargs, outs, nouts);
 }
 

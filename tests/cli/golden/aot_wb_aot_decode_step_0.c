@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint 13f700c50a53c7cac9c56802fba95fa8d86f9bb76c1930961045353c68c9c183.
+ * Fingerprint 35cb1bd1ec380d52ac63bf9cfb9cc1f2356648e55f1f40d9e466290bf74c6ffe.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -27,7 +27,7 @@
  *   output 2 '', is-input of 0
  * intermediate bases: 0
  * the graph returns N = 4 values:
- *   1 updated inputs, 3 outputs, 0 intermediate bases
+ *   1 updated input, 3 outputs, 0 intermediate bases
  * inference: grad mode off during the call
  */
 

@@ -13,7 +13,7 @@
  *   output 2 '', is-input of 0
  * intermediate bases: 0
  * the graph returns N = 4 values:
- *   1 updated inputs, 3 outputs, 0 intermediate bases
+ *   1 updated input, 3 outputs, 0 intermediate bases
  * inference: grad mode off during the call
  */
 

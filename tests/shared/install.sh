@@ -1,0 +1,80 @@
+#!/bin/sh
+# `make install` into a staging directory, as a package build does: the
+# files land where pkg-config says, a program built from its flags runs
+# the README example against the shared library (and, with --static,
+# against the archive), and `make uninstall` takes back every file and
+# every directory it made.
+#
+#   sh tests/shared/install.sh MAKE BUILD_DIR
+#
+# $CC compiles (default cc).  Prints a line per failed check and a
+# summary; the status is 1 when any failed.
+set -u
+if [ $# -ne 2 ]; then
+    echo "usage: $0 MAKE BUILD_DIR" >&2
+    exit 2
+fi
+cd "$(dirname "$0")/../.." || exit 2
+make=$1
+build=$2
+cc=${CC:-cc}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wrapbake-install.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check() {
+    what=$1
+    shift
+    if "$@" >"$tmp/out" 2>&1; then ok; else
+        bad "$what"
+        sed 's/^/    /' "$tmp/out"
+    fi
+}
+
+root=$tmp/root
+usr=$root/usr
+inst="$make -s --no-print-directory BUILD=$build PREFIX=/usr DESTDIR=$root"
+check "make install" $inst install
+for f in lib/libwrapbake.a lib/libwrapbake.so include/wrapbake.h \
+         bin/wrapbake bin/wrapbake-bench lib/pkgconfig/wrapbake.pc \
+         share/doc/wrapbake/README.md share/doc/wrapbake/docs/api.md; do
+    if [ -e "$usr/$f" ]; then ok; else bad "make install left out $f"; fi
+done
+
+pc() {
+    PKG_CONFIG_LIBDIR=$usr/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root \
+        pkg-config "$@" wrapbake
+}
+sed -n '/^<!-- example -->/,/^```$/p' README.md | sed '1,2d;$d' >"$tmp/example.c"
+# shellcheck disable=SC2046
+if $cc -std=c11 $(pc --cflags) -o "$tmp/shared" "$tmp/example.c" $(pc --libs) &&
+    LD_LIBRARY_PATH=$usr/lib "$tmp/shared" >"$tmp/out" 2>&1 &&
+    grep -q "version 3" "$tmp/out" &&
+    LD_LIBRARY_PATH=$usr/lib ldd "$tmp/shared" | grep -q "$usr/lib/libwrapbake.so"
+then ok; else bad "the example built from pkg-config --libs"; fi
+# --static: the archive, with what it needs beside it (libtcc is inside).
+static=$(pc --libs --static)
+case " $static " in
+    *" -ltcc "*) bad "pkg-config --static names -ltcc: $static" ;;
+    *) ok ;;
+esac
+# shellcheck disable=SC2046
+# The README's command for the archive.
+if $cc -std=c11 $(pc --cflags) -o "$tmp/static" "$tmp/example.c" \
+        -l:libwrapbake.a $(pc --libs --static) &&
+    "$tmp/static" | grep -q "version 3" &&
+    ! ldd "$tmp/static" | grep -q libwrapbake
+then ok; else bad "the example linked with the archive and pkg-config --static"; fi
+
+check "make uninstall" $inst uninstall
+left=$(cd "$root" && find . -mindepth 1 ! -type d)
+if [ -z "$left" ]; then ok; else bad "make uninstall left:" $left; fi
+# The directories it made, now empty, go too.
+for d in lib/pkgconfig lib include bin share/doc/wrapbake; do
+    if [ -d "$usr/$d" ]; then bad "make uninstall left $d"; else ok; fi
+done
+
+echo "install: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
