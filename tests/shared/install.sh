@@ -17,21 +17,8 @@ fi
 cd "$(dirname "$0")/../.." || exit 2
 make=$1
 build=$2
-cc=${CC:-cc}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wrapbake-install.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() {
-    what=$1
-    shift
-    if "$@" >"$tmp/out" 2>&1; then ok; else
-        bad "$what"
-        sed 's/^/    /' "$tmp/out"
-    fi
-}
+suite=install
+. tests/shared/checks.sh
 
 root=$tmp/root
 usr=$root/usr
@@ -76,5 +63,4 @@ for d in lib/pkgconfig lib include bin share/doc/wrapbake; do
     if [ -d "$usr/$d" ]; then bad "make uninstall left $d"; else ok; fi
 done
 
-echo "install: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

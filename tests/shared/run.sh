@@ -19,24 +19,8 @@ cd "$(dirname "$0")/../.." || exit 2
 wb=$1
 lib=$2/lib
 so=$(ls "$lib"/libwrapbake.so.[0-9]* 2>/dev/null | head -n 1)
-cc=${CC:-cc}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/wrapbake-shared.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-# Runs "$@", which must print a line holding $want.
-expect() {
-    want=$1
-    shift
-    if out=$("$@" 2>&1) && printf '%s\n' "$out" | grep -qF "$want"; then
-        ok
-    else
-        bad "$* (wanted '$want'):"
-        printf '%s\n' "$out" | sed 's/^/    /'
-    fi
-}
+suite=shared
+. tests/shared/checks.sh
 
 [ -n "$so" ] || { echo "shared: no libwrapbake.so.N in $lib"; exit 1; }
 name=$(basename "$so")
@@ -92,5 +76,4 @@ else
     echo "shared: ctypes: SKIPPED: no /usr/bin/python3"
 fi
 
-echo "shared: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary
