@@ -265,7 +265,8 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
         for (int m = spec->ngroups; m < spec->nupdated; m++)
             fprintf(f, "%s%d", m > spec->ngroups ? ", " : "",
                     spec->muts[m].input);
-        fputs("], \"new_views\": [", f);
+        fprintf(f, "], \"outputs\": %d, \"intermediate_bases\": %d, "
+                "\"new_views\": [", spec->noutputs, spec->nbases);
         for (int k = 0; k < spec->nmeta_members; k++)
             fprintf(f, "%s%d", k ? ", " : "", spec->meta_members[k]);
         fprintf(f, "], \"values\": %d", wb_spec_num_values(spec));
