@@ -161,6 +161,7 @@ static void wb_spec_forget(wb_spec *s)
     free(s->dups);
     free(s->detached);
     free(s->muts);
+    free(s->mut_at);
     free(s->reshaped);
     free(s->outs);
     free(s->dirs);
@@ -171,7 +172,7 @@ static void wb_spec_forget(wb_spec *s)
     s->group_of = s->group_first = s->meta_members = NULL;
     s->ngroups = s->nmeta_members = 0;
     s->tensor_inputs = s->declared = s->bumped = s->hidden = NULL;
-    s->arg_at = s->dups = NULL;
+    s->arg_at = s->dups = s->mut_at = NULL;
     s->detached = NULL;
     s->muts = NULL;
     s->reshaped = NULL;
@@ -700,16 +701,17 @@ static wb_status wb_spec_check(const wb_spec *s)
     for (int k = 0; k < s->noutputs; k++)
         if ((st = wb_spec_check_output(s, k)) != WB_OK)
             return st;
-    for (int b = 0; b < s->nbases; b++) {
-        bool used = false;
-        for (int k = 0; k < s->noutputs && !used; k++)
-            used = wb_alias_of_intermediate(s->outputs[k].kind) &&
-                   s->outputs[k].base == b;
-        if (!used)
+    /* Output k's base is below nbases (wb_spec_check_output). */
+    bool used[s->nbases + 1];
+    memset(used, 0, sizeof used);
+    for (int k = 0; k < s->noutputs; k++)
+        if (wb_alias_of_intermediate(s->outputs[k].kind))
+            used[s->outputs[k].base] = true;
+    for (int b = 0; b < s->nbases; b++)
+        if (!used[b])
             return WB_SPEC_ERR(s, "intermediate base %d is not the base of "
                                "any output; %d bases declared, more than the "
                                "outputs reference", b, s->nbases);
-    }
     return WB_OK;
 }
 
@@ -752,6 +754,7 @@ static wb_status wb_spec_alloc_derived(wb_spec *s)
     s->dups = malloc(ni * sizeof(int));
     s->detached = malloc(ni * sizeof(int));
     s->muts = malloc(ni * sizeof *s->muts);
+    s->mut_at = malloc(ni * sizeof(int));
     s->reshaped = malloc(ni * sizeof(int));
     s->dirs = malloc(ni * sizeof *s->dirs);
     s->outs = malloc(no * sizeof *s->outs);
@@ -760,7 +763,7 @@ static wb_status wb_spec_alloc_derived(wb_spec *s)
     s->meta_members = malloc(ni * sizeof(int));
     if (!s->tensor_inputs || !s->declared || !s->bumped || !s->hidden ||
         !s->arg_at || !s->dups || !s->detached ||
-        !s->muts || !s->reshaped || !s->dirs || !s->outs || !s->group_of ||
+        !s->muts || !s->mut_at || !s->reshaped || !s->dirs || !s->outs || !s->group_of ||
         !s->group_first || !s->meta_members)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory validating a spec");
     return WB_OK;
@@ -810,36 +813,38 @@ static void wb_spec_derive_groups(wb_spec *s)
 static wb_status wb_spec_check_groups(const wb_spec *s)
 {
     char nm[300];
-    for (int g = 0; g < s->ngroups; g++) {
-        bool data = false;
-        for (int i = s->group_first[g]; i < s->ninputs; i++) {
-            const wb_input *in = &s->inputs[i];
-            if (s->group_of[i] != g)
-                continue;
-            wb_spec_item_name(in->name, nm, sizeof nm);
-            if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_DATA &&
-                in->mutation != WB_MUT_METADATA &&
-                in->mutation != WB_MUT_DATA_METADATA)
-                return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
-                                   "base has a data or metadata mutation, or "
-                                   "none; not %s", i, nm,
-                                   wb_mutation_name(in->mutation));
-            if (in->flags & (WB_INPUT_HIDDEN | WB_INPUT_DETACH))
-                return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
-                                   "base is neither hidden from autograd nor "
-                                   "detached", i, nm);
-            data |= in->mutation == WB_MUT_DATA ||
-                    in->mutation == WB_MUT_DATA_METADATA;
-        }
-        if (!data) {
-            wb_spec_item_name(s->inputs[s->group_first[g]].name, nm,
-                              sizeof nm);
+    bool data[s->ngroups + 1];
+    memset(data, 0, sizeof data);
+    for (int i = 0; i < s->ninputs; i++) {
+        const wb_input *in = &s->inputs[i];
+        int g = s->group_of[i];
+        if (g < 0)
+            continue;
+        if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_DATA &&
+            in->mutation != WB_MUT_METADATA &&
+            in->mutation != WB_MUT_DATA_METADATA)
+            return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
+                               "base has a data or metadata mutation, or "
+                               "none; not %s", i,
+                               wb_spec_item_name(in->name, nm, sizeof nm),
+                               wb_mutation_name(in->mutation));
+        if (in->flags & (WB_INPUT_HIDDEN | WB_INPUT_DETACH))
+            return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
+                               "base is neither hidden from autograd nor "
+                               "detached", i,
+                               wb_spec_item_name(in->name, nm, sizeof nm));
+        data[g] |= in->mutation == WB_MUT_DATA ||
+                   in->mutation == WB_MUT_DATA_METADATA;
+    }
+    for (int g = 0; g < s->ngroups; g++)
+        if (!data[g]) {
+            int first = s->group_first[g];
             return WB_SPEC_ERR(s, "input %d '%s': its synthetic base has no "
                                "member whose data the graph mutates, which "
-                               "is what merging them is for",
-                               s->group_first[g], nm);
+                               "is what merging them is for", first,
+                               wb_spec_item_name(s->inputs[first].name, nm,
+                                                 sizeof nm));
         }
-    }
     return WB_OK;
 }
 
@@ -865,6 +870,7 @@ static void wb_spec_derive_inputs(wb_spec *s)
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         s->dirs[i] = wb_input_direction(in);
+        s->mut_at[i] = -1;
         if (in->dup_of >= 0)
             s->dups[s->ndups++] = i;
         if (!in->is_tensor || (in->flags & WB_INPUT_OPTIONAL))
@@ -879,9 +885,11 @@ static void wb_spec_derive_inputs(wb_spec *s)
         if (in->flags & WB_INPUT_DETACH)
             s->detached[s->ndetached++] = i;
         if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_IN_GRAPH &&
-            s->group_of[i] < 0)
+            s->group_of[i] < 0) {
+            s->mut_at[i] = s->nupdated;
             s->muts[s->nupdated++] = (wb_spec_mut){
                 i, in->mutation, (in->flags & WB_INPUT_HIDDEN) != 0};
+        }
         if (in->mutation == WB_MUT_METADATA ||
             in->mutation == WB_MUT_DATA_METADATA ||
             in->mutation == WB_MUT_STORAGE || in->mutation == WB_MUT_RESIZE)
@@ -893,14 +901,11 @@ static void wb_spec_derive_inputs(wb_spec *s)
    set_ brings the updated value's storage, resize_ may grow its own. */
 static void wb_spec_view_storage(const wb_spec *s, int input, wb_spec_out *d)
 {
-    for (int j = 0; j < s->nupdated; j++) {
-        if (s->muts[j].input != input)
-            continue;
-        if (s->muts[j].kind == WB_MUT_STORAGE)
-            d->holder = j;
-        else if (s->muts[j].kind == WB_MUT_RESIZE)
-            d->grow = j;
-    }
+    int j = s->mut_at[input];
+    if (j >= 0 && s->muts[j].kind == WB_MUT_STORAGE)
+        d->holder = j;
+    else if (j >= 0 && s->muts[j].kind == WB_MUT_RESIZE)
+        d->grow = j;
 }
 
 static void wb_spec_derive_outputs(wb_spec *s)

@@ -127,6 +127,7 @@ struct wb_spec {
     wb_spec_mut *muts;          /* M runtime mutations, value i for muts[i]:
                                    the synthetic bases' first, then the
                                    inputs' in order */
+    int *mut_at;                /* per input, its index in muts, or -1 */
     /* Synthetic bases (AOTAutograd's AOTSyntheticBaseWrapper): inputs
        that lie on one storage, merged into one base the graph gets, the
        groups in order of their first members. */
