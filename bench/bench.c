@@ -40,12 +40,10 @@
 #include "../src/tiers/jit.h"
 #include "../src/spec/spec.h"
 
-#define BENCH_MAX_VALUES 64
-
 /* ---- cases ---- */
 
 typedef struct bench_case {
-    char name[64], desc[64];
+    char name[WB_MAX_NAME], desc[64];
     wb_spec *spec;
     int aot;  /* the case's graph in the ahead-of-time unit, or -1 */
 } bench_case;
@@ -213,12 +211,15 @@ static int bench_file_cases(const char *path, bench_case **cases)
 /* Inputs, arguments and the values the graph hands out, made from a spec:
    every tensor [2, 4] (or [2]*ndim when declared) of the declared dtype or
    float32; updated values shaped as their input; views of the inputs,
-   intermediate bases and outputs they alias. */
+   intermediate bases and outputs they alias.  The arrays of values are
+   sized from the spec, as many as its graph returns; the calls reuse outs,
+   so that a call allocates nothing of the benchmark's own. */
 typedef struct bench_world {
     const wb_spec *spec;
     wb_tensor *in[WB_MAX_INPUTS];
     wb_arg args[WB_MAX_INPUTS];
-    wb_tensor *values[BENCH_MAX_VALUES];
+    wb_tensor **values;
+    wb_value *outs;  /* what a call hands back: outputs, or graph values */
     int nvalues;
     wb_graph_fn graph;  /* bench_graph_kept, or with --fresh _fresh */
 } bench_world;
@@ -286,8 +287,11 @@ static void bench_world_make(bench_world *w, const wb_spec *s)
     w->nvalues = s->nvalues;
     w->graph = bench_mode == BENCH_FRESH ? bench_graph_fresh
                                          : bench_graph_kept;
-    if (s->nvalues > BENCH_MAX_VALUES)
-        bench_die(s->name, "more graph values than the benchmark prepares");
+    /* One more than needed: a graph of no values must not ask for none. */
+    w->values = calloc((size_t)s->nvalues + 1, sizeof *w->values);
+    w->outs = calloc((size_t)s->nvalues + 1, sizeof *w->outs);
+    if (!w->values || !w->outs)
+        bench_die(s->name, "out of memory");
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         if (!in->is_tensor)
@@ -329,6 +333,8 @@ static void bench_world_free(bench_world *w)
         wb_tensor_release(w->values[i]);
     for (int i = 0; i < w->spec->ninputs; i++)
         wb_tensor_release(w->in[i]);
+    free(w->values);
+    free(w->outs);
 }
 
 /* ---- measuring ---- */
@@ -349,7 +355,7 @@ static int bench_cmp(const void *a, const void *b)
 /* calls calls through w, or of the graph alone when w is NULL. */
 static void bench_calls(bench_world *world, wb_wrapper *w, long calls)
 {
-    wb_value outs[BENCH_MAX_VALUES];
+    wb_value *outs = world->outs;
     int nouts = world->spec->noutputs, nargs = world->spec->ninputs;
     wb_graph_fn volatile graph = world->graph;
     for (long i = 0; i < calls; i++) {
@@ -663,6 +669,9 @@ static void bench_count_builds(const bench_case *c, const char *tier, long n,
 
 /* ---- the machine ---- */
 
+/* The CPU's model from /proc/cpuinfo, the CPUs online and the architecture.
+   What the file says is not trusted to be text: the model is kept to
+   printable ASCII, its runs of spaces (some models are padded) made one. */
 static void bench_machine(char *buf, size_t n)
 {
     char model[128] = "unknown CPU", line[256];
@@ -670,9 +679,18 @@ static void bench_machine(char *buf, size_t n)
     FILE *f = fopen("/proc/cpuinfo", "r");
     while (f && fgets(line, sizeof line, f))
         if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
-            model[strcspn(model, "\n")] = '\0';
-            break;
+            const char *p = strchr(line, ':') + 1;
+            size_t k = 0;
+            p += strspn(p, " \t");
+            for (; *p && *p != '\n' && k < sizeof model - 1; p++)
+                if (*p != ' ' || (k && model[k - 1] != ' '))
+                    model[k++] = *p >= 0x20 && *p < 0x7f ? *p : '?';
+            while (k && model[k - 1] == ' ')
+                k--;
+            if (k) {  /* else "unknown CPU" stands */
+                model[k] = '\0';
+                break;
+            }
         }
     if (f)
         fclose(f);
@@ -695,9 +713,15 @@ static void bench_usage(FILE *f)
         "  -n, --calls N      calls per timed run (default 20000)\n"
         "  -r, --reps N       timed runs per column (default 31)\n"
         "  -p, --cpu N        pin the benchmark to CPU N\n"
+        "  -w, --wide         every column in the table: the spread (min-max),\n"
+        "                     the ratios of the overheads and the build times\n"
+        "                     (the default fits 100 columns: ns per call and\n"
+        "                     overhead above direct per tier, and allocations)\n"
         "  -j, --json         one JSON object instead of the table\n"
         "      --csv          CSV instead of the table\n"
-        "      --svg FILE     also write a bar chart to FILE\n"
+        "      --svg FILE     also write a bar chart to FILE: each tier's ns\n"
+        "                     per call, its overhead above the floor (direct)\n"
+        "                     in colour\n"
         "      --fresh        the graph stand-in hands over the only reference\n"
         "                     to a new tensor per value, as a compiled graph\n"
         "                     does, instead of keeping one to each value\n"
@@ -728,6 +752,7 @@ int main(int argc, char **argv)
         {"calls", required_argument, NULL, 'n'},
         {"reps", required_argument, NULL, 'r'},
         {"cpu", required_argument, NULL, 'p'},
+        {"wide", no_argument, NULL, 'w'},
         {"json", no_argument, NULL, 'j'},
         {"csv", no_argument, NULL, 'v'},
         {"svg", required_argument, NULL, 'g'},
@@ -745,8 +770,8 @@ int main(int argc, char **argv)
     long calls = 20000, reps = 31, builds = -1;
     int cpu = -1, opt;
     bool json = false, csv = false, counting_calls_given = false;
-    bool batch = false;
-    while ((opt = getopt_long(argc, argv, "c:s:n:r:p:jt:b:h", opts, NULL)) !=
+    bool batch = false, wide = false;
+    while ((opt = getopt_long(argc, argv, "c:s:n:r:p:wjt:b:h", opts, NULL)) !=
            -1) {
         switch (opt) {
         case 'c': only = optarg; break;
@@ -754,6 +779,7 @@ int main(int argc, char **argv)
         case 'n': calls = strtol(optarg, NULL, 10); counting_calls_given = true; break;
         case 'r': reps = strtol(optarg, NULL, 10); break;
         case 'p': cpu = atoi(optarg); break;
+        case 'w': wide = true; break;
         case 'j': json = true; break;
         case 'v': csv = true; break;
         case 'g': svg = optarg; break;
@@ -868,7 +894,7 @@ int main(int argc, char **argv)
         else if (csv)
             bench_print_csv(stdout, &r);
         else
-            bench_print_table(stdout, &r);
+            bench_print_table(stdout, &r, wide);
         if (svg) {
             FILE *f = fopen(svg, "w");
             if (!f) {

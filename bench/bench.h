@@ -59,7 +59,9 @@ typedef struct bench_report {
     int ncases;
 } bench_report;
 
-void bench_print_table(FILE *f, const bench_report *r);
+/* The table fits 100 columns, each tier's ns per call and overhead above
+   direct; wide, it has every column. */
+void bench_print_table(FILE *f, const bench_report *r, bool wide);
 void bench_print_json(FILE *f, const bench_report *r);
 void bench_print_csv(FILE *f, const bench_report *r);
 void bench_print_svg(FILE *f, const bench_report *r);

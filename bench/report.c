@@ -12,6 +12,147 @@ const char *const bench_tier_names[BENCH_NTIERS] = {"direct", "interp", "tcc",
 
 /* ---- the table ---- */
 
+/* The default table fits this many columns; --wide is as wide as it needs. */
+#define BENCH_COLS 100
+/* A case name in the default table is cut to this many columns. */
+#define BENCH_NAME_COLS 16
+/* The columns a line of prose takes. */
+#define BENCH_PROSE_COLS 80
+
+/* v in at most width columns: with decimals when they fit, else without,
+   else in exponent form. */
+static const char *bench_num(char *buf, size_t n, int width, int decimals,
+                             double v)
+{
+    snprintf(buf, n, "%.*f", decimals, v);
+    if ((int)strlen(buf) > width)
+        snprintf(buf, n, "%.0f", v);
+    if ((int)strlen(buf) > width)
+        snprintf(buf, n, "%.0e", v);
+    return buf;
+}
+
+/* s in at most cols columns (at least 5; buf holds cols + 1 bytes): whole
+   when it fits, else its start and its end around "...", so that names
+   sharing a prefix stay apart. */
+static const char *bench_cut(char *buf, size_t n, const char *s, int cols)
+{
+    int len = (int)strlen(s), head = len, tail = 0;
+    if (len > cols) {
+        tail = (cols - 3) / 2;
+        head = cols - 3 - tail;
+    }
+    snprintf(buf, n, "%.*s%s%.*s", head, s, len > cols ? "..." : "", tail,
+             s + len - tail);
+    return buf;
+}
+
+/* text, its words broken onto lines of at most cols columns, the lines
+   after the first indented by indent; a word longer than a line is cut. */
+static void bench_wrap(FILE *f, const char *text, int cols, int indent)
+{
+    int col = 0, start = 0;  /* where the line is, and where its words start */
+    for (const char *p = text + strspn(text, " "); *p; p += strspn(p, " ")) {
+        int len = (int)strcspn(p, " ");
+        if (col > start && col + 1 + len > cols) {
+            fprintf(f, "\n%*s", indent, "");
+            col = start = indent;
+        }
+        if (col > start) {
+            fputc(' ', f);
+            col++;
+        }
+        int take = len < cols - col ? len : cols - col;
+        fwrite(p, 1, (size_t)take, f);
+        col += take;
+        p += take;
+    }
+    fputc('\n', f);
+}
+
+/* How the graph stand-in hands out its values. */
+static const char *bench_values_name(const bench_report *r)
+{
+    static const char *const names[] = {"fixed", "kept", "fresh"};
+    return names[r->values];
+}
+
+/* The most heap allocations per call of any wrapper tier, or -1 when this
+   build cannot count them. */
+static double bench_worst_allocs(const bench_case_result *k)
+{
+    double worst = -1;
+    for (int x = BENCH_INTERP; x < BENCH_NTIERS; x++)
+        if (k->tiers[x].available && k->tiers[x].allocs_per_call > worst)
+            worst = k->tiers[x].allocs_per_call;
+    return worst;
+}
+
+/* The columns the default table gives the case names: the longest, up to
+   BENCH_NAME_COLS. */
+static int bench_name_cols(const bench_report *r)
+{
+    int cols = 4;  /* "case" */
+    for (int c = 0; c < r->ncases; c++)
+        if ((int)strlen(r->cases[c].name) > cols)
+            cols = (int)strlen(r->cases[c].name);
+    return cols < BENCH_NAME_COLS ? cols : BENCH_NAME_COLS;
+}
+
+/* The default table: per case each tier's ns per call and its overhead
+   above direct, and the allocations per call of the worst tier, in at most
+   16 + 5 * 8 + 4 * 9 + 7 = 99 columns. */
+static void bench_table_narrow(FILE *f, const bench_report *r)
+{
+    int namew = bench_name_cols(r);
+    char name[BENCH_NAME_COLS + 1], full[BENCH_COLS], s[32];
+    bool cut = false;
+    fprintf(f, "%-*s", namew, "case");
+    for (int x = 0; x < BENCH_NTIERS; x++)
+        fprintf(f, " %7s", bench_tier_names[x]);
+    for (int x = BENCH_INTERP; x < BENCH_NTIERS; x++) {
+        snprintf(s, sizeof s, "%s-d", bench_tier_names[x]);
+        fprintf(f, " %8s", s);
+    }
+    fprintf(f, " %6s\n", "allocs");
+    for (int c = 0; c < r->ncases; c++) {
+        const bench_case_result *k = &r->cases[c];
+        double floor = k->tiers[BENCH_DIRECT].ns.median;
+        fprintf(f, "%-*s", namew, bench_cut(name, sizeof name, k->name, namew));
+        for (int x = 0; x < BENCH_NTIERS; x++)
+            fprintf(f, " %7s", k->tiers[x].available
+                                   ? bench_num(s, sizeof s, 7, 1,
+                                               k->tiers[x].ns.median)
+                                   : "n/a");
+        for (int x = BENCH_INTERP; x < BENCH_NTIERS; x++)
+            fprintf(f, " %8s", k->tiers[x].available
+                                   ? bench_num(s, sizeof s, 8, 1,
+                                               k->tiers[x].ns.median - floor)
+                                   : "n/a");
+        double worst = bench_worst_allocs(k);
+        fprintf(f, " %6s\n",
+                worst < 0 ? "n/a" : bench_num(s, sizeof s, 6, 2, worst));
+    }
+    fputc('\n', f);
+    bench_wrap(f, "interp-d, tcc-d, cc-d, aot-d: overhead above direct (the "
+               "graph called alone); allocs: heap allocations per call, "
+               "worst tier. --wide adds the spread (min-max), the ratios of "
+               "the overheads and the times to build a wrapper.",
+               BENCH_PROSE_COLS, 0);
+    /* Each cut name in full, as far as a line holds it. */
+    for (int c = 0; c < r->ncases; c++) {
+        if ((int)strlen(r->cases[c].name) <= namew)
+            continue;
+        if (!cut)
+            fprintf(f, "Case names cut to fit, in the order of the table:\n");
+        cut = true;
+        fprintf(f, "  %s: %s\n",
+                bench_cut(name, sizeof name, r->cases[c].name, namew),
+                bench_cut(full, sizeof full, r->cases[c].name,
+                          BENCH_COLS - 4 - namew));
+    }
+}
+
 static void bench_cell(FILE *f, const bench_tier_result *t)
 {
     char s[48];
@@ -23,18 +164,9 @@ static void bench_cell(FILE *f, const bench_tier_result *t)
     fprintf(f, " %20s", s);
 }
 
-/* How the graph stand-in hands out its values. */
-static const char *bench_values_name(const bench_report *r)
+/* --wide: every column, the spread, the ratios and the build times. */
+static void bench_table_wide(FILE *f, const bench_report *r)
 {
-    static const char *const names[] = {"fixed", "kept", "fresh"};
-    return names[r->values];
-}
-
-void bench_print_table(FILE *f, const bench_report *r)
-{
-    fprintf(f, "wrapbake-bench: ns per call, median (min-max) of %ld runs of "
-            "%ld calls\n%s, %s, tensors on %s, graph values %s\n\n", r->reps,
-            r->calls, r->machine, r->date, r->device, bench_values_name(r));
     fprintf(f, "%-4s %-26s", "case", "desc");
     for (int t = 0; t < BENCH_NTIERS; t++)
         fprintf(f, " %20s", bench_tier_names[t]);
@@ -53,10 +185,7 @@ void bench_print_table(FILE *f, const bench_report *r)
             bench_cell(f, &k->tiers[x]);
         double oi = i->ns.median - d->ns.median, ot = t->ns.median - d->ns.median;
         double oc = cc->ns.median - d->ns.median;
-        double worst = 0;
-        for (int x = BENCH_INTERP; x < BENCH_NTIERS; x++)
-            if (k->tiers[x].available && k->tiers[x].allocs_per_call > worst)
-                worst = k->tiers[x].allocs_per_call;
+        double worst = bench_worst_allocs(k);
         fprintf(f, " %9.1f %9.1f", oi, ot);
         if (cc->available)
             fprintf(f, " %9.1f", oc);
@@ -80,7 +209,7 @@ void bench_print_table(FILE *f, const bench_report *r)
             fprintf(f, " %7.1f", a->compile_us);
         else
             fprintf(f, " %7s", "n/a");
-        if (i->allocs_per_call < 0)
+        if (worst < 0)
             fprintf(f, " %7s\n", "n/a");
         else
             fprintf(f, " %7.2f\n", worst);
@@ -96,25 +225,44 @@ void bench_print_table(FILE *f, const bench_report *r)
             "allocs: heap allocations per call, worst tier.\n", BENCH_BATCH);
     fprintf(f, "libtcc alone (a one-line function, the floor under tcc us): "
             "%.1f us\n", r->libtcc_us);
+}
+
+void bench_print_table(FILE *f, const bench_report *r, bool wide)
+{
+    char line[1024], name[BENCH_NAME_COLS + 1], num[32];
+    int namew = bench_name_cols(r);
+    fprintf(f, "wrapbake-bench: ns per call, median%s of %ld runs of %ld "
+            "calls\n", wide ? " (min-max)" : "", r->reps, r->calls);
+    snprintf(line, sizeof line, "%s, %s, tensors on %s, graph values %s",
+             r->machine, r->date, r->device, bench_values_name(r));
+    bench_wrap(f, line, BENCH_COLS, 2);
+    fputc('\n', f);
+    if (wide)
+        bench_table_wide(f, r);
+    else
+        bench_table_narrow(f, r);
     for (int x = 0; x < BENCH_NTIERS; x++)
-        if (r->ncases && !r->cases[0].tiers[x].available)
-            fprintf(f, "%s: %s\n", bench_tier_names[x],
-                    r->cases[0].tiers[x].why_not);
+        if (r->ncases && !r->cases[0].tiers[x].available) {
+            snprintf(line, sizeof line, "%s: %s", bench_tier_names[x],
+                     r->cases[0].tiers[x].why_not);
+            bench_wrap(f, line, BENCH_COLS, 2);
+        }
     if (r->ncases && r->cases[0].tiers[BENCH_DIRECT].launches_per_call < 0)
         return;
     fprintf(f, "\nCUDA submissions (kernel launches, batched copies) per "
-            "call:\n%-4s", "case");
+            "call:\n%-*s", namew, "case");
     for (int x = 0; x < BENCH_NTIERS; x++)
         fprintf(f, " %8s", bench_tier_names[x]);
     fputc('\n', f);
     for (int c = 0; c < r->ncases; c++) {
-        fprintf(f, "%-4s", r->cases[c].name);
+        fprintf(f, "%-*s", namew,
+                bench_cut(name, sizeof name, r->cases[c].name, namew));
         for (int x = 0; x < BENCH_NTIERS; x++) {
             const bench_tier_result *t = &r->cases[c].tiers[x];
-            if (t->available)
-                fprintf(f, " %8.2f", t->launches_per_call);
-            else
-                fprintf(f, " %8s", "n/a");
+            fprintf(f, " %8s", t->available
+                                   ? bench_num(num, sizeof num, 8, 2,
+                                               t->launches_per_call)
+                                   : "n/a");
         }
         fputc('\n', f);
     }
@@ -213,71 +361,147 @@ void bench_print_csv(FILE *f, const bench_report *r)
 
 /* ---- SVG ---- */
 
-/* One group of bars per case, one bar per available tier, the floor (the
-   graph alone) drawn across each group as a dashed line. */
+/* s as XML character data, each byte that is not printable ASCII shown as
+   '?': the machine's name comes from /proc/cpuinfo, which the chart does not
+   trust to be UTF-8, nor free of markup. */
+static void bench_xml(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(c >= 0x20 && c < 0x7f ? c : '?', f); break;
+        }
+    }
+}
+
+/* A round step for an axis from 0 past max in about n steps: 1, 2, 2.5 or
+   5 times a power of ten (Heckbert's "nice numbers", Graphics Gems, 1990).
+   *decimals is what its multiples need to be written exactly. */
+static double bench_axis_step(double max, int n, int *decimals)
+{
+    static const double nice[] = {1, 2, 2.5, 5, 10};
+    double raw = max / n, mag = 1;
+    int exp = 0, i = 0;
+    while (mag * 10 <= raw)
+        mag *= 10, exp++;
+    while (mag > raw)
+        mag /= 10, exp--;
+    while (nice[i] * mag < raw)
+        i++;
+    if (nice[i] == 10)
+        exp++;
+    *decimals = (exp < 0 ? -exp : 0) + (nice[i] == 2.5 && exp <= 0);
+    return nice[i] * mag;
+}
+
+/* One group of bars per case, one bar per available tier.  Each bar is the
+   floor (direct, the graph alone) in grey with the tier's overhead above
+   it in the tier's colour, its size written on top, so that what a
+   wrapper adds shows at a glance. */
 void bench_print_svg(FILE *f, const bench_report *r)
 {
-    static const char *const colors[BENCH_NTIERS] = {"#9e9e9e", "#e07b39",
+    static const char *const colors[BENCH_NTIERS] = {"#bdbdbd", "#e07b39",
                                                       "#3b7dd8", "#3aa655",
                                                       "#8e5bc2"};
-    const int bar = 22, gap = 28, left = 70, top = 50, height = 300;
-    int ntiers = BENCH_NTIERS;
-    int width = left + r->ncases * (ntiers * bar + gap) + 40;
-    if (width < left + ntiers * 110)
-        width = left + ntiers * 110;  /* room for the legend */
+    const int bar = 26, gap = 30, left = 80, top = 70, height = 300;
+    const int group = BENCH_NTIERS * bar;
+    char machine[81], sub[400], name[19], num[32];
     double max = 1;
     for (int c = 0; c < r->ncases; c++)
-        for (int x = 0; x < ntiers; x++)
+        for (int x = 0; x < BENCH_NTIERS; x++)
             if (r->cases[c].tiers[x].available &&
                 r->cases[c].tiers[x].ns.median > max)
                 max = r->cases[c].tiers[x].ns.median;
-    max *= 1.1;
+    int decimals, nsteps = 1;
+    double step = bench_axis_step(max, 5, &decimals);
+    while (nsteps * step < max)
+        nsteps++;
+    double scale = height / (nsteps * step);  /* pixels per ns */
+    snprintf(sub, sizeof sub, "%s, %s (UTC), tensors on %s, graph values %s, "
+             "median of %ld runs of %ld calls",
+             bench_cut(machine, sizeof machine, r->machine, 80), r->date,
+             r->device, bench_values_name(r), r->reps, r->calls);
+    /* About 6 pixels a character of the subtitle; room for the legend. */
+    int width = left + r->ncases * (group + gap) + 20;
+    if (width < 20 + 6 * (int)strlen(sub))
+        width = 20 + 6 * (int)strlen(sub);
+    if (width < 720)
+        width = 720;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
             "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n",
             width, top + height + 70);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"15\">wrapbake-bench: "
-            "ns per call (median), dashed: the graph alone</text>\n", left);
-    /* The axis and its ticks. */
+    fprintf(f, "<text x=\"20\" y=\"24\" font-size=\"15\">wrapbake-bench: ns "
+            "per call of each tier, its overhead above the floor (direct) in "
+            "colour</text>\n");
+    fprintf(f, "<text class=\"subtitle\" x=\"20\" y=\"44\" font-size=\"11\" "
+            "fill=\"#444\">");
+    bench_xml(f, sub);
+    fprintf(f, "</text>\n");
+    /* The axis, its unit and its ticks. */
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
             "stroke=\"black\"/>\n", left, top, left, top + height);
-    for (int i = 0; i <= 4; i++) {
-        double v = max * i / 4;
-        int y = top + height - (int)(height * i / 4);
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
-                "stroke=\"#ddd\"/>\n<text x=\"%d\" y=\"%d\" "
-                "text-anchor=\"end\">%.0f</text>\n", left, y, width - 20, y,
-                left - 6, y + 4, v);
+    fprintf(f, "<text class=\"unit\" x=\"24\" y=\"%d\" text-anchor=\"middle\" "
+            "transform=\"rotate(-90 24 %d)\">ns per call</text>\n",
+            top + height / 2, top + height / 2);
+    for (int i = 0; i <= nsteps; i++) {
+        double y = top + height - i * step * scale;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                "stroke=\"#ddd\"/>\n<text class=\"tick\" x=\"%d\" "
+                "y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n", left, y,
+                width - 20, y, left - 6, y + 4, decimals, i * step);
     }
     for (int c = 0; c < r->ncases; c++) {
         const bench_case_result *k = &r->cases[c];
-        int x0 = left + 10 + c * (ntiers * bar + gap);
-        for (int x = 0; x < ntiers; x++) {
+        double floor = k->tiers[BENCH_DIRECT].ns.median;
+        int x0 = left + 10 + c * (group + gap);
+        for (int x = 0; x < BENCH_NTIERS; x++) {
             const bench_tier_result *t = &k->tiers[x];
             if (!t->available)
                 continue;
-            int h = (int)(height * t->ns.median / max);
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                    "fill=\"%s\"><title>%s %s: %.1f ns</title></rect>\n",
-                    x0 + x * bar, top + height - h, bar - 2, h, colors[x],
-                    k->name, bench_tier_names[x], t->ns.median);
+            double ns = t->ns.median, under = ns < floor ? ns : floor;
+            int bx = x0 + x * bar;
+            fprintf(f, "<g><title>");
+            bench_xml(f, k->name);
+            fprintf(f, " %s: %.1f ns", bench_tier_names[x], ns);
+            if (x != BENCH_DIRECT)
+                fprintf(f, ", %.1f above direct", ns - floor);
+            fprintf(f, "</title>\n<rect x=\"%d\" y=\"%.1f\" width=\"%d\" "
+                    "height=\"%.1f\" fill=\"%s\"/>\n", bx,
+                    top + height - under * scale, bar - 2, under * scale,
+                    colors[BENCH_DIRECT]);
+            if (ns > floor)
+                fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" "
+                        "height=\"%.1f\" fill=\"%s\"/>\n", bx,
+                        top + height - ns * scale, bar - 2,
+                        (ns - floor) * scale, colors[x]);
+            double v = x == BENCH_DIRECT ? ns : ns - floor;
+            fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"9\" "
+                    "text-anchor=\"middle\">%s%s</text></g>\n",
+                    bx + bar / 2 - 1, top + height - ns * scale - 3,
+                    x == BENCH_DIRECT || ns < floor ? "" : "+",
+                    bench_num(num, sizeof num, 5, v > -10 && v < 10, v));
         }
-        int floor = top + height -
-                    (int)(height * k->tiers[BENCH_DIRECT].ns.median / max);
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
-                "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n", x0 - 4, floor,
-                x0 + ntiers * bar, floor);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                x0 + ntiers * bar / 2, top + height + 18, k->name);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
+                x0 + group / 2, top + height + 18);
+        bench_xml(f, bench_cut(name, sizeof name, k->name, 18));
+        fprintf(f, "</text>\n");
     }
     /* The legend. */
-    for (int x = 0, lx = left; x < ntiers; x++) {
+    for (int x = 0, lx = left; x < BENCH_NTIERS; x++) {
         bool any = r->ncases && r->cases[0].tiers[x].available;
+        const char *what = x == BENCH_DIRECT ? " (the floor)"
+                           : any             ? ""
+                                             : " (n/a)";
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" "
                 "fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s%s</text>\n", lx,
-                top + height + 36, colors[x], lx + 16, top + height + 46,
-                bench_tier_names[x], any ? "" : " (n/a)");
-        lx += 110;
+                top + height + 40, colors[x], lx + 16, top + height + 50,
+                bench_tier_names[x], what);
+        lx += 40 + 7 * (int)(strlen(bench_tier_names[x]) + strlen(what));
     }
     fprintf(f, "</svg>\n");
 }

@@ -28,6 +28,19 @@ check() {
     fi
 }
 fast="--calls 50 --reps 3"
+# The python3 that checks JSON, CSV and SVG, where there is one.
+py=$(command -v /usr/bin/python3 python3 | head -n 1)
+
+# Whether no line of file $1 is wider than the default table's 100 columns.
+fits() {
+    awk 'length > 100 { print "too wide: " $0 >"/dev/stderr"; bad = 1 } END { exit bad }' "$1"
+}
+# Whether file $1, a default table, has $3 rows of cases matching $2, each
+# with ten figures: five tiers, four overheads above direct and allocs (n/a
+# in a build that cannot count them).
+rows_timed() {
+    grep -E "^$2 " "$1" | awk -v n="$3" '{ if (NF != 11) bad = 1; for (i = 2; i <= NF; i++) if ($i !~ /^-?[0-9][0-9.e+]*$/ && !(i == NF && $i == "n/a")) bad = 1 } END { exit bad || NR != n }'
+}
 
 # shellcheck disable=SC2086
 "$bench" $fast >"$tmp/table.out" 2>"$tmp/table.err"
@@ -35,12 +48,20 @@ check "the table runs" '[ $? -eq 0 ]'
 for c in A B C D E; do
     check "table has case $c" "grep -q '^$c ' '$tmp/table.out'"
 done
-check "table has the cc column" "grep -q 'tcc/cc' '$tmp/table.out'"
-check "table has the aot columns" "grep -q '^case .* aot .* aot-d .* aot us ' '$tmp/table.out'"
-# Five timed cells (median, then min-max) per case: direct to aot.
-check "table times every case on all five tiers" "grep -E '^[A-E] ' '$tmp/table.out' | awk '{ if (gsub(/[0-9.]+ [(][0-9.]+-[0-9.]+[)]/, \"\") != 5) bad = 1 } END { exit bad || NR != 5 }'"
+check "table fits 100 columns" "fits '$tmp/table.out'"
+check "table has ns per call and overhead per tier" "grep -Eq '^case +direct +interp +tcc +cc +aot +interp-d +tcc-d +cc-d +aot-d +allocs$' '$tmp/table.out'"
+check "table times every case on all five tiers" "rows_timed '$tmp/table.out' '[A-E]' 5"
 check "table has aot for the builtin cases" "! grep -q '^aot: ' '$tmp/table.out'"
-check "table gives libtcc's floor" "grep -Eq '^libtcc alone .*: [0-9]+[.][0-9] us$' '$tmp/table.out'"
+check "table leaves the wide columns out" "! grep -Eq 'tcc/cc|batch us|^libtcc alone' '$tmp/table.out'"
+
+# shellcheck disable=SC2086
+"$bench" $fast --wide >"$tmp/wide.out" 2>&1
+check "--wide runs" '[ $? -eq 0 ]'
+check "--wide has the ratios and build times" "grep -Eq '^case +desc +direct +interp +tcc +cc +aot +interp-d +tcc-d +cc-d +aot-d +tcc/int +tcc/cc +tcc us +batch us +cc ms +hit us +aot us +allocs$' '$tmp/wide.out'"
+check "--wide has each case's description" "grep -Eq '^E +5 alias, 3 mut, 20 args ' '$tmp/wide.out'"
+# Five timed cells (median, then min-max) per case: direct to aot.
+check "--wide times every case on all five tiers, with the spread" "grep -E '^[A-E] ' '$tmp/wide.out' | awk '{ if (gsub(/[0-9.]+ [(][0-9.]+-[0-9.]+[)]/, \"\") != 5) bad = 1 } END { exit bad || NR != 5 }'"
+check "--wide gives libtcc's floor" "grep -Eq '^libtcc alone .*: [0-9]+[.][0-9] us$' '$tmp/wide.out'"
 # Without a system compiler the cc column says why instead.
 # shellcheck disable=SC2086
 CC=/nonexistent/cc "$bench" $fast --case A >"$tmp/nocc.out" 2>&1
@@ -50,8 +71,8 @@ check "table names a missing cc tier and why" "grep -q \"^cc: not available: can
 "$bench" $fast --json --svg "$tmp/chart.svg" >"$tmp/out.json"
 check "json and svg run" '[ $? -eq 0 ]'
 check "json is one line" '[ "$(wc -l <"$tmp/out.json")" -eq 1 ]'
-if command -v python3 >/dev/null 2>&1; then
-    check "json is well-formed, with every case and tier" "python3 - '$tmp/out.json' <<'PY'
+if [ -n "$py" ]; then
+    check "json is well-formed, with every case and tier" "'$py' - '$tmp/out.json' <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['machine'] and r['date'] and r['graph_values'] == 'fixed'
@@ -72,7 +93,7 @@ for c in r['cases']:
     assert cc['compile_us'] > 0 and cc['cache_hit_us'] > 0
     assert c['tiers']['aot']['compile_us'] > 0
 PY"
-    check "svg is well-formed XML with every case" "python3 - '$tmp/chart.svg' <<'PY'
+    check "svg is well-formed XML with every case" "'$py' - '$tmp/chart.svg' <<'PY'
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 texts = [t.text for t in root.iter('{http://www.w3.org/2000/svg}text')]
@@ -82,11 +103,32 @@ titles = [t.text for t in root.iter('{http://www.w3.org/2000/svg}title')]
 assert all(any(t.startswith(c + ' aot: ') for t in titles) for c in 'ABCDE'), titles
 assert len(list(root.iter('{http://www.w3.org/2000/svg}rect'))) >= 30
 PY"
+    check "svg has round ticks, a unit and a subtitle with the date" "'$py' - '$tmp/chart.svg' <<'PY'
+import math, re, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+texts = list(root.iter('{http://www.w3.org/2000/svg}text'))
+ticks = [float(t.text) for t in texts if t.get('class') == 'tick']
+assert len(ticks) >= 3 and ticks[0] == 0, ticks
+step = ticks[1]
+mant = step / 10 ** math.floor(math.log10(step))
+assert any(abs(mant - m) < 1e-9 for m in (1, 2, 2.5, 5)), ticks
+assert all(abs(v - i * step) < 1e-9 * step for i, v in enumerate(ticks)), ticks
+titles = [t.text for t in root.iter('{http://www.w3.org/2000/svg}title')]
+top = max(float(re.search(r': ([0-9.]+) ns', t).group(1)) for t in titles)
+assert ticks[-1] >= top > ticks[-2], (ticks, top)
+assert [t.text for t in texts if t.get('class') == 'unit'] == ['ns per call']
+sub = [t.text for t in texts if t.get('class') == 'subtitle']
+assert len(sub) == 1 and re.search(r'[0-9]{4}-[0-9]{2}-[0-9]{2}', sub[0]), sub
+assert 'runs of 50 calls' in sub[0] and 'CPUs' in sub[0], sub
+# Each wrapper's bar: the floor, and its overhead above it.
+assert all(', ' in t and t.endswith(' above direct') for t in titles if ' direct: ' not in t), titles
+PY"
 else
     echo "python3 is missing: JSON and SVG checked by grep only" >&2
     check "json names every case" "grep -q '\"case\": \"E\"' '$tmp/out.json'"
     check "json has the aot tier" "grep -q '\"aot\": {\"median\": ' '$tmp/out.json'"
     check "svg closes" "tail -1 '$tmp/chart.svg' | grep -q '</svg>'"
+    check "svg has its unit" "grep -q '>ns per call</text>' '$tmp/chart.svg'"
 fi
 
 # shellcheck disable=SC2086
@@ -94,8 +136,8 @@ fi
 check "csv runs" '[ $? -eq 0 ]'
 check "csv has a header and 5 tiers for 5 cases" '[ "$(wc -l <"$tmp/out.csv")" -eq 26 ]'
 check "csv has an available aot row for every case" '[ "$(grep -c "^[A-E],\"[^\"]*\",aot,1,[0-9]" "$tmp/out.csv")" -eq 5 ]'
-if command -v python3 >/dev/null 2>&1; then
-    check "csv rows have 11 fields" "python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert all(len(r) == 11 for r in rows), rows' '$tmp/out.csv'"
+if [ -n "$py" ]; then
+    check "csv rows have 11 fields" "'$py' -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert all(len(r) == 11 for r in rows), rows' '$tmp/out.csv'"
 fi
 
 # --unfixed and --fresh: the graph keeps values not fixed, or hands over
@@ -105,14 +147,15 @@ for mode in unfixed:kept fresh:fresh; do
     # shellcheck disable=SC2086
     "$bench" $fast --$opt --case D >"$tmp/$opt.out" 2>&1
     check "--$opt table runs and says so" "[ \$? -eq 0 ] && grep -q 'graph values $name' '$tmp/$opt.out'"
-    check "--$opt times case D on all five tiers" "grep -E '^D ' '$tmp/$opt.out' | awk '{ if (gsub(/[0-9.]+ [(][0-9.]+-[0-9.]+[)]/, \"\") != 5) bad = 1 } END { exit bad || NR != 1 }'"
+    check "--$opt times case D on all five tiers" "rows_timed '$tmp/$opt.out' D 1"
+    check "--$opt table fits 100 columns" "fits '$tmp/$opt.out'"
 done
 "$bench" --fresh --unfixed --case D >"$tmp/both.out" 2>&1
 check "--fresh with --unfixed is refused, saying why" "[ \$? -eq 2 ] && grep -q 'exclude each other' '$tmp/both.out'"
-if command -v python3 >/dev/null 2>&1; then
+if [ -n "$py" ]; then
     # shellcheck disable=SC2086
     "$bench" $fast --fresh --json >"$tmp/fresh.json"
-    check "--fresh --json: every case and tier, no allocation per call" "python3 - '$tmp/fresh.json' <<'PY'
+    check "--fresh --json: every case and tier, no allocation per call" "'$py' - '$tmp/fresh.json' <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['graph_values'] == 'fresh'
@@ -152,6 +195,7 @@ done
 "$bench" --help >"$tmp/help.out"
 check "--help names the aot tier" "grep -q 'direct, interp, tcc, cc, aot' '$tmp/help.out'"
 check "--help names --fresh and --unfixed" "grep -q -- '--fresh ' '$tmp/help.out' && grep -q -- '--unfixed ' '$tmp/help.out'"
+check "--help names --wide" "grep -q -- '--wide ' '$tmp/help.out'"
 
 printf '%s\n' 'decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))' \
     'fwd(Tensor w [detach], Tensor x) -> (Tensor loss [requires_grad], Tensor(c) h, Tensor(c) h2) with training' >"$tmp/specs.txt"
@@ -163,8 +207,8 @@ check "--spec says why it has no aot column" "grep -q '^aot: not available: wrap
 # shellcheck disable=SC2086
 "$bench" $fast --spec "$tmp/specs.txt" --json >"$tmp/spec.json" 2>&1
 check "--spec --json runs" '[ $? -eq 0 ]'
-if command -v python3 >/dev/null 2>&1; then
-    check "--spec --json: aot not available, with the reason" "python3 - '$tmp/spec.json' <<'PY'
+if [ -n "$py" ]; then
+    check "--spec --json: aot not available, with the reason" "'$py' - '$tmp/spec.json' <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert [c['case'] for c in r['cases']] == ['decode_step', 'fwd']
@@ -182,6 +226,33 @@ check "--spec --csv: an aot row that is not available" "grep -q '^fwd,\"[^\"]*\"
 "$bench" --spec "$tmp/specs.txt" --case fwd --tier aot --calls 1 >"$tmp/count.out" 2>&1
 check "counting mode on aot of a --spec case says why" "[ \$? -eq 1 ] && grep -q 'aot: not available' '$tmp/count.out'"
 
+# Names longer than the table's case column are cut, start and end kept,
+# and given whole below it; the table still fits 100 columns.
+long=a_spec_name_longer_than_the_case_column_of_the_table
+printf '%s\n' "${long}_for_prefill(Tensor(a!) cache, Tensor x) -> (Tensor, Tensor(a!))" \
+    "${long}_for_decode(Tensor x, Tensor w) -> Tensor" >"$tmp/long.txt"
+# shellcheck disable=SC2086
+"$bench" $fast --spec "$tmp/long.txt" >"$tmp/long.out" 2>&1
+check "--spec with long names runs" '[ $? -eq 0 ]'
+check "--spec with long names fits 100 columns" "fits '$tmp/long.out'"
+check "--spec with long names cuts them in the table" "[ \"\$(grep -Ec '^a_spec_\\.\\.\\.(refill|decode) +[0-9]' '$tmp/long.out')\" -eq 2 ]"
+check "--spec with long names gives them whole" "grep -q '^  a_spec_\\.\\.\\.refill: ${long}_for_prefill$' '$tmp/long.out' && grep -q ': ${long}_for_decode$' '$tmp/long.out'"
+
+# The bench takes specs as large as the library does: 1,000 inputs, 200 of
+# them mutated, and 1,000 outputs make 1,200 graph values.
+awk 'BEGIN {
+    printf "big("
+    for (i = 0; i < 1000; i++)
+        printf "%sTensor%s x%d", i ? ", " : "", i < 200 ? "(a" i "!)" : "", i
+    printf ") -> ("
+    for (i = 0; i < 1000; i++)
+        printf "%sTensor", i ? ", " : ""
+    print ")"
+}' >"$tmp/big.txt"
+"$bench" --calls 5 --reps 3 --spec "$tmp/big.txt" >"$tmp/big.out" 2>&1
+check "--spec with 1,000 inputs and 1,000 outputs runs" '[ $? -eq 0 ]'
+check "--spec with 1,000 inputs and 1,000 outputs times them" "grep -Eq '^big( +[0-9][0-9.e+]*){4} +n/a( +-?[0-9][0-9.e+]*){3} +n/a +([0-9.]+|n/a)$' '$tmp/big.out'"
+
 # ---- --device cuda ----
 # shellcheck disable=SC2086
 "$bench" $fast --device cuda --case C >"$tmp/cuda.out" 2>&1
@@ -195,10 +266,10 @@ else
 fi
 "$bench" $fast --device tpu >"$tmp/tpu.out" 2>&1
 check "--device names what it takes" "[ \$? -eq 1 ] && grep -q 'takes cpu, cuda or cuda:N' '$tmp/tpu.out'"
-if [ -n "${FAKECUDA:-}" ] && command -v python3 >/dev/null 2>&1; then
+if [ -n "${FAKECUDA:-}" ] && [ -n "$py" ]; then
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --json >"$tmp/cuda.json" 2>&1
-    check "--device cuda --json on an emulated device" "python3 - '$tmp/cuda.json' <<'PY'
+    check "--device cuda --json on an emulated device" "'$py' - '$tmp/cuda.json' <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['device'] == 'cuda', r['device']
@@ -216,6 +287,10 @@ PY"
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --case E >"$tmp/cuda.out" 2>&1
     check "--device cuda table has submissions per call" "grep -q '^CUDA submissions' '$tmp/cuda.out' && grep -Eq '^E +0.00 +1.00 +1.00' '$tmp/cuda.out'"
+    check "--device cuda table fits 100 columns" "fits '$tmp/cuda.out'"
+    # shellcheck disable=SC2086
+    WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --spec "$tmp/long.txt" >"$tmp/cuda-long.out" 2>&1
+    check "--device cuda with long names fits 100 columns" "[ \$? -eq 0 ] && grep -q '^CUDA submissions' '$tmp/cuda-long.out' && fits '$tmp/cuda-long.out'"
     WRAPBAKE_CUDART=$FAKECUDA "$bench" --device cuda --case E --tier tcc --calls 3 >"$tmp/count.out" 2>&1
     check "counting mode on a device prints nothing" "[ \$? -eq 0 ] && [ ! -s '$tmp/count.out' ]"
 fi
