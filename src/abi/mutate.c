@@ -43,19 +43,28 @@ static wb_status wb_rt_prep_like(const wb_env *e, int input,
     return WB_OK;
 }
 
+/* Out of line, so that its buffers cost the checks that pass nothing. */
+static WB_RT_NOINLINE wb_status wb_rt_err_sizes(const wb_env *e, int input,
+                                                const wb_tensor *after,
+                                                const wb_tensor *v)
+{
+    char lb[400], a[128], b[128];
+    return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value's sizes %s "
+                       "differ from the input's %s",
+                       wb_rt_input_label(e, input, lb, sizeof lb),
+                       wb_rt_sizes_str(v->sizes, v->ndim, a, sizeof a),
+                       wb_rt_sizes_str(after->sizes, after->ndim, b,
+                                       sizeof b));
+}
+
 /* The copy into `after` (t as it will be when the copy runs) from v. */
 static wb_status wb_rt_prep_copy(const wb_env *e, int input,
                                  const wb_tensor *after, const wb_tensor *v)
 {
-    char lb[400], a[128], b[128];
+    char lb[400];
     if (after->ndim != v->ndim ||
         memcmp(after->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim))
-        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value's sizes "
-                           "%s differ from the input's %s",
-                           wb_rt_input_label(e, input, lb, sizeof lb),
-                           wb_rt_sizes_str(v->sizes, v->ndim, a, sizeof a),
-                           wb_rt_sizes_str(after->sizes, after->ndim, b,
-                                           sizeof b));
+        return wb_rt_err_sizes(e, input, after, v);
     bool within;
     wb_rt_overlap ov = wb_rt_copy_overlap(after, v, &within);
     if (ov && within)
