@@ -493,6 +493,7 @@ bench: $(BENCH)
 	$(BENCH)
 	$(BENCH) --unfixed
 	$(BENCH) --fresh
+	$(BENCH) --spec bench/views.txt --calls 200 --reps 5
 
 # `wrapbake check --json` on 2,500 entries: the real schemas of
 # tests/cli/native_functions.yaml, replicated with renamed overloads.

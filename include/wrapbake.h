@@ -226,8 +226,10 @@ WB_API wb_status wb_tensor_from_dlpack(DLManagedTensor *mt, wb_tensor **out);
 WB_API wb_status wb_tensor_to_dlpack(const wb_tensor *t,
                                      DLManagedTensor **out);
 
-/* Frees the calling thread's cache of unused tensor headers (kept so that
-   calls allocate nothing in steady state); threads free theirs at exit. */
+/* Frees the calling thread's cache of unused tensor headers, kept so that
+   calls allocate nothing in steady state: 64 headers, or as many as one
+   call of the largest wrapper made so far takes.  Threads free theirs at
+   exit. */
 WB_API void wb_thread_cache_flush(void);
 
 /* ---------------------------------------------------------------------- */

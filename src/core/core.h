@@ -122,6 +122,9 @@ typedef struct wb_rt_cache {
 } wb_rt_cache;
 extern _Thread_local wb_rt_cache wb_rt_tcache;
 
+/* Lets every thread's cache keep at least this many headers: what one
+   call of a new wrapper may take. */
+void wb_rt_cache_reserve(int headers);
 /* wb_rt_tensor_alloc when the cache is empty: a header from the heap. */
 wb_tensor *wb_rt_tensor_malloc(void);
 

@@ -1,10 +1,10 @@
 /*
  * tensor.c -- storages, tensors, views, copies and DLPack exchange.
  *
- * Tensor headers come from a small per-thread cache, so that a wrapper
- * building aliased outputs allocates nothing in steady state: a released
- * header goes back to the cache of the thread releasing it, and an
- * allocation takes one from the cache of the thread allocating.
+ * Tensor headers come from a per-thread cache, so that a wrapper building
+ * aliased outputs allocates nothing in steady state: a released header
+ * goes back to the cache of the thread releasing it, and an allocation
+ * takes one from the cache of the thread allocating.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -14,7 +14,11 @@
 
 #include "core.h"
 
-#define WB_RT_CACHE_MAX 64
+/* The most headers a thread's cache keeps: 64, or as many as the calls of
+   the largest wrapper made so far take (wb_rt_cache_reserve), so that no
+   call within the library's limits allocates a header in steady state. */
+#define WB_RT_CACHE_MIN 64
+static atomic_int wb_rt_cache_max = WB_RT_CACHE_MIN;
 
 _Thread_local wb_rt_cache wb_rt_tcache;
 static pthread_key_t wb_rt_cache_key;
@@ -48,6 +52,17 @@ static void wb_rt_cache_init(void)
         pthread_key_create(&wb_rt_cache_key, wb_rt_cache_exit) == 0;
 }
 
+void wb_rt_cache_reserve(int headers)
+{
+    int max = atomic_load_explicit(&wb_rt_cache_max, memory_order_relaxed);
+    while (headers > max &&
+           !atomic_compare_exchange_weak_explicit(&wb_rt_cache_max, &max,
+                                                  headers,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
 void wb_thread_cache_flush(void)
 {
     wb_rt_cache_drain(&wb_rt_tcache);
@@ -70,7 +85,11 @@ wb_tensor *wb_rt_tensor_malloc(void)
 static WB_RT_INLINE void wb_rt_tensor_discard(wb_tensor *t)
 {
     wb_rt_cache *c = &wb_rt_tcache;
-    if (c->count >= WB_RT_CACHE_MAX || c->closed) {
+    /* Below the least the cache keeps, no load of the most. */
+    if ((WB_RT_UNLIKELY(c->count >= WB_RT_CACHE_MIN) &&
+         c->count >= atomic_load_explicit(&wb_rt_cache_max,
+                                          memory_order_relaxed)) ||
+        c->closed) {
         free(t);
         return;
     }
