@@ -352,6 +352,30 @@ static int bench_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The machine's speed, so that times here can be set against instruction
+   counts: instructions per microsecond of a loop of two instructions an
+   iteration (a subtract and the branch on it, each iteration waiting on
+   the last), the median of five runs of 10 million iterations.  0 on an
+   architecture without the loop. */
+static double bench_calibrate(void)
+{
+#if defined(__x86_64__)
+    enum { runs = 5 };
+    const long iters = 10000000;
+    double us[runs];
+    for (int r = 0; r < runs; r++) {
+        long n = iters;
+        double t0 = bench_now_ns();
+        __asm__ volatile("1: sub $1, %0\n\tjnz 1b" : "+r"(n) : : "cc");
+        us[r] = (bench_now_ns() - t0) / 1e3;
+    }
+    qsort(us, runs, sizeof *us, bench_cmp);
+    return 2.0 * (double)iters / us[runs / 2];
+#else
+    return 0;
+#endif
+}
+
 /* calls calls through w, or of the graph alone when w is NULL. */
 static void bench_calls(bench_world *world, wb_wrapper *w, long calls)
 {
@@ -887,6 +911,7 @@ int main(int argc, char **argv)
             bench_measure(&cases[i], calls, reps, &res[i]);
         bench_progress("-", "libtcc alone");
         r.libtcc_us = bench_libtcc_us(9);
+        r.calibration = bench_calibrate();
         if (isatty(2))
             fprintf(stderr, "\r\033[K");
         if (json)

@@ -55,6 +55,8 @@ typedef struct bench_report {
     bench_values values;      /* how the graph hands out its values */
     long calls, reps;
     double libtcc_us;         /* libtcc alone: the floor under tcc us */
+    double calibration;       /* instructions per us of a fixed loop (0
+                                 where there is none for this machine) */
     const bench_case_result *cases;
     int ncases;
 } bench_report;

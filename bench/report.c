@@ -227,14 +227,26 @@ static void bench_table_wide(FILE *f, const bench_report *r)
             "%.1f us\n", r->libtcc_us);
 }
 
+/* ", N instructions/us" of the machine's calibration, or nothing. */
+static const char *bench_calibration(char *buf, size_t n,
+                                     const bench_report *r)
+{
+    if (r->calibration > 0)
+        snprintf(buf, n, ", %.0f instructions/us", r->calibration);
+    else
+        snprintf(buf, n, "%s", "");
+    return buf;
+}
+
 void bench_print_table(FILE *f, const bench_report *r, bool wide)
 {
     char line[1024], name[BENCH_NAME_COLS + 1], num[32];
     int namew = bench_name_cols(r);
     fprintf(f, "wrapbake-bench: ns per call, median%s of %ld runs of %ld "
             "calls\n", wide ? " (min-max)" : "", r->reps, r->calls);
-    snprintf(line, sizeof line, "%s, %s, tensors on %s, graph values %s",
-             r->machine, r->date, r->device, bench_values_name(r));
+    snprintf(line, sizeof line, "%s, %s, tensors on %s, graph values %s%s",
+             r->machine, r->date, r->device, bench_values_name(r),
+             bench_calibration(num, sizeof num, r));
     bench_wrap(f, line, BENCH_COLS, 2);
     fputc('\n', f);
     if (wide)
@@ -308,7 +320,8 @@ void bench_print_json(FILE *f, const bench_report *r)
     wb_cli_json_string(f, r->device);
     fprintf(f, ", \"graph_values\": \"%s\"", bench_values_name(r));
     fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"libtcc_floor_us\": %.1f, "
-            "\"cases\": [", r->calls, r->reps, r->libtcc_us);
+            "\"instructions_per_us\": %.0f, \"cases\": [", r->calls, r->reps,
+            r->libtcc_us, r->calibration);
     for (int c = 0; c < r->ncases; c++) {
         const bench_case_result *k = &r->cases[c];
         fprintf(f, "%s{\"case\": ", c ? ", " : "");
@@ -421,10 +434,11 @@ void bench_print_svg(FILE *f, const bench_report *r)
     while (nsteps * step < max)
         nsteps++;
     double scale = height / (nsteps * step);  /* pixels per ns */
-    snprintf(sub, sizeof sub, "%s, %s (UTC), tensors on %s, graph values %s, "
-             "median of %ld runs of %ld calls",
-             bench_cut(machine, sizeof machine, r->machine, 80), r->date,
-             r->device, bench_values_name(r), r->reps, r->calls);
+    snprintf(sub, sizeof sub, "%s%s, %s (UTC), tensors on %s, graph values "
+             "%s, median of %ld runs of %ld calls",
+             bench_cut(machine, sizeof machine, r->machine, 80),
+             bench_calibration(num, sizeof num, r), r->date, r->device,
+             bench_values_name(r), r->reps, r->calls);
     /* About 6 pixels a character of the subtitle; room for the legend. */
     int width = left + r->ncases * (group + gap) + 20;
     if (width < 20 + 6 * (int)strlen(sub))

@@ -49,6 +49,7 @@ for c in A B C D E; do
     check "table has case $c" "grep -q '^$c ' '$tmp/table.out'"
 done
 check "table fits 100 columns" "fits '$tmp/table.out'"
+check "table gives the machine's calibration" "[ \"\$(uname -m)\" != x86_64 ] || grep -Eq ', [0-9]+ instructions/us\$' '$tmp/table.out'"
 check "table has ns per call and overhead per tier" "grep -Eq '^case +direct +interp +tcc +cc +aot +interp-d +tcc-d +cc-d +aot-d +allocs$' '$tmp/table.out'"
 check "table times every case on all five tiers" "rows_timed '$tmp/table.out' '[A-E]' 5"
 check "table has aot for the builtin cases" "! grep -q '^aot: ' '$tmp/table.out'"
@@ -77,6 +78,9 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['machine'] and r['date'] and r['graph_values'] == 'fixed'
 assert r['libtcc_floor_us'] > 0
+# The calibration: a fixed loop on x86-64, none elsewhere.
+import platform
+assert (r['instructions_per_us'] > 0) == (platform.machine() == 'x86_64')
 assert [c['case'] for c in r['cases']] == list('ABCDE')
 for c in r['cases']:
     assert c['direct']['median'] > 0
