@@ -23,6 +23,8 @@ CC        ?= cc
 OPT       ?= -O2 -g
 SANITIZE  ?=
 BUILD     ?= build
+# V=1 shows each command, not only "CC file".
+V         ?=
 WARN      := -std=c11 -Wall -Wextra -Wpedantic -Werror
 DEFS      := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 LIBS      := -ltcc -ldl -lpthread -lm
@@ -116,7 +118,7 @@ TIER_SRC  := $(BUILD)/bin/tier-source
 # `make deps`, `make test` and `make bench` (and the targets that run
 # them) install the Debian packages they lack; every other goal only
 # checks for what the build needs and says how to get it.
-INSTALL_GOALS := deps test test-% bench bench-check fuzz fuzz-% tsan-run
+INSTALL_GOALS := deps test test-% bench bench-check golden fuzz fuzz-% tsan-run
 ifneq ($(filter $(INSTALL_GOALS),$(MAKECMDGOALS)),)
 DEPS      := $(BUILD)/.deps-ok
 else
@@ -327,7 +329,7 @@ $(ALLOCFAIL): tests/tools/alloc_fail.c $(BUILD)/obj/src/cli/input.o $(LIB)
 	    $(LIB) $(CLI_LIBS) $(LIBS)
 ifeq ($(SANITIZE),)
 ALLOC_RUN := $(ALLOCS) && $(ALLOCFAIL)
-SHARED_RUN := CC="$(CC)" sh tests/shared/run.sh $(CLI) $(BUILD)
+SHARED_RUN := CC="$(CC)" sh tests/shared/run.sh $(CLI) $(SO)
 INSTALL_RUN := CC="$(CC)" sh tests/shared/install.sh "$(MAKE)" $(BUILD)
 else
 INSTALL_RUN := echo "skipped under sanitizers, which build no shared library"
@@ -424,7 +426,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL) $(SO)) \
 	@$(SUITE) bench 'FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(abspath $(FAKECUDA))) sh tests/bench/run.sh $(BENCH)'
 	@$(SUITE) fuzz 'for t in $(FUZZ_TARGETS); do $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done'
 	@$(TEST_HOME_CHECK)
-	@echo "make test: 13 suites passed; their output is in $(BUILD)/test-logs"
+	@echo "make test: every suite passed; their output is in $(BUILD)/test-logs"
 
 # Conformance with PyTorch itself (tests/torch, docs/conformance.md): the
 # cases gen.py observes in python3-torch, replayed on every tier; skipped,
@@ -511,28 +513,33 @@ PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
              -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|'
 
 install: all
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR) \
-	    $(DESTDIR)$(PCDIR)
-	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libwrapbake.a
-	$(if $(SANITIZE),,install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/$(SO_NAME))
-	$(if $(SANITIZE),,ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libwrapbake.so)
-	install -m 644 include/wrapbake.h $(DESTDIR)$(INCDIR)/wrapbake.h
-	install -m 755 $(BENCH) $(DESTDIR)$(BINDIR)/wrapbake-bench
-	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/wrapbake
-	$(PC_SED) wrapbake.pc.in > $(DESTDIR)$(PCDIR)/wrapbake.pc
-	chmod 644 $(DESTDIR)$(PCDIR)/wrapbake.pc
-	install -d $(DESTDIR)$(DOCDIR)/docs
-	install -m 644 README.md $(DESTDIR)$(DOCDIR)
-	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/docs
+	install -d "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(INCDIR)" \
+	    "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(PCDIR)" "$(DESTDIR)$(DOCDIR)/docs"
+	install -m 644 $(LIB) "$(DESTDIR)$(LIBDIR)/libwrapbake.a"
+	$(if $(SANITIZE),,install -m 755 $(SO) "$(DESTDIR)$(LIBDIR)/$(SO_NAME)")
+	$(if $(SANITIZE),,ln -sf $(SO_NAME) "$(DESTDIR)$(LIBDIR)/libwrapbake.so")
+	install -m 644 include/wrapbake.h "$(DESTDIR)$(INCDIR)/wrapbake.h"
+	install -m 755 $(BENCH) "$(DESTDIR)$(BINDIR)/wrapbake-bench"
+	install -m 755 $(CLI) "$(DESTDIR)$(BINDIR)/wrapbake"
+	$(PC_SED) wrapbake.pc.in > "$(DESTDIR)$(PCDIR)/wrapbake.pc"
+	chmod 644 "$(DESTDIR)$(PCDIR)/wrapbake.pc"
+	install -m 644 README.md "$(DESTDIR)$(DOCDIR)"
+	install -m 644 docs/*.md "$(DESTDIR)$(DOCDIR)/docs"
+	@if [ -z "$(DESTDIR)" ]; then ldconfig 2>/dev/null || true; fi
 
+# Removes what install wrote, and, in a staging DESTDIR, the directories
+# left empty; under the real root it leaves the system's own directories.
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libwrapbake.a $(DESTDIR)$(LIBDIR)/$(SO_NAME) \
-	    $(DESTDIR)$(LIBDIR)/libwrapbake.so $(DESTDIR)$(INCDIR)/wrapbake.h \
-	    $(DESTDIR)$(BINDIR)/wrapbake-bench $(DESTDIR)$(BINDIR)/wrapbake \
-	    $(DESTDIR)$(PCDIR)/wrapbake.pc
-	rm -rf $(DESTDIR)$(DOCDIR)
-	rmdir $(DESTDIR)$(PCDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) \
-	    $(DESTDIR)$(BINDIR) 2>/dev/null || true
+	rm -f "$(DESTDIR)$(LIBDIR)/libwrapbake.a" \
+	    "$(DESTDIR)$(LIBDIR)/$(SO_NAME)" "$(DESTDIR)$(LIBDIR)/libwrapbake.so" \
+	    "$(DESTDIR)$(INCDIR)/wrapbake.h" "$(DESTDIR)$(BINDIR)/wrapbake-bench" \
+	    "$(DESTDIR)$(BINDIR)/wrapbake" "$(DESTDIR)$(PCDIR)/wrapbake.pc" \
+	    "$(DESTDIR)$(DOCDIR)/README.md" \
+	    $(patsubst %,"$(DESTDIR)$(DOCDIR)/%",$(wildcard docs/*.md))
+	rmdir "$(DESTDIR)$(DOCDIR)/docs" "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+	@if [ -n "$(DESTDIR)" ]; then \
+	    rmdir "$(DESTDIR)$(PCDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(INCDIR)" \
+	        "$(DESTDIR)$(BINDIR)" 2>/dev/null || true; fi
 
 clean:
 	rm -rf build

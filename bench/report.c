@@ -48,7 +48,8 @@ static const char *bench_cut(char *buf, size_t n, const char *s, int cols)
 }
 
 /* text, its words broken onto lines of at most cols columns, the lines
-   after the first indented by indent; a word longer than a line is cut. */
+   after the first indented by indent; a word longer than a line goes on
+   over the next. */
 static void bench_wrap(FILE *f, const char *text, int cols, int indent)
 {
     int col = 0, start = 0;  /* where the line is, and where its words start */

@@ -18,8 +18,8 @@
  *   - The library never prints and never exits.  Its mutable global state is
  *     the lock around libtcc, the in-process code cache and its statistics
  *     (one lock), the queue of auto-tier promotions (one lock and the
- *     thread serving it) and a per-thread cache of tensor headers (see
- *     wb_thread_cache_flush).
+ *     thread serving it) and a per-thread cache of tensor headers, whose
+ *     bound, one for all threads, only grows (see wb_thread_cache_flush).
  */
 #ifndef WRAPBAKE_H
 #define WRAPBAKE_H

@@ -322,7 +322,7 @@ Test(errors, declared_ndim_mismatch)
         /* The first declared input that differs is the one named. */
         f.args[0].t = f.k;
         ERR_CALL(&f, 4, 2, WB_ERR_SHAPE,
-                 "input 0 'x': 1 dimensions; expected 2");
+                 "input 0 'x': 1 dimension; expected 2");
         cr_assert_eq(f.c.calls, 0);
         err_fix_end(&f);
     }

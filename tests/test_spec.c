@@ -342,7 +342,7 @@ Test(spec, rejects_alias_of_intermediate_base_out_of_range)
         WBT_OK(wb_spec_set_intermediate_bases(s, 1));
         WBT_OK(wb_spec_add_output(s, "h", kinds[k], 1, false, 0, NULL));
         snprintf(needle, sizeof needle, "output 1 'h': %s base 1 is out of "
-                 "range; the spec has 1 intermediate bases", names[k]);
+                 "range; the spec has 1 intermediate base", names[k]);
         TS_REJECTS(s, needle);
         wb_spec_free(s);
 
@@ -506,7 +506,7 @@ Test(spec, rejects_an_intermediate_base_no_output_references)
     WBT_OK(wb_spec_new("f", &s));
     WBT_OK(wb_spec_set_intermediate_bases(s, 1));
     TS_REJECTS(s, "intermediate base 0 is not the base of any output; 1 "
-                  "bases declared");
+                  "base declared");
     wb_spec_free(s);
 
     /* A base-is-user-output alias refers to an output, not to base 0. */

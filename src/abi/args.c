@@ -191,9 +191,9 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t)
                            wb_rt_dtype_str(t->dtype, a, sizeof a),
                            wb_rt_dtype_str(in->dtype, b, sizeof b));
     if (in->ndim >= 0 && t->ndim != in->ndim)
-        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: %d dimensions; expected %d",
+        return wb_rt_callf(e, WB_ERR_SHAPE, "%s: %d dimension%s; expected %d",
                            wb_rt_input_label(e, input, lb, sizeof lb),
-                           t->ndim, in->ndim);
+                           t->ndim, WB_PLURAL(t->ndim), in->ndim);
     if (in->device.device_type &&
         !wb_rt_device_eq(in->device, t->storage->device))
         return wb_rt_callf(e, WB_ERR_DEVICE, "%s: on %s; expected %s",

@@ -48,7 +48,7 @@ static WB_RT_NOINLINE wb_status wb_rt_err_sizes(const wb_env *e, int input,
                                                 const wb_tensor *after,
                                                 const wb_tensor *v)
 {
-    char lb[400], a[128], b[128];
+    char lb[400], a[WB_RT_SIZES_LEN], b[WB_RT_SIZES_LEN];
     return wb_rt_callf(e, WB_ERR_SHAPE, "%s: the updated value's sizes %s "
                        "differ from the input's %s",
                        wb_rt_input_label(e, input, lb, sizeof lb),

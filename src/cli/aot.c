@@ -322,7 +322,7 @@ static void wb_aot_template(wb_buf *b, const wb_aot *a, const char *tpl)
         case 'U': wb_buf_printf(b, "%s", a->upper); break;
         case 'N': wb_buf_printf(b, "%d", a->n); break;
         case 'G':
-            wb_buf_printf(b, "%d graph%s", a->n, a->n == 1 ? "" : "s");
+            wb_buf_printf(b, "%d graph%s", a->n, WB_PLURAL(a->n));
             break;
         case 'V': wb_buf_printf(b, "%s", WB_VERSION); break;
         case 'A': wb_buf_printf(b, "%d", WB_ABI_VERSION); break;
@@ -814,7 +814,7 @@ int wb_cli_aot(const char *dir, const char *prefix, wb_cli_allowlist *al,
             wb_aot_leftovers(&a);
     } else {
         wb_cli_error("wrapbake: %d problem%s; nothing written to %s\n",
-                     a.failed, a.failed == 1 ? "" : "s", dir);
+                     a.failed, WB_PLURAL(a.failed), dir);
     }
     for (int i = 0; i < a.n; i++) {
         free(a.g[i].name);

@@ -280,8 +280,8 @@ static int wb_cli_width(const char *s) { return (int)strlen(s); }
 static void wb_cli_print_elements(FILE *f, long count, const char *what,
                                   long long first)
 {
-    fprintf(f, "%ld element%s, %s%s %lld", count, count == 1 ? "" : "s",
-            what, count == 1 ? "" : "s", first);
+    fprintf(f, "%ld element%s, %s%s %lld", count, WB_PLURAL(count),
+            what, WB_PLURAL(count), first);
     if (count > 1)
         fprintf(f, "..%lld", first + count - 1);
 }
@@ -445,9 +445,9 @@ static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
     int tokens = spec->ntokens;
     const char *sep = "";
     int nga = wb_spec_num_graph_args(spec);
-    fprintf(f, "  graph      %d arg%s: ", nga, nga == 1 ? "" : "s");
+    fprintf(f, "  graph      %d arg%s: ", nga, WB_PLURAL(nga));
     if (tokens) {
-        fprintf(f, "%d effect token%s", tokens, tokens == 1 ? "" : "s");
+        fprintf(f, "%d effect token%s", tokens, WB_PLURAL(tokens));
         sep = ", ";
     }
     /* The synthetic bases, the inputs outside them, then the members for
@@ -468,10 +468,10 @@ static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
     if (spec->rng)
         fprintf(f, "%sthe RNG's seed and offset", sep);
     int values = wb_spec_num_values(spec);
-    fprintf(f, "\n             %d value%s: ", values, values == 1 ? "" : "s");
+    fprintf(f, "\n             %d value%s: ", values, WB_PLURAL(values));
     sep = "";
     if (tokens) {
-        fprintf(f, "%d effect token%s", tokens, tokens == 1 ? "" : "s");
+        fprintf(f, "%d effect token%s", tokens, WB_PLURAL(tokens));
         sep = ", ";
     }
     for (int m = 0; m < spec->nupdated; m++) {
@@ -483,7 +483,7 @@ static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
     }
     int nout = spec->noutputs, bases = spec->nbases;
     fprintf(f, "%s%d return%s, %d intermediate base%s", sep, nout,
-            nout == 1 ? "" : "s", bases, bases == 1 ? "" : "s");
+            WB_PLURAL(nout), bases, WB_PLURAL(bases));
     for (int k = 0; k < spec->nmeta_members; k++)
         fprintf(f, ", %s's new view",
                 spec->inputs[spec->meta_members[k]].name);
@@ -679,13 +679,13 @@ static int wb_cli_check(bool json, const char *allowlist, int nfiles,
     if (!json) {
         int total = counts.wrappable + counts.unwrappable + counts.failed;
         printf("%d spec%s: %d wrappable, %d not wrappable, %d failed",
-               total, total == 1 ? "" : "s", counts.wrappable,
+               total, WB_PLURAL(total), counts.wrappable,
                counts.unwrappable, counts.failed);
         if (allowlist)
             printf("; %d left out by the allowlist", counts.skipped);
         if (files_failed)
             printf("; %d file%s could not be read whole", files_failed,
-                   files_failed == 1 ? "" : "s");
+                   WB_PLURAL(files_failed));
         putchar('\n');
     }
     wb_cli_allowlist_free(&al);

@@ -189,9 +189,10 @@ bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
 /* "cpu", "cuda:N", else "device TYPE:ID". */
 const char *wb_rt_device_str(DLDevice d, char *buf, size_t n);
-/* "[4, 3]", cut with "..." where buf is short. */
+/* "[4, 3]", cut with "..." where buf is shorter than WB_RT_SIZES_LEN. */
 const char *wb_rt_sizes_str(const int64_t *sizes, int ndim, char *buf,
                             size_t n);
+#define WB_RT_SIZES_LEN (WB_MAX_DIMS * 22 + 3)
 /* The plural ending of a count in a message: "1 argument", "2 arguments". */
 #define WB_PLURAL(n) ((n) == 1 ? "" : "s")
 /* Releases what a tensor whose last reference went holds (its storage, or

@@ -315,8 +315,9 @@ static void wb_emit_banner(wb_emitter *x)
                   s->noutputs, WB_PLURAL(s->noutputs), s->nbases,
                   WB_PLURAL(s->nbases));
     if (s->ngroups)
-        wb_buf_printf(b, ", %d members' views\n * synthetic bases: %d, "
-                      "updated first", s->nmeta_members, s->ngroups);
+        wb_buf_printf(b, ", new views of %d member%s\n * synthetic bases: "
+                      "%d, updated first", s->nmeta_members,
+                      WB_PLURAL(s->nmeta_members), s->ngroups);
     wb_buf_printf(b, "\n");
     wb_buf_printf(b, " * %s: grad mode %s during the call",
                   s->training ? "training" : "inference",
@@ -898,8 +899,9 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
     if (!wb_emit_call_wrapped(s))
         return;  /* made in the check's condition (wb_emit_checks) */
     wb_emit_at(x, 1);
-    wb_emit_comment(x, b, "/* the call: %d guards, grad mode %s */",
-                    s->nguards, s->training ? "on" : "off");
+    wb_emit_comment(x, b, "/* the call: %d guard%s, grad mode %s */",
+                    s->nguards, WB_PLURAL(s->nguards),
+                    s->training ? "on" : "off");
     for (int g = 0; g < s->nguards; g++) {
         wb_buf_line(b, "if ((st = %s(e, %d)) != 0)",
                     WB_EMIT_NAME(wb_rt_guard_enter), g);

@@ -673,8 +673,9 @@ static wb_status wb_spec_check_output(const wb_spec *s, int k)
     if (wb_alias_of_intermediate(o->kind)) {
         if (o->base < 0 || o->base >= s->nbases)
             return WB_SPEC_ERR(s, "output %d '%s': %s base %d is out of "
-                               "range; the spec has %d intermediate bases",
-                               k, nm, kind, o->base, s->nbases);
+                               "range; the spec has %d intermediate base%s",
+                               k, nm, kind, o->base, s->nbases,
+                               WB_PLURAL(s->nbases));
         return WB_OK;
     }
     /* alias of an intermediate whose base is a user output */
@@ -710,8 +711,9 @@ static wb_status wb_spec_check(const wb_spec *s)
     for (int b = 0; b < s->nbases; b++)
         if (!used[b])
             return WB_SPEC_ERR(s, "intermediate base %d is not the base of "
-                               "any output; %d bases declared, more than the "
-                               "outputs reference", b, s->nbases);
+                               "any output; %d base%s declared, more than "
+                               "the outputs reference", b, s->nbases,
+                               WB_PLURAL(s->nbases));
     return WB_OK;
 }
 
@@ -762,8 +764,8 @@ static wb_status wb_spec_alloc_derived(wb_spec *s)
     s->group_first = malloc(ni * sizeof(int));
     s->meta_members = malloc(ni * sizeof(int));
     if (!s->tensor_inputs || !s->declared || !s->bumped || !s->hidden ||
-        !s->arg_at || !s->dups || !s->detached ||
-        !s->muts || !s->mut_at || !s->reshaped || !s->dirs || !s->outs || !s->group_of ||
+        !s->arg_at || !s->dups || !s->detached || !s->muts || !s->mut_at ||
+        !s->reshaped || !s->dirs || !s->outs || !s->group_of ||
         !s->group_first || !s->meta_members)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory validating a spec");
     return WB_OK;

@@ -60,10 +60,10 @@ wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
         free(w);
         return st;
     }
-    /* The headers a call makes: its views, its synthetic bases and its
-       members' new views. */
+    /* The headers a call makes: its views, its synthetic bases, its
+       members' new views and its detached inputs. */
     wb_rt_cache_reserve(w->spec->nviews + w->spec->ngroups +
-                        w->spec->nmeta_members);
+                        w->spec->nmeta_members + w->spec->ndetached);
     w->env.graph = graph;
     w->env.graph_ctx = graph_ctx;
     w->env.spec = w->spec;
