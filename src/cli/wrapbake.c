@@ -133,6 +133,20 @@ static long long wb_cli_num_outputs(const wb_schema *sc)
     return n;
 }
 
+/* The spec inputs the graph gets, in the order of its arguments (arg_at:
+   after the effect tokens and the synthetic bases, where the members come
+   last), into order; returns how many. */
+static int wb_cli_graph_inputs(const wb_spec *spec, int *order)
+{
+    int n = 0, from = spec->ntokens + spec->ngroups;
+    for (int i = 0; i < spec->ninputs; i++)
+        if (spec->arg_at[i] >= 0) {
+            order[spec->arg_at[i] - from] = i;
+            n++;
+        }
+    return n;
+}
+
 /* What the text output notes beside an argument (wb_cli_print_note), as
    members present only when they say something. */
 static void wb_cli_json_note(FILE *f, const wb_schema *sc, int i)
@@ -239,16 +253,11 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
                 "\"graph_args\": [", wb_schema_num_tokens(sc),
                 wb_schema_rng(sc) ? "true" : "false");
         /* Spec inputs, which are the parameters unless a list makes an
-           input per element: the inputs outside synthetic bases, then the
-           members, after the bases (synthetic_bases). */
-        first = true;
-        for (int member = 0; member < 2; member++)
-            for (int i = 0; i < spec->ninputs; i++)
-                if (spec->inputs[i].dup_of < 0 &&
-                    (spec->group_of[i] >= 0) == member) {
-                    fprintf(f, "%s%d", first ? "" : ", ", i);
-                    first = false;
-                }
+           input per element, after the bases (synthetic_bases). */
+        int order[spec->ninputs + 1];
+        int n = wb_cli_graph_inputs(spec, order);
+        for (int k = 0; k < n; k++)
+            fprintf(f, "%s%d", k ? ", " : "", order[k]);
         fputs("], \"synthetic_bases\": [", f);
         for (int g = 0; g < spec->ngroups; g++) {
             fputs(g ? ", [" : "[", f);
@@ -457,14 +466,13 @@ static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
                 spec->inputs[spec->group_first[g]].name);
         sep = ", ";
     }
-    for (int member = 0; member < 2; member++)
-        for (int i = 0; i < spec->ninputs; i++)
-            if (spec->inputs[i].dup_of < 0 &&
-                (spec->group_of[i] >= 0) == member) {
-                fprintf(f, "%s%s%s", sep, spec->inputs[i].name,
-                        member ? "'s view" : "");
-                sep = ", ";
-            }
+    int order[spec->ninputs + 1];
+    int n = wb_cli_graph_inputs(spec, order);
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "%s%s%s", sep, spec->inputs[order[k]].name,
+                spec->group_of[order[k]] >= 0 ? "'s view" : "");
+        sep = ", ";
+    }
     if (spec->rng)
         fprintf(f, "%sthe RNG's seed and offset", sep);
     int values = wb_spec_num_values(spec);

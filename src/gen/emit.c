@@ -231,24 +231,13 @@ static void wb_emit_input_desc(const wb_spec *s, wb_buf *b, int i)
         wb_buf_printf(b, ", in synthetic base %d", s->group_of[i]);
 }
 
-/* The C type of an output that is a number, by its scalar type. */
-static const char *wb_emit_scalar_out_type(wb_scalar_type t)
-{
-    switch (t) {
-    case WB_SCALAR_INT: return "int64_t";
-    case WB_SCALAR_FLOAT: return "double";
-    case WB_SCALAR_BOOL: return "bool";
-    default: return "None";
-    }
-}
-
 static void wb_emit_output_desc(const wb_spec *s, wb_buf *b, int k)
 {
     const wb_output *o = &s->outputs[k];
     wb_buf_printf(b, "output %d '", k);
     wb_emit_name(b, o->name);
     if (o->scalar) {
-        wb_buf_printf(b, "', %s", wb_emit_scalar_out_type(o->scalar));
+        wb_buf_printf(b, "', %s", wb_scalar_c_type(o->scalar));
         return;
     }
     wb_buf_printf(b, "', %s", wb_alias_name(o->kind));

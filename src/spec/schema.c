@@ -1855,6 +1855,32 @@ static wb_status wb_schema_set_reason(wb_schema *sc, const char *fmt, ...)
     return wb_schema_dup(msg, strlen(msg), &sc->unwrappable);
 }
 
+/* Why item `who` (named name, "" for none, of type ty, spelled t) cannot
+   make a spec item per element: its elements' names are too long, or it
+   is a list (`list` says what kind) of no fixed length; WB_OK when it
+   can. */
+static wb_status wb_schema_list_reason(wb_schema *sc, const char *who,
+                                       const char *name,
+                                       const wb_schema_type *ty,
+                                       const char *t, const char *list)
+{
+    if (*name && wb_schema_elem_name_len(name, ty) > WB_MAX_NAME)
+        return wb_schema_set_reason(sc, "%s: the names of its elements, up "
+                                    "to %zu bytes, are longer than "
+                                    "WB_MAX_NAME (%d)", who,
+                                    wb_schema_elem_name_len(name, ty),
+                                    WB_MAX_NAME);
+    if (ty->list && ty->list_optional)
+        return wb_schema_set_reason(sc, "%s: an optional list ('%s') may be "
+                                    "None, so it has no fixed length", who,
+                                    t);
+    if (ty->list && !ty->len)
+        return wb_schema_set_reason(sc, "%s: %s ('%s') has no fixed length; "
+                                    "give it one, as in Tensor[2]", who,
+                                    list, t);
+    return WB_OK;
+}
+
 static wb_status wb_schema_arg_reason(wb_schema *sc, int i)
 {
     const wb_schema_arg *a = &sc->args[i];
@@ -1865,25 +1891,13 @@ static wb_status wb_schema_arg_reason(wb_schema *sc, int i)
         return wb_schema_set_reason(sc, "parameter %d: its name of %zu bytes "
                                     "is longer than WB_MAX_NAME (%d)", i,
                                     strlen(a->name), WB_MAX_NAME);
-    if (a->type.base == WB_SCHEMA_TENSOR &&
-        wb_schema_elem_name_len(a->name, &a->type) > WB_MAX_NAME)
-        return wb_schema_set_reason(sc, "%s: the names of its elements, up "
-                                    "to %zu bytes, are longer than "
-                                    "WB_MAX_NAME (%d)", who,
-                                    wb_schema_elem_name_len(a->name,
-                                                            &a->type),
-                                    WB_MAX_NAME);
     /* A list of scalars is one opaque argument; a list of tensors is a
-       tensor argument per element, so its length must be known. */
-    if (a->type.list && a->type.base == WB_SCHEMA_TENSOR &&
-        a->type.list_optional)
-        return wb_schema_set_reason(sc, "%s: an optional list ('%s') may be "
-                                    "None, so it has no fixed length", who,
-                                    ty);
-    if (a->type.list && a->type.base == WB_SCHEMA_TENSOR && !a->type.len)
-        return wb_schema_set_reason(sc, "%s: a tensor list ('%s') has no "
-                                    "fixed length; give it one, as in "
-                                    "Tensor[2]", who, ty);
+       tensor argument per element. */
+    wb_status st;
+    if (a->type.base == WB_SCHEMA_TENSOR &&
+        (st = wb_schema_list_reason(sc, who, a->name, &a->type, ty,
+                                    "a tensor list")) != WB_OK)
+        return st;
     if (a->type.base == WB_SCHEMA_TENSOR && a->type.optional &&
         a->type.write)
         return wb_schema_set_reason(sc, "%s: an optional tensor ('%s') may "
@@ -1928,21 +1942,9 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
         return wb_schema_set_reason(sc, "return %d: its name of %zu bytes is "
                                     "longer than WB_MAX_NAME (%d)", k,
                                     strlen(r->name), WB_MAX_NAME);
-    if (ty->list && ty->list_optional)
-        return wb_schema_set_reason(sc, "%s: an optional list ('%s') may be "
-                                    "None, so it has no fixed length", who,
-                                    t);
-    if (ty->list && !ty->len)
-        return wb_schema_set_reason(sc, "%s: a list ('%s') has no fixed "
-                                    "length; give it one, as in Tensor[2]",
-                                    who, t);
-    if (r->name && *r->name &&
-        wb_schema_elem_name_len(r->name, ty) > WB_MAX_NAME)
-        return wb_schema_set_reason(sc, "%s: the names of its elements, up "
-                                    "to %zu bytes, are longer than "
-                                    "WB_MAX_NAME (%d)", who,
-                                    wb_schema_elem_name_len(r->name, ty),
-                                    WB_MAX_NAME);
+    wb_status st = wb_schema_list_reason(sc, who, r->name, ty, t, "a list");
+    if (st != WB_OK)
+        return st;
     if (ty->base != WB_SCHEMA_TENSOR && ty->optional)
         return wb_schema_set_reason(sc, "%s: an optional number ('%s') may "
                                     "be None or not", who, t);
@@ -2223,13 +2225,8 @@ const char *wb_schema_return_number(const wb_schema *sc, int k)
     const wb_schema_ret *r = wb_schema_get_ret(sc, k);
     if (!r || r->type.base == WB_SCHEMA_TENSOR)
         return NULL;
-    switch (wb_schema_ret_scalar(&r->type)) {
-    case WB_SCALAR_INT: return "int64_t";
-    case WB_SCALAR_FLOAT: return "double";
-    case WB_SCALAR_BOOL: return "bool";
-    case WB_SCALAR_NONE: return "None";
-    default: return NULL;
-    }
+    /* 0, hence NULL, for a return that is no number the wrapper passes. */
+    return wb_scalar_c_type(wb_schema_ret_scalar(&r->type));
 }
 
 bool wb_schema_return_elementwise(const wb_schema *sc, int k)
@@ -2277,12 +2274,7 @@ const char *wb_schema_arg_ctype(const wb_schema *sc, int i)
                                                           : "wb_tensor **";
     if (a->type.base == WB_SCHEMA_TENSOR)
         return "wb_tensor *";
-    switch (wb_schema_scalar(&a->type)) {
-    case WB_SCALAR_INT: return "int64_t";
-    case WB_SCALAR_FLOAT: return "double";
-    case WB_SCALAR_BOOL: return "bool";
-    default: return "const void *";
-    }
+    return wb_scalar_c_type(wb_schema_scalar(&a->type));
 }
 
 int wb_schema_num_returns(const wb_schema *sc)

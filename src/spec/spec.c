@@ -48,6 +48,18 @@ const char *wb_alias_name(wb_alias a)
                ? wb_alias_names[a] : "?";
 }
 
+const char *wb_scalar_c_type(wb_scalar_type t)
+{
+    switch (t) {
+    case WB_SCALAR_INT: return "int64_t";
+    case WB_SCALAR_FLOAT: return "double";
+    case WB_SCALAR_BOOL: return "bool";
+    case WB_SCALAR_OPAQUE: return "const void *";
+    case WB_SCALAR_NONE: return "None";
+    }
+    return NULL;
+}
+
 const char *wb_direction_name(wb_direction d)
 {
     switch (d) {
@@ -1020,16 +1032,9 @@ const char *wb_spec_c_type(const wb_spec *s, int i)
 {
     if (!s || i < 0 || i >= s->ninputs)
         return NULL;
-    if (s->inputs[i].is_tensor)
-        return "wb_tensor *";
-    switch (s->inputs[i].scalar) {
-    case WB_SCALAR_INT: return "int64_t";
-    case WB_SCALAR_FLOAT: return "double";
-    case WB_SCALAR_BOOL: return "bool";
-    case WB_SCALAR_OPAQUE: return "const void *";
-    case WB_SCALAR_NONE: break;  /* no input's */
-    }
-    return NULL;
+    /* No input is None. */
+    return s->inputs[i].is_tensor ? "wb_tensor *"
+                                  : wb_scalar_c_type(s->inputs[i].scalar);
 }
 
 const char *wb_spec_signature(const wb_spec *s)

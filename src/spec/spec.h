@@ -43,14 +43,12 @@ typedef struct wb_guard {
 
 /* One runtime mutation: input `input` is written back from value `value`;
    for the data mutation of synthetic base g, input is g - ngroups, below
-   every input and rising with g, as the inputs do (wb_spec_mut_base). */
+   every input and rising with g, as the inputs do (wb_spec_synth). */
 typedef struct wb_spec_mut {
     int input;
     wb_mutation kind;
     bool hidden;        /* a data mutation hidden from autograd */
 } wb_spec_mut;
-
-
 
 /* How one user output is produced. */
 typedef struct wb_spec_out {
@@ -182,6 +180,10 @@ static inline bool wb_spec_value_is_tensor(const wb_spec *s, int v)
 
 const char *wb_mutation_name(wb_mutation m);
 const char *wb_alias_name(wb_alias a);
+/* The C type a number is passed as ("int64_t", "double", "bool",
+   "const void *" for an opaque argument), "None" for None; NULL for
+   anything else. */
+const char *wb_scalar_c_type(wb_scalar_type t);
 const char *wb_direction_name(wb_direction d);
 
 #endif /* WB_SPEC_H */
