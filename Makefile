@@ -48,8 +48,12 @@ DIFF_AOT_COUNT ?= 2000
 # ---------------------------------------------------------------------------
 
 # A line per step ("CC src/core/tensor.c"); V=1 shows the commands.
+# `make test` builds without them, so that its output is a line per suite.
 ifeq ($(V),1)
 Q   :=
+say := @true
+else ifeq ($(MAKECMDGOALS),test)
+Q   := @
 say := @true
 else
 Q   := @
@@ -412,6 +416,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL) $(SO)) \
       $(CLI) $(TIER_SRC) $(BENCH) $(FUZZ_REPLAY) \
       $(if $(filter 1,$(WITH_CUDA)),$(FAKECUDA))
 	@$(TEST_SETUP)
+	@printf '  %-10s %s\n' build "$(BUILD), $(CC) $(OPT)"
 	@$(SUITE) example '$(EXAMPLE)'
 	@$(SUITE) allocs '$(ALLOC_RUN)'
 	@$(SUITE) unit '$(UNIT_RUN)'
