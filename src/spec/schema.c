@@ -1855,10 +1855,10 @@ static wb_status wb_schema_set_reason(wb_schema *sc, const char *fmt, ...)
     return wb_schema_dup(msg, strlen(msg), &sc->unwrappable);
 }
 
-/* Why item `who` (named name, "" for none, of type ty, spelled t) cannot
-   make a spec item per element: its elements' names are too long, or it
-   is a list (`list` says what kind) of no fixed length; WB_OK when it
-   can. */
+/* Sets why item `who` (named name, "" for none, of type ty, spelled t)
+   cannot make a spec item per element, if it cannot: its elements' names
+   are too long, or it is a list (`list` says what kind) of no fixed
+   length.  As wb_schema_set_reason, fails only for memory. */
 static wb_status wb_schema_list_reason(wb_schema *sc, const char *who,
                                        const char *name,
                                        const wb_schema_type *ty,
@@ -1895,8 +1895,9 @@ static wb_status wb_schema_arg_reason(wb_schema *sc, int i)
        tensor argument per element. */
     wb_status st;
     if (a->type.base == WB_SCHEMA_TENSOR &&
-        (st = wb_schema_list_reason(sc, who, a->name, &a->type, ty,
-                                    "a tensor list")) != WB_OK)
+        ((st = wb_schema_list_reason(sc, who, a->name, &a->type, ty,
+                                     "a tensor list")) != WB_OK ||
+         sc->unwrappable))
         return st;
     if (a->type.base == WB_SCHEMA_TENSOR && a->type.optional &&
         a->type.write)
@@ -1943,7 +1944,7 @@ static wb_status wb_schema_ret_reason(wb_schema *sc, int k)
                                     "longer than WB_MAX_NAME (%d)", k,
                                     strlen(r->name), WB_MAX_NAME);
     wb_status st = wb_schema_list_reason(sc, who, r->name, ty, t, "a list");
-    if (st != WB_OK)
+    if (st != WB_OK || sc->unwrappable)
         return st;
     if (ty->base != WB_SCHEMA_TENSOR && ty->optional)
         return wb_schema_set_reason(sc, "%s: an optional number ('%s') may "
