@@ -493,14 +493,16 @@ test-valgrind: $(EXAMPLE) $(FUZZ_REPLAY) $(CLI) $(CONC)
 	    "(make test builds it where python3-torch is installed)"; fi
 	@$(TEST_HOME_CHECK)
 
-# The benchmark twice: with the graph stand-in keeping a reference to every
-# value it hands out, then (--fresh) handing over new values as a compiled
-# graph does.
+# The benchmark three times, the graph stand-in keeping a fixed reference
+# to every value it hands out, then one not fixed (--unfixed), then handing
+# over new values as a compiled graph does (--fresh); then its scaling
+# specs, 1 to 1,000 arguments, mutations and views, counted by callgrind,
+# with their chart.
 bench: $(BENCH)
 	$(BENCH)
 	$(BENCH) --unfixed
 	$(BENCH) --fresh
-	$(BENCH) --spec bench/views.txt --calls 200 --reps 5
+	$(BENCH) --scale --svg $(BUILD)/bench-scale.svg
 
 # `wrapbake check --json` on 2,500 entries: the real schemas of
 # tests/cli/native_functions.yaml, replicated with renamed overloads.

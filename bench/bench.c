@@ -63,7 +63,7 @@ static const struct {
 
 #define BENCH_NBUILTIN ((int)(sizeof bench_builtin / sizeof *bench_builtin))
 
-static void bench_die(const char *what, const char *why)
+void bench_die(const char *what, const char *why)
 {
     fprintf(stderr, "wrapbake-bench: %s: %s\n", what, why);
     exit(1);
@@ -725,6 +725,129 @@ static void bench_machine(char *buf, size_t n)
              u.machine);
 }
 
+/* ---- scaling ---- */
+
+/* The scaling spec named name, when it is one (bench_scale_name). */
+static bool bench_scale_case(const char *name, bench_case *c)
+{
+    int kind, n;
+    if (!bench_scale_name(name, &kind, &n))
+        return false;
+    char *text = bench_scale_text(kind, n);
+    memset(c, 0, sizeof *c);
+    c->aot = -1;
+    bench_ok(wb_spec_parse(text, &c->spec), name);
+    bench_ok(wb_spec_validate(c->spec), name);
+    free(text);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->desc, sizeof c->desc, "%d %s", n, bench_scale_kinds[kind]);
+    return true;
+}
+
+/* Heap allocations per call of a tcc wrapper of case c. */
+static double bench_scale_allocs(const bench_case *c)
+{
+    bench_world world;
+    double launches;
+    bench_world_make(&world, c->spec);
+    wb_wrapper *w = bench_wrapper(c, &world, WB_TIER_TCC, 0, NULL);
+    double allocs = bench_count_allocs(&world, w, 100, &launches);
+    wb_wrapper_free(w);
+    bench_world_free(&world);
+    return allocs;
+}
+
+/* A run counting `count` calls (or with builds, builds) of the case named
+   name on tier, the graph handing out its values as this run's do. */
+static void bench_scale_run(bench_run *r, const char *name, const char *tier,
+                            const char *what, long count)
+{
+    snprintf(r->args[0], sizeof r->args[0], "--case");
+    snprintf(r->args[1], sizeof r->args[1], "%s", name);
+    snprintf(r->args[2], sizeof r->args[2], "--tier");
+    snprintf(r->args[3], sizeof r->args[3], "%s", tier);
+    snprintf(r->args[4], sizeof r->args[4], "%s", what);
+    snprintf(r->args[5], sizeof r->args[5], "%ld", count);
+    r->nargs = 6;
+    if (bench_mode != BENCH_FIXED)
+        snprintf(r->args[r->nargs++], sizeof r->args[0], "%s",
+                 bench_mode == BENCH_FRESH ? "--fresh" : "--unfixed");
+}
+
+/* Calls in a counting run of a scaling spec of size n: about 10,000 items'
+   worth, at least 10, so that the spec's build and first calls, which the
+   run of half as many calls subtracts, vary by a fraction of an
+   instruction per call. */
+static long bench_scale_calls(int n)
+{
+    return n >= 1000 ? 10 : 10000 / n;
+}
+
+/* Per call and per build, what each tier costs on scaling specs of the
+   first nsizes sizes: the count of a run of 2N calls minus that of a run of
+   N, over N (the first calls fill caches, which later calls reuse), and
+   the count of 3 builds minus that of 1, over 2. */
+static void bench_scale(int nsizes, bool json, const char *svg)
+{
+    enum { TIERS = 3, RUNS = 2 * TIERS + 2 };
+    static const char *const tiers[TIERS] = {"direct", "interp", "tcc"};
+    bench_scale_report r = {.values = bench_mode, .nsizes = nsizes};
+    const char *why = bench_callgrind_version(r.counter, sizeof r.counter);
+    if (why)
+        bench_die("--scale counts instructions with callgrind, but", why);
+    bench_machine(r.machine, sizeof r.machine);
+    time_t now = time(NULL);
+    strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));
+    int npoints = BENCH_SCALE_KINDS * nsizes;
+    bench_run *runs = calloc((size_t)npoints * RUNS, sizeof *runs);
+    if (!runs)
+        bench_die("--scale", "out of memory");
+    for (int p = 0; p < npoints; p++) {
+        int k = p / nsizes, n = bench_scale_sizes[p % nsizes];
+        bench_case c;
+        char name[32];
+        snprintf(name, sizeof name, "%s_%d", bench_scale_kinds[k], n);
+        bench_progress(name, "allocations");
+        bench_scale_case(name, &c);
+        r.at[k][p % nsizes].allocs = bench_scale_allocs(&c);
+        wb_spec_free(c.spec);
+        bench_run *run = &runs[p * RUNS];
+        for (int t = 0; t < TIERS; t++) {
+            bench_scale_run(&run[2 * t], name, tiers[t], "--calls",
+                            bench_scale_calls(n));
+            bench_scale_run(&run[2 * t + 1], name, tiers[t], "--calls",
+                            2 * bench_scale_calls(n));
+        }
+        bench_scale_run(&run[2 * TIERS], name, "tcc", "--builds", 1);
+        bench_scale_run(&run[2 * TIERS + 1], name, "tcc", "--builds", 3);
+    }
+    bench_progress("-", "callgrind");
+    bench_callgrind(runs, npoints * RUNS);
+    if (isatty(2))
+        fprintf(stderr, "\r\033[K");
+    for (int p = 0; p < npoints; p++) {
+        const bench_run *run = &runs[p * RUNS];
+        bench_scale_point *pt = &r.at[p / nsizes][p % nsizes];
+        double calls = (double)bench_scale_calls(bench_scale_sizes[p % nsizes]);
+        double *per[TIERS] = {&pt->direct, &pt->interp, &pt->tcc};
+        for (int t = 0; t < TIERS; t++)
+            *per[t] = (double)(run[2 * t + 1].refs - run[2 * t].refs) / calls;
+        pt->build = (double)(run[2 * TIERS + 1].refs - run[2 * TIERS].refs) / 2;
+    }
+    free(runs);
+    if (json)
+        bench_scale_json(stdout, &r);
+    else
+        bench_scale_table(stdout, &r);
+    if (svg) {
+        FILE *f = fopen(svg, "w");
+        if (!f)
+            bench_die(svg, "cannot write it");
+        bench_scale_svg(f, &r);
+        fclose(f);
+    }
+}
+
 /* ---- main ---- */
 
 static void bench_usage(FILE *f)
@@ -732,7 +855,8 @@ static void bench_usage(FILE *f)
     fprintf(f,
         "Usage: wrapbake-bench [OPTION]...\n"
         "Times each tier of wrapbake against a bare call of the graph.\n\n"
-        "  -c, --case NAME    only this case (A-E, or a spec name with --spec)\n"
+        "  -c, --case NAME    only this case (A-E, a spec name with --spec, or\n"
+        "                     a scaling spec's name: see --scale)\n"
         "  -s, --spec FILE    the specs of FILE (text or YAML) instead of A-E;\n"
         "                     their aot column is n/a (only A-E are built in)\n"
         "  -n, --calls N      calls per timed run (default 20000)\n"
@@ -766,6 +890,13 @@ static void bench_usage(FILE *f)
         "                     function compiled by libtcc alone)\n"
         "      --batch        with --builds and T tcc: the N wrappers in one\n"
         "                     batch (wb_wrappers_new)\n"
+        "      --scale[=MAX]  instead of A-E, specs growing from 1 to MAX\n"
+        "                     (1000; or 10, 100) arguments, mutations and\n"
+        "                     views: instructions per call and per build,\n"
+        "                     counted by valgrind's callgrind, and whether\n"
+        "                     they grow linearly; with --svg a chart of them.\n"
+        "                     --case also takes their names: args_N,\n"
+        "                     mutations_N, views_N (N 1, 10, 100, 1000)\n"
         "  -h, --help         this text\n");
 }
 
@@ -787,6 +918,7 @@ int main(int argc, char **argv)
         {"batch", no_argument, NULL, 'B'},
         {"fresh", no_argument, NULL, 'F'},
         {"unfixed", no_argument, NULL, 'U'},
+        {"scale", optional_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -796,6 +928,7 @@ int main(int argc, char **argv)
     int cpu = -1, opt;
     bool json = false, csv = false, counting_calls_given = false;
     bool batch = false, wide = false;
+    int scale = 0;  /* with --scale, the sizes it counts */
     while ((opt = getopt_long(argc, argv, "c:s:n:r:p:wjt:b:h", opts, NULL)) !=
            -1) {
         switch (opt) {
@@ -812,6 +945,21 @@ int main(int argc, char **argv)
         case 'd': device = optarg; break;
         case 'b': builds = strtol(optarg, NULL, 10); break;
         case 'B': batch = true; break;
+        case 'S':
+            scale = BENCH_SCALE_SIZES;
+            if (optarg) {
+                scale = 0;
+                for (int i = 0; i < BENCH_SCALE_SIZES; i++)
+                    if (atoi(optarg) == bench_scale_sizes[i] &&
+                        strspn(optarg, "0123456789") == strlen(optarg))
+                        scale = i + 1;
+                if (scale < 2) {
+                    fprintf(stderr, "wrapbake-bench: --scale=MAX takes 10, "
+                            "100 or 1000\n");
+                    return 2;
+                }
+            }
+            break;
         case 'F':
         case 'U':
             if (bench_mode != BENCH_FIXED) {
@@ -830,7 +978,9 @@ int main(int argc, char **argv)
         (!tier && (calls < 1 || counting_builds)) ||
         (tier && (!only || counting_calls_given == counting_builds)) ||
         (counting_builds && !bench_builds_tier(tier)) ||
-        (batch && (!counting_builds || strcmp(tier, "tcc")))) {
+        (batch && (!counting_builds || strcmp(tier, "tcc"))) ||
+        (scale && (tier || only || spec_file || csv || wide ||
+                   strcmp(device, "cpu")))) {
         bench_usage(stderr);
         return 2;
     }
@@ -843,11 +993,21 @@ int main(int argc, char **argv)
     }
 
     bench_parse_device(device);
+    if (scale) {
+        bench_scale(scale, json, svg);
+        return 0;
+    }
 
-    bench_case *cases;
+    bench_case *cases, scaled;
     int ncases;
     if (spec_file) {
         ncases = bench_file_cases(spec_file, &cases);
+    } else if (only && bench_scale_case(only, &scaled)) {
+        ncases = 1;
+        cases = malloc(sizeof *cases);
+        if (!cases)
+            bench_die("cases", "out of memory");
+        *cases = scaled;
     } else {
         ncases = BENCH_NBUILTIN;
         cases = calloc((size_t)ncases, sizeof *cases);

@@ -77,6 +77,63 @@ wb_status bench_aot_spec(int graph, wb_spec **out);
 wb_status bench_aot_new(int graph, wb_graph_fn fn, void *ctx,
                         wb_wrapper **out);
 
+/* ---- --scale ---- */
+
+/* What a scaling spec grows, and the sizes it takes (scale.c). */
+enum { BENCH_SCALE_ARGS, BENCH_SCALE_MUTATIONS, BENCH_SCALE_VIEWS,
+       BENCH_SCALE_KINDS };
+#define BENCH_SCALE_SIZES 4
+extern const char *const bench_scale_kinds[BENCH_SCALE_KINDS];
+extern const int bench_scale_sizes[BENCH_SCALE_SIZES];
+
+/* What one scaling spec costs, counted by callgrind. */
+typedef struct bench_scale_point {
+    double direct, interp, tcc;  /* instructions per call */
+    double build;                /* instructions per tcc build */
+    double allocs;               /* heap allocations per tcc call (-1 when
+                                    this build cannot count them) */
+} bench_scale_point;
+
+typedef struct bench_scale_report {
+    char machine[160];
+    char date[32];
+    char counter[64];         /* valgrind's version */
+    bench_values values;      /* how the graph hands out its values */
+    int nsizes;               /* the first nsizes of bench_scale_sizes */
+    bench_scale_point at[BENCH_SCALE_KINDS][BENCH_SCALE_SIZES];
+} bench_scale_report;
+
+/* Whether name is a scaling spec's, "views_100"; its kind and size. */
+bool bench_scale_name(const char *name, int *kind, int *n);
+/* The text of the scaling spec of kind and size n, which the caller
+   frees. */
+char *bench_scale_text(int kind, int n);
+
+/* A run of this program under callgrind: its options, and the
+   instructions callgrind counted in it. */
+#define BENCH_RUN_ARGS 8
+typedef struct bench_run {
+    char args[BENCH_RUN_ARGS][32];
+    int nargs;
+    long long refs;
+} bench_run;
+
+/* NULL when callgrind can count runs of this program, buf then holding
+   valgrind's version; else why not. */
+const char *bench_callgrind_version(char *buf, size_t n);
+/* Makes the n runs, as many at a time as there are CPUs, and sets their
+   counts; a run that fails ends the program, saying which. */
+void bench_callgrind(bench_run *runs, int n);
+
+/* The scaling report: a table per call and per build, with each step's
+   cost per item and whether growth is linear; JSON; an SVG chart. */
+void bench_scale_table(FILE *f, const bench_scale_report *r);
+void bench_scale_json(FILE *f, const bench_scale_report *r);
+void bench_scale_svg(FILE *f, const bench_scale_report *r);
+
+/* Says what failed and why on stderr, and ends the program. */
+void bench_die(const char *what, const char *why);
+
 /* Heap allocations made by the process so far (allocs.c), and whether this
    build can count them at all. */
 long bench_allocs(void);

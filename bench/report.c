@@ -2,6 +2,7 @@
  * report.c -- wrapbake-bench's outputs: an aligned table, JSON, CSV and an
  * SVG bar chart, all from one bench_report.
  */
+#include <math.h>
 #include <string.h>
 
 #include "bench.h"
@@ -72,10 +73,10 @@ static void bench_wrap(FILE *f, const char *text, int cols, int indent)
 }
 
 /* How the graph stand-in hands out its values. */
-static const char *bench_values_name(const bench_report *r)
+static const char *bench_values_name(bench_values v)
 {
     static const char *const names[] = {"fixed", "kept", "fresh"};
-    return names[r->values];
+    return names[v];
 }
 
 /* The most heap allocations per call of any wrapper tier, or -1 when this
@@ -246,7 +247,7 @@ void bench_print_table(FILE *f, const bench_report *r, bool wide)
     fprintf(f, "wrapbake-bench: ns per call, median%s of %ld runs of %ld "
             "calls\n", wide ? " (min-max)" : "", r->reps, r->calls);
     snprintf(line, sizeof line, "%s, %s, tensors on %s, graph values %s%s",
-             r->machine, r->date, r->device, bench_values_name(r),
+             r->machine, r->date, r->device, bench_values_name(r->values),
              bench_calibration(num, sizeof num, r));
     bench_wrap(f, line, BENCH_COLS, 2);
     fputc('\n', f);
@@ -319,7 +320,7 @@ void bench_print_json(FILE *f, const bench_report *r)
     wb_cli_json_string(f, r->date);
     fprintf(f, ", \"device\": ");
     wb_cli_json_string(f, r->device);
-    fprintf(f, ", \"graph_values\": \"%s\"", bench_values_name(r));
+    fprintf(f, ", \"graph_values\": \"%s\"", bench_values_name(r->values));
     fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"libtcc_floor_us\": %.1f, "
             "\"instructions_per_us\": %.0f, \"cases\": [", r->calls, r->reps,
             r->libtcc_us, r->calibration);
@@ -439,7 +440,7 @@ void bench_print_svg(FILE *f, const bench_report *r)
              "%s, median of %ld runs of %ld calls",
              bench_cut(machine, sizeof machine, r->machine, 80),
              bench_calibration(num, sizeof num, r), r->date, r->device,
-             bench_values_name(r), r->reps, r->calls);
+             bench_values_name(r->values), r->reps, r->calls);
     /* About 6 pixels a character of the subtitle; room for the legend. */
     int width = left + r->ncases * (group + gap) + 20;
     if (width < 20 + 6 * (int)strlen(sub))
@@ -519,4 +520,255 @@ void bench_print_svg(FILE *f, const bench_report *r)
         lx += 40 + 7 * (int)(strlen(bench_tier_names[x]) + strlen(what));
     }
     fprintf(f, "</svg>\n");
+}
+
+/* ---- --scale ---- */
+
+/* What the scaling report follows of a point: the tcc wrapper's overhead
+   per call above the graph alone, or its build. */
+enum { BENCH_OVERHEAD, BENCH_BUILD };
+
+static double bench_scale_of(const bench_scale_point *p, int what)
+{
+    return what == BENCH_OVERHEAD ? p->tcc - p->direct : p->build;
+}
+
+/* What each item added from size i - 1 to size i of kind k cost. */
+static double bench_scale_step(const bench_scale_report *r, int k, int i,
+                               int what)
+{
+    return (bench_scale_of(&r->at[k][i], what) -
+            bench_scale_of(&r->at[k][i - 1], what)) /
+           (bench_scale_sizes[i] - bench_scale_sizes[i - 1]);
+}
+
+/* How much more an item of the last step costs than one of the step
+   before (1: the same), or 0 with fewer than two steps. */
+static double bench_scale_bend(const bench_scale_report *r, int k, int what)
+{
+    int i = r->nsizes - 1;
+    if (i < 2)
+        return 0;
+    double before = bench_scale_step(r, k, i - 1, what);
+    return before > 0 ? bench_scale_step(r, k, i, what) / before : 0;
+}
+
+/* Growth counts as linear when an item of the last step costs at most
+   this many times one of the step before: a quadratic cost would cost
+   about ten times as much (the sizes grow tenfold). */
+#define BENCH_LINEAR_BEND 1.5
+
+static bool bench_scale_linear(const bench_scale_report *r, int k)
+{
+    for (int what = BENCH_OVERHEAD; what <= BENCH_BUILD; what++) {
+        double bend = bench_scale_bend(r, k, what);
+        if (bend <= 0 || bend > BENCH_LINEAR_BEND)
+            return false;
+    }
+    return true;
+}
+
+void bench_scale_table(FILE *f, const bench_scale_report *r)
+{
+    char line[512], a[32], b[32], c[32], d[32], e[32], g[32], h[32], m[32];
+    int last = bench_scale_sizes[r->nsizes - 1];
+    fprintf(f, "wrapbake-bench --scale: instructions per call and per tcc "
+            "build, counted by callgrind,\nof specs of 1 to %d arguments, "
+            "mutations and views\n", last);
+    snprintf(line, sizeof line, "%s, %s, %s, graph values %s", r->machine,
+             r->date, r->counter, bench_values_name(r->values));
+    bench_wrap(f, line, BENCH_COLS, 2);
+    fprintf(f, "\n%-9s %5s %9s %9s %9s %9s %8s %11s %9s %7s\n", "kind", "n",
+            "direct", "interp", "tcc", "tcc-d", "+tcc-d", "build", "+build",
+            "allocs");
+    for (int k = 0; k < BENCH_SCALE_KINDS; k++)
+        for (int i = 0; i < r->nsizes; i++) {
+            const bench_scale_point *p = &r->at[k][i];
+            fprintf(f, "%-9s %5d %9s %9s %9s %9s %8s %11s %9s %7s\n",
+                    i ? "" : bench_scale_kinds[k], bench_scale_sizes[i],
+                    bench_num(a, sizeof a, 9, 0, p->direct),
+                    bench_num(b, sizeof b, 9, 0, p->interp),
+                    bench_num(c, sizeof c, 9, 0, p->tcc),
+                    bench_num(d, sizeof d, 9, 0, p->tcc - p->direct),
+                    i ? bench_num(e, sizeof e, 8, 1,
+                                  bench_scale_step(r, k, i, BENCH_OVERHEAD))
+                      : "",
+                    bench_num(g, sizeof g, 11, 0, p->build),
+                    i ? bench_num(h, sizeof h, 9, 0,
+                                  bench_scale_step(r, k, i, BENCH_BUILD))
+                      : "",
+                    p->allocs < 0 ? "n/a"
+                                  : bench_num(m, sizeof m, 7, 2, p->allocs));
+        }
+    fputc('\n', f);
+    bench_wrap(f, "tcc-d is the tcc wrapper's overhead, tcc minus direct (the "
+               "graph alone); +tcc-d and +build are what each item added "
+               "since the size above costs; allocs are the heap allocations "
+               "of a tcc call.", BENCH_PROSE_COLS, 0);
+    if (r->nsizes < 3)
+        return;
+    fprintf(f, "\nAn item of the last step against one of the step before "
+            "(linear: at most %.1fx):\n", BENCH_LINEAR_BEND);
+    for (int k = 0; k < BENCH_SCALE_KINDS; k++)
+        fprintf(f, "  %-9s per call %.2fx, per build %.2fx: %s\n",
+                bench_scale_kinds[k], bench_scale_bend(r, k, BENCH_OVERHEAD),
+                bench_scale_bend(r, k, BENCH_BUILD),
+                bench_scale_linear(r, k) ? "linear" : "NOT linear");
+}
+
+void bench_scale_json(FILE *f, const bench_scale_report *r)
+{
+    fprintf(f, "{\"machine\": ");
+    wb_cli_json_string(f, r->machine);
+    fprintf(f, ", \"date\": ");
+    wb_cli_json_string(f, r->date);
+    fprintf(f, ", \"counter\": ");
+    wb_cli_json_string(f, r->counter);
+    fprintf(f, ", \"graph_values\": \"%s\", \"kinds\": {",
+            bench_values_name(r->values));
+    for (int k = 0; k < BENCH_SCALE_KINDS; k++) {
+        fprintf(f, "%s\"%s\": {\"points\": [", k ? ", " : "",
+                bench_scale_kinds[k]);
+        for (int i = 0; i < r->nsizes; i++) {
+            const bench_scale_point *p = &r->at[k][i];
+            fprintf(f, "%s{\"n\": %d, \"direct\": %.1f, \"interp\": %.1f, "
+                    "\"tcc\": %.1f, \"tcc_build\": %.0f, \"allocs_per_call\": ",
+                    i ? ", " : "", bench_scale_sizes[i], p->direct, p->interp,
+                    p->tcc, p->build);
+            if (p->allocs < 0)
+                fprintf(f, "null}");
+            else
+                fprintf(f, "%.3f}", p->allocs);
+        }
+        fprintf(f, "]");
+        if (r->nsizes >= 3)
+            fprintf(f, ", \"bend_per_call\": %.3f, \"bend_per_build\": %.3f, "
+                    "\"linear\": %s", bench_scale_bend(r, k, BENCH_OVERHEAD),
+                    bench_scale_bend(r, k, BENCH_BUILD),
+                    bench_scale_linear(r, k) ? "true" : "false");
+        fputc('}', f);
+    }
+    fprintf(f, "}}\n");
+}
+
+/* v (at least 1, a power of ten) short: 1, 10, 100, 1k, 10k, ... 1G. */
+static const char *bench_decade(char *buf, size_t n, double v)
+{
+    static const char *const unit[] = {"", "k", "M", "G", "T"};
+    int u = 0;
+    while (v >= 1000 && u < 4)
+        v /= 1000, u++;
+    snprintf(buf, n, "%.0f%s", v, unit[u]);
+    return buf;
+}
+
+static const char *const bench_scale_colors[BENCH_SCALE_KINDS] = {
+    "#e07b39", "#3b7dd8", "#3aa655"};
+
+/* One panel of the scaling chart, at x0, y0 and w by h pixels: what (the
+   overhead per call or the build) of every kind against n, both axes in
+   powers of ten, with a line of slope 1, which linear growth nears as n
+   grows. */
+static void bench_scale_panel(FILE *f, const bench_scale_report *r, int what,
+                              const char *title, int x0, int y0, int w, int h)
+{
+    char num[32];
+    double lo = 1e300, hi = 1;
+    for (int k = 0; k < BENCH_SCALE_KINDS; k++)
+        for (int i = 0; i < r->nsizes; i++) {
+            double v = bench_scale_of(&r->at[k][i], what);
+            if (v > 0 && v < lo)
+                lo = v;
+            if (v > hi)
+                hi = v;
+        }
+    int ylo = lo < 1e300 ? (int)floor(log10(lo)) : 0;
+    int yhi = (int)ceil(log10(hi));
+    int xhi = (int)lround(log10(bench_scale_sizes[r->nsizes - 1]));
+    if (yhi <= ylo)
+        yhi = ylo + 1;
+#define BENCH_X(n) (x0 + w * log10(n) / xhi)
+#define BENCH_Y(v) (y0 + h - h * (log10(v) - ylo) / (yhi - ylo))
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"13\">%s</text>\n", x0,
+            y0 - 12, title);
+    for (int d = 0; d <= xhi; d++)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+                "stroke=\"#ddd\"/>\n<text class=\"tick\" x=\"%.1f\" y=\"%d\" "
+                "text-anchor=\"middle\">%s</text>\n", BENCH_X(pow(10, d)), y0,
+                BENCH_X(pow(10, d)), y0 + h, BENCH_X(pow(10, d)), y0 + h + 16,
+                bench_decade(num, sizeof num, pow(10, d)));
+    for (int d = ylo; d <= yhi; d++)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                "stroke=\"#ddd\"/>\n<text class=\"tick\" x=\"%d\" y=\"%.1f\" "
+                "text-anchor=\"end\">%s</text>\n", x0, BENCH_Y(pow(10, d)),
+                x0 + w, BENCH_Y(pow(10, d)), x0 - 6, BENCH_Y(pow(10, d)) + 4,
+                bench_decade(num, sizeof num, pow(10, d)));
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">n (items the "
+            "spec has)</text>\n", x0 + w / 2, y0 + h + 34);
+    /* Slope 1 through the top right corner, down to the panel's floor. */
+    double from = fmax(0, xhi - (yhi - ylo));
+    fprintf(f, "<line class=\"linear\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+            "y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n",
+            BENCH_X(pow(10, from)), BENCH_Y(pow(10, yhi - (xhi - from))),
+            BENCH_X(pow(10, xhi)), BENCH_Y(pow(10, yhi)));
+    for (int k = 0; k < BENCH_SCALE_KINDS; k++) {
+        fprintf(f, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" "
+                "stroke-width=\"2\" points=\"", bench_scale_colors[k]);
+        for (int i = 0; i < r->nsizes; i++) {
+            double v = bench_scale_of(&r->at[k][i], what);
+            if (v > 0)
+                fprintf(f, "%.1f,%.1f ", BENCH_X(bench_scale_sizes[i]),
+                        BENCH_Y(v));
+        }
+        fprintf(f, "\"/>\n");
+        for (int i = 0; i < r->nsizes; i++) {
+            double v = bench_scale_of(&r->at[k][i], what);
+            if (v > 0)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+                        "fill=\"%s\"><title>%s_%d: %.0f instructions"
+                        "</title></circle>\n", BENCH_X(bench_scale_sizes[i]),
+                        BENCH_Y(v), bench_scale_colors[k],
+                        bench_scale_kinds[k], bench_scale_sizes[i], v);
+        }
+    }
+#undef BENCH_X
+#undef BENCH_Y
+}
+
+void bench_scale_svg(FILE *f, const bench_scale_report *r)
+{
+    const int left = 70, top = 90, w = 360, h = 280, gap = 100;
+    char machine[81], sub[400];
+    snprintf(sub, sizeof sub, "%s, %s (UTC), %s, graph values %s",
+             bench_cut(machine, sizeof machine, r->machine, 80), r->date,
+             r->counter, bench_values_name(r->values));
+    int width = 2 * left + 2 * w + gap;
+    if (width < 20 + 6 * (int)strlen(sub))
+        width = 20 + 6 * (int)strlen(sub);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+            "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            width, top + h + 80);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"20\" y=\"24\" font-size=\"15\">wrapbake-bench "
+            "--scale: instructions as a spec grows (callgrind)</text>\n");
+    fprintf(f, "<text class=\"subtitle\" x=\"20\" y=\"44\" font-size=\"11\" "
+            "fill=\"#444\">");
+    bench_xml(f, sub);
+    fprintf(f, "</text>\n");
+    bench_scale_panel(f, r, BENCH_OVERHEAD, "per call: the tcc wrapper's "
+                      "overhead above the graph", left, top, w, h);
+    bench_scale_panel(f, r, BENCH_BUILD, "per tcc build", left + w + gap, top,
+                      w, h);
+    int lx = left;
+    for (int k = 0; k < BENCH_SCALE_KINDS; k++) {
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" "
+                "fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n", lx,
+                top + h + 52, bench_scale_colors[k], lx + 16, top + h + 62,
+                bench_scale_kinds[k]);
+        lx += 40 + 7 * (int)strlen(bench_scale_kinds[k]);
+    }
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\" "
+            "stroke-dasharray=\"4 3\"/><text x=\"%d\" y=\"%d\">slope 1: "
+            "linear growth</text>\n</svg>\n", lx, top + h + 58, lx + 24,
+            top + h + 58, lx + 30, top + h + 62);
 }

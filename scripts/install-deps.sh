@@ -12,9 +12,10 @@ set -eu
 # What the library, the wrapbake command and the benchmark build with.
 build="build-essential binutils pkg-config libtcc-dev tcc libdlpack-dev
 libyaml-dev"
-# What the tests add: Criterion, and PyTorch for the conformance suite
-# (tests/torch).
-tests="libcriterion-dev python3-torch"
+# What the tests and the benchmark add: Criterion, PyTorch for the
+# conformance suite (tests/torch), and valgrind, whose callgrind counts the
+# instructions of `wrapbake-bench --scale`.
+tests="libcriterion-dev python3-torch valgrind"
 
 missing_of() {
     out=""

@@ -8,6 +8,8 @@
 # (without a GPU it must refuse, saying why) and, when FAKECUDA names the
 # emulated runtime (tests/tools/fakecuda.c), on an emulated device, where
 # every case must write its mutations back in one submission per call.
+# --scale counts instructions under valgrind (not in a sanitizer build,
+# which valgrind cannot run; the test says so).
 # The last line is "N passed, N failed".
 #
 #   [FAKECUDA=libfakecudart.so] sh tests/bench/run.sh WRAPBAKE_BENCH
@@ -256,6 +258,64 @@ awk 'BEGIN {
 "$bench" --calls 5 --reps 3 --spec "$tmp/big.txt" >"$tmp/big.out" 2>&1
 check "--spec with 1,000 inputs and 1,000 outputs runs" '[ $? -eq 0 ]'
 check "--spec with 1,000 inputs and 1,000 outputs times them" "grep -Eq '^big( +[0-9][0-9.e+]*){4} +n/a( +-?[0-9][0-9.e+]*){3} +n/a +([0-9.]+|n/a)$' '$tmp/big.out'"
+
+# ---- --scale ----
+# Specs growing from 1 to 100 arguments, mutations and views, counted by
+# callgrind: every point there, no allocation, growth linear.
+"$bench" --scale=100 --json --svg "$tmp/scale.svg" >"$tmp/scale.json" 2>"$tmp/scale.err"
+rc=$?
+if grep -q 'valgrind cannot run a sanitizer build' "$tmp/scale.err"; then
+    echo "--scale: skipped, valgrind cannot run this sanitizer build" >&2
+    check "--scale in a sanitizer build says why it cannot count" "[ $rc -eq 1 ]"
+elif ! command -v valgrind >/dev/null 2>&1; then
+    echo "--scale: skipped, valgrind is not installed" >&2
+    check "--scale without valgrind says so" "[ $rc -eq 1 ] && grep -q 'apt-get install valgrind' '$tmp/scale.err'"
+else
+    check "--scale runs" "[ $rc -eq 0 ]"
+    if [ -n "$py" ]; then
+        check "--scale --json: every kind and size, linear, no allocation" "'$py' - '$tmp/scale.json' <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r['counter'].startswith('valgrind-') and r['graph_values'] == 'fixed'
+assert list(r['kinds']) == ['args', 'mutations', 'views']
+for kind, k in r['kinds'].items():
+    assert [p['n'] for p in k['points']] == [1, 10, 100], kind
+    for p in k['points']:
+        assert 0 < p['direct'] < p['tcc'] < p['interp'], (kind, p)
+        assert p['tcc_build'] > 0 and p['allocs_per_call'] in (0, None), (kind, p)
+    # each item costs something, per call and per build
+    pts = k['points']
+    assert all(b['tcc'] - b['direct'] > a['tcc'] - a['direct'] for a, b in zip(pts, pts[1:])), kind
+    assert all(b['tcc_build'] > a['tcc_build'] for a, b in zip(pts, pts[1:])), kind
+    assert k['linear'] is True and 0 < k['bend_per_call'] <= 1.5 and 0 < k['bend_per_build'] <= 1.5, (kind, k)
+PY"
+        check "--scale --svg: two panels, a line per kind, log axes" "'$py' - '$tmp/scale.svg' <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = '{http://www.w3.org/2000/svg}'
+root = ET.parse(sys.argv[1]).getroot()
+assert len([p for p in root.iter(ns + 'polyline') if p.get('class') == 'series']) == 6
+assert len([l for l in root.iter(ns + 'line') if l.get('class') == 'linear']) == 2
+ticks = [t.text for t in root.iter(ns + 'text') if t.get('class') == 'tick']
+assert ticks.count('1') == 2 and ticks.count('100') >= 2, ticks
+titles = [t.text for t in root.iter(ns + 'title')]
+assert len(titles) == 18 and any(t.startswith('views_100: ') for t in titles), titles
+PY"
+    fi
+    "$bench" --scale=10 >"$tmp/scale.out" 2>&1
+    check "--scale table runs, fits 100 columns" "[ \$? -eq 0 ] && fits '$tmp/scale.out'"
+    check "--scale table has every kind at 1 and 10" "[ \"\$(grep -Ec '^(args|mutations|views)? +(1|10) +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' '$tmp/scale.out')\" -eq 6 ]"
+    PATH=/nonexistent "$bench" --scale=10 >"$tmp/scale.out" 2>&1
+    check "--scale without valgrind says so" "[ \$? -eq 1 ] && grep -q 'apt-get install valgrind' '$tmp/scale.out'"
+fi
+for bad in "--scale=7" "--scale --case A" "--scale --device cuda" "--scale --csv"; do
+    # shellcheck disable=SC2086
+    "$bench" $bad >/dev/null 2>&1
+    check "refuses $bad" '[ $? -eq 2 ]'
+done
+"$bench" --case mutations_10 --tier tcc --calls 5 >"$tmp/count.out" 2>&1
+check "counting mode takes a scaling spec's name" '[ $? -eq 0 ] && [ ! -s "$tmp/count.out" ]'
+"$bench" --case views_7 --tier tcc --calls 5 >"$tmp/count.out" 2>&1
+check "an unknown scaling size is no case" "[ \$? -eq 1 ] && grep -q 'views_7: no such case' '$tmp/count.out'"
 
 # ---- --device cuda ----
 # shellcheck disable=SC2086

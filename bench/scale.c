@@ -1,0 +1,209 @@
+/*
+ * scale.c -- the specs of wrapbake-bench --scale, and the runs of this
+ * program under callgrind that count their instructions.
+ *
+ * A scaling spec grows one thing: args_N takes N tensors (a list of known
+ * length, an input per element) and returns one new tensor, mutations_N
+ * mutates each of its N inputs, views_N returns N views of its one input.  Every input is a declared float32 2-d CPU
+ * tensor, as in bench/cases.txt.  Each is named by what it grows and its
+ * size, so that `wrapbake-bench --case views_100` times one alone and the
+ * counting modes run it under callgrind.
+ */
+#define _GNU_SOURCE /* posix_spawnp's environ */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+const char *const bench_scale_kinds[BENCH_SCALE_KINDS] = {"args", "mutations",
+                                                          "views"};
+const int bench_scale_sizes[BENCH_SCALE_SIZES] = {1, 10, 100, 1000};
+
+bool bench_scale_name(const char *name, int *kind, int *n)
+{
+    for (int k = 0; k < BENCH_SCALE_KINDS; k++) {
+        size_t len = strlen(bench_scale_kinds[k]);
+        if (strncmp(name, bench_scale_kinds[k], len) || name[len] != '_')
+            continue;
+        for (int i = 0; i < BENCH_SCALE_SIZES; i++) {
+            char size[16];
+            snprintf(size, sizeof size, "%d", bench_scale_sizes[i]);
+            if (!strcmp(name + len + 1, size)) {
+                *kind = k;
+                *n = bench_scale_sizes[i];
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Appends to the text at *buf, of *len bytes, growing it. */
+static void bench_put(char **buf, size_t *len, size_t *cap, const char *fmt,
+                      ...) __attribute__((format(printf, 4, 5)));
+
+static void bench_put(char **buf, size_t *len, size_t *cap, const char *fmt,
+                      ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+        va_end(ap);
+        if (k >= 0 && (size_t)k < *cap - *len) {
+            *len += (size_t)k;
+            return;
+        }
+        char *p = realloc(*buf, *cap * 2);
+        if (k < 0 || !p)
+            bench_die("--scale", "out of memory");
+        *buf = p;
+        *cap *= 2;
+    }
+}
+
+char *bench_scale_text(int kind, int n)
+{
+    static const char decl[] = "[dtype=float32, ndim=2, device=cpu]";
+    size_t len = 0, cap = 4096;
+    char *t = malloc(cap);
+    if (!t)
+        bench_die("--scale", "out of memory");
+    t[0] = '\0';
+    bench_put(&t, &len, &cap, "%s_%d(", bench_scale_kinds[kind], n);
+    if (kind == BENCH_SCALE_VIEWS) {
+        bench_put(&t, &len, &cap, "Tensor(a) x %s) -> (", decl);
+        for (int i = 0; i < n; i++)
+            bench_put(&t, &len, &cap, "%sTensor(a) v%d", i ? ", " : "", i);
+        bench_put(&t, &len, &cap, ")");
+        return t;
+    }
+    bench_put(&t, &len, &cap, "Tensor%s[%d] x %s",
+              kind == BENCH_SCALE_MUTATIONS ? "(a!)" : "", n, decl);
+    bench_put(&t, &len, &cap, ") -> Tensor out");
+    return t;
+}
+
+/* ---- counting under callgrind ---- */
+
+const char *bench_callgrind_version(char *buf, size_t n)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    (void)buf;
+    (void)n;
+    return "valgrind cannot run a sanitizer build";
+#else
+    FILE *p = popen("valgrind --version 2>/dev/null", "r");
+    buf[0] = '\0';
+    bool ok = p && fgets(buf, (int)n, p) && !strncmp(buf, "valgrind-", 9);
+    if (p && pclose(p) != 0)
+        ok = false;
+    buf[strcspn(buf, "\n")] = '\0';
+    return ok ? NULL : "valgrind does not run here (apt-get install valgrind)";
+#endif
+}
+
+/* The instructions callgrind's log at path counts, or -1. */
+static long long bench_log_refs(const char *path)
+{
+    char line[256];
+    long long refs = -1;
+    FILE *f = fopen(path, "r");
+    while (f && refs < 0 && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, " refs:");
+        if (!p)
+            continue;
+        refs = 0;
+        for (p += 6; *p && *p != '\n'; p++)
+            if (*p >= '0' && *p <= '9')
+                refs = refs * 10 + (*p - '0');
+            else if (*p != ',' && *p != ' ')
+                refs = -1;
+    }
+    if (f)
+        fclose(f);
+    return refs;
+}
+
+/* Starts run r, its log at path, and returns its process. */
+static pid_t bench_spawn(const char *self, const bench_run *r,
+                         const char *path)
+{
+    char log[160];
+    const char *argv[8 + BENCH_RUN_ARGS] = {"valgrind", "--tool=callgrind",
+                                            "--callgrind-out-file=/dev/null",
+                                            log, self};
+    int argc = 5;
+    snprintf(log, sizeof log, "--log-file=%s", path);
+    for (int i = 0; i < r->nargs; i++)
+        argv[argc++] = r->args[i];
+    argv[argc] = NULL;
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    if (posix_spawn_file_actions_init(&fa) != 0 ||
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0))
+        bench_die("--scale", "cannot start valgrind");
+    int err = posix_spawnp(&pid, "valgrind", &fa, NULL, (char **)argv,
+                           environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (err)
+        bench_die("--scale: cannot start valgrind", strerror(err));
+    return pid;
+}
+
+void bench_callgrind(bench_run *runs, int n)
+{
+    enum { most = 16 };
+    char self[4096], dir[64], path[most][128];
+    pid_t pids[most] = {0};
+    const char *t = getenv("TMPDIR");
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0 || len >= (ssize_t)sizeof self - 1)
+        bench_die("--scale", "cannot find this program's file");
+    self[len] = '\0';
+    snprintf(dir, sizeof dir, "%s/wrapbake-scale-XXXXXX",
+             t && strlen(t) < 32 ? t : "/tmp");
+    if (!mkdtemp(dir))
+        bench_die("--scale: temporary directory", strerror(errno));
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = cpus < 1 ? 1 : cpus > most ? most : (int)cpus;
+    int of[most], next = 0, running = 0;
+    while (next < n || running) {
+        for (int w = 0; w < workers && next < n; w++)
+            if (!pids[w]) {
+                snprintf(path[w], sizeof path[w], "%s/run-%d.log", dir, w);
+                pids[w] = bench_spawn(self, &runs[next], path[w]);
+                of[w] = next++;
+                running++;
+            }
+        int status;
+        pid_t pid = wait(&status);
+        if (pid < 0)
+            bench_die("--scale", strerror(errno));
+        for (int w = 0; w < workers; w++) {
+            if (pids[w] != pid)
+                continue;
+            bench_run *r = &runs[of[w]];
+            r->refs = bench_log_refs(path[w]);
+            unlink(path[w]);
+            pids[w] = 0;
+            running--;
+            if (!WIFEXITED(status) || WEXITSTATUS(status) || r->refs < 0) {
+                char what[400];
+                int k = snprintf(what, sizeof what, "a counting run failed:");
+                for (int i = 0; i < r->nargs && k < (int)sizeof what; i++)
+                    k += snprintf(what + k, sizeof what - (size_t)k, " %s",
+                                  r->args[i]);
+                bench_die("--scale", what);
+            }
+        }
+    }
+    rmdir(dir);
+}
