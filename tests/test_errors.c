@@ -1157,6 +1157,78 @@ Test(errors, mutation_and_view_runs_name_each_failure)
     wb_spec_free(s);
 }
 
+/* Views that split one input (split, chunk, unbind) reach libtcc as one
+   call of wb_rt_prep_views_of and one of the views' commit; a view that
+   does not fit, anywhere in the run, is named as the interpreter names
+   it, and nothing changes.  Value 0 is output 0, not an alias; values 1-4
+   are outputs 1-4, views of y. */
+#define VSPLIT_VALUES 5
+Test(errors, views_of_one_input_name_each_failure)
+{
+    wb_spec *s = NULL;
+    WBT_OK(wb_spec_parse("vsplit(Tensor p, Tensor(a) y) -> (Tensor o0, "
+                         "Tensor(a) w0, Tensor(a) w1, Tensor(a) w2, "
+                         "Tensor(a) w3)", &s));
+    WBT_EACH_TIER(tier) {
+        wb_tensor *p = wbt_f32(0, 1, 2), *y = wbt_f32(0, 1, 8);
+        wb_tensor *out = wbt_f32(0, 1, 1), *far = wbt_f32(0, 1, 64);
+        wb_tensor *v[4];
+        for (int i = 0; i < 4; i++)
+            WBT_OK(wb_tensor_as_strided(y, 1, (int64_t[]){2}, (int64_t[]){1},
+                                        2 * i, &v[i]));
+        wb_arg a[2] = {{.t = p}, {.t = y}};
+        err_ctx c = {.vals = {out, v[0], v[1], v[2], v[3]},
+                     .nwrite = VSPLIT_VALUES, .ret = VSPLIT_VALUES,
+                     .watch = -1};
+        wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
+        if (tier == WB_TIER_TCC) {
+            static const char *const calls[] = {
+                "wb_rt_prep_views_of(e, 1, a[1].t, r + 1, v, 4)",
+                "wb_rt_commit_views_plain(outs + 1, v, r + 1, 4)"};
+            for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+                cr_assert(strstr(wb_wrapper_source(w), calls[i]),
+                          "no %s", calls[i]);
+        }
+        for (int f = 1; f < VSPLIT_VALUES; f++) {
+            wb_tensor *keep = c.vals[f];
+            c.vals[f] = far;
+            wbt_snap snap[2];
+            for (int i = 0; i < 2; i++)
+                wbt_snap_take(&snap[i], a[i].t, NULL);
+            wb_value o[5] = {{ERR_MARK}, {ERR_MARK}, {ERR_MARK}, {ERR_MARK},
+                             {ERR_MARK}};
+            char want[96];
+            snprintf(want, sizeof want, "output %d 'w%d' (alias-of-input): "
+                     "the graph's view does not fit", f, f - 1);
+            WBT_FAILS(wb_call(w, a, 2, o, 5), WB_ERR_SHAPE, want);
+            for (int i = 0; i < 2; i++)
+                wbt_snap_check(&snap[i], 0, "an argument");
+            for (int k = 0; k < 5; k++)
+                cr_assert_eq(o[k].t, ERR_MARK, "outs[%d] was written", k);
+            for (int i = 0; i < VSPLIT_VALUES; i++)
+                cr_assert_eq(wb_tensor_refcount(c.vals[i]), 1,
+                             "value %d leaked", i);
+            c.vals[f] = keep;
+        }
+        wb_value o[5] = {{NULL}};
+        WBT_OK(wb_call(w, a, 2, o, 5));
+        cr_assert_eq(o[0].t, out);
+        wb_tensor_release(o[0].t);
+        for (int i = 0; i < 4; i++) {
+            cr_assert_eq(wb_tensor_storage(o[1 + i].t), wb_tensor_storage(y));
+            cr_assert_eq(wb_tensor_offset(o[1 + i].t), 2 * i);
+            wbt_release_last(o[1 + i].t);
+            wbt_release_last(v[i]);
+        }
+        wbt_release_last(out);
+        wbt_release_last(p);
+        wbt_release_last(y);
+        wbt_release_last(far);
+        wb_wrapper_free(w);
+    }
+    wb_spec_free(s);
+}
+
 /* ---- what wrapper constructors refuse, named after the one called ---- */
 
 /* Option flags this version does not know are refused, not ignored: a

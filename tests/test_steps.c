@@ -49,6 +49,7 @@ static void steps_check_row(const char *what, const wb_gen_step *o)
     steps_check_helper(what, &o->check, "wb_rt_prep_", NULL);
     steps_check_helper(what, &o->check_first, "wb_rt_prep_", NULL);
     steps_check_helper(what, &o->check_run, "wb_rt_prep_", NULL);
+    steps_check_helper(what, &o->check_run_of, "wb_rt_prep_", NULL);
     steps_check_helper(what, &o->commit, "wb_rt_commit_", "wb_rt_out_", NULL);
     steps_check_helper(what, &o->commit_plain, "wb_rt_commit_", "wb_rt_out_",
                        NULL);
@@ -118,6 +119,11 @@ Test(steps, output_rows)
                       "%s: a check for an output that is no view", what);
         }
     }
+    /* Views of an input go in runs: of consecutive inputs, or of one. */
+    const wb_gen_step *in = &wb_gen_steps.out[WB_OUT_ALIAS_OF_INPUT];
+    cr_assert(steps_is(&in->check_run, WB_GEN_ARGS_prep_views) &&
+              steps_is(&in->check_run_of, WB_GEN_ARGS_prep_views_of) &&
+              steps_is(&in->commit_run_plain, WB_GEN_ARGS_commit_views_plain));
     /* The non-alias variants end a call in one call, as non-alias does. */
     cr_assert(steps_is(&wb_gen_steps.out[WB_OUT_UNSAFE_VIEW_ALIAS].commit_end,
                        WB_GEN_ARGS_out_plain_end));

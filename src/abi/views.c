@@ -168,6 +168,29 @@ int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
     return WB_OK;
 }
 
+/* wb_rt_prep_views_of with the full check, out of line as above. */
+static WB_RT_NOINLINE wb_status wb_rt_prep_views_of_full(
+    const wb_env *e, int output, const wb_tensor *holder, const wb_value *r,
+    wb_tensor **views, int n)
+{
+    wb_status st;
+    for (int i = 0; i < n; i++)
+        if ((st = wb_rt_prep_view(e, output + i, holder, NULL, r[i].t,
+                                  &views[i])) != WB_OK)
+            return st;
+    return WB_OK;
+}
+
+int wb_rt_prep_views_of(const wb_env *e, int output, const wb_tensor *holder,
+                        const wb_value *r, wb_tensor **views, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (wb_rt_view_same(holder, r[i].t, &views[i]))
+            return wb_rt_prep_views_of_full(e, output + i, holder, r + i,
+                                            views + i, n - i);
+    return WB_OK;
+}
+
 /* ---- commit phase ---- */
 
 /* Output flags: requires-grad when requires_grad is not 0. */

@@ -37,6 +37,8 @@ typedef enum wb_gen_args {
     WB_GEN_ARGS_prep_view,          /* int (e, output, holder, grown, v,
                                        &view) */
     WB_GEN_ARGS_prep_views,         /* int (e, output, a, r, views, n) */
+    WB_GEN_ARGS_prep_views_of,      /* int (e, output, holder, r, views,
+                                       n) */
     WB_GEN_ARGS_commit_view,        /* tensor (view, v, requires_grad,
                                        dyn) */
     WB_GEN_ARGS_commit_view_plain,  /* tensor (view, v) */
@@ -68,6 +70,9 @@ typedef union wb_gen_fn {
                      wb_tensor **view);
     int (*prep_views)(const wb_env *e, int output, const wb_arg *a,
                       const wb_value *r, wb_tensor **views, int n);
+    int (*prep_views_of)(const wb_env *e, int output,
+                         const wb_tensor *holder, const wb_value *r,
+                         wb_tensor **views, int n);
     wb_tensor *(*commit_view)(wb_tensor *view, wb_tensor *v,
                               int requires_grad, unsigned long long dyn);
     wb_tensor *(*commit_view_plain)(wb_tensor *view, wb_tensor *v);
@@ -105,6 +110,7 @@ typedef struct wb_gen_step {
                                    requires grad nor has dynamic dims */
     wb_gen_helper commit_end;   /* that of such an output ending the call */
     wb_gen_helper check_run;    /* check of n consecutive like steps */
+    wb_gen_helper check_run_of; /* check of n like views of one input */
     wb_gen_helper commit_run;   /* their commit */
     wb_gen_helper commit_run_plain; /* their commit, when plain */
 } wb_gen_step;
