@@ -17,7 +17,7 @@
 
 /* ---- a scripted graph ---- */
 
-#define ERR_MAXV 12
+#define ERR_MAXV 24
 
 typedef struct err_ctx {
     wb_tensor *vals[ERR_MAXV]; /* written in order; NULL entries stay NULL */
@@ -1158,67 +1158,85 @@ Test(errors, mutation_and_view_runs_name_each_failure)
 }
 
 /* Views that split one input (split, chunk, unbind) reach libtcc as one
-   call of wb_rt_prep_views_of and one of the views' commit; a view that
-   does not fit, anywhere in the run, is named as the interpreter names
-   it, and nothing changes.  Value 0 is output 0, not an alias; values 1-4
-   are outputs 1-4, views of y. */
-#define VSPLIT_VALUES 5
+   call of wb_rt_prep_views_of and one of the views' commit, and more than
+   16 tensor values have their check that none is NULL in one call of
+   wb_rt_args_missing; a value that is NULL or a view that does not fit,
+   anywhere in those runs, is named as the interpreter names it, and
+   nothing changes.  Value 0 is output 0, not an alias; values 1-20 are
+   outputs 1-20, views of y. */
+#define VSPLIT_VIEWS 20
+#define VSPLIT_VALUES (VSPLIT_VIEWS + 1)
 Test(errors, views_of_one_input_name_each_failure)
 {
+    char text[1024];
+    int len = snprintf(text, sizeof text, "vsplit(Tensor p, Tensor(a) y) -> "
+                       "(Tensor o0");
+    for (int i = 0; i < VSPLIT_VIEWS; i++)
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        ", Tensor(a) w%d", i);
+    snprintf(text + len, sizeof text - (size_t)len, ")");
     wb_spec *s = NULL;
-    WBT_OK(wb_spec_parse("vsplit(Tensor p, Tensor(a) y) -> (Tensor o0, "
-                         "Tensor(a) w0, Tensor(a) w1, Tensor(a) w2, "
-                         "Tensor(a) w3)", &s));
+    WBT_OK(wb_spec_parse(text, &s));
     WBT_EACH_TIER(tier) {
-        wb_tensor *p = wbt_f32(0, 1, 2), *y = wbt_f32(0, 1, 8);
+        wb_tensor *p = wbt_f32(0, 1, 2), *y = wbt_f32(0, 1, 2 * VSPLIT_VIEWS);
         wb_tensor *out = wbt_f32(0, 1, 1), *far = wbt_f32(0, 1, 64);
-        wb_tensor *v[4];
-        for (int i = 0; i < 4; i++)
+        err_ctx c = {.vals = {out}, .nwrite = VSPLIT_VALUES,
+                     .ret = VSPLIT_VALUES, .watch = -1};
+        for (int i = 0; i < VSPLIT_VIEWS; i++)
             WBT_OK(wb_tensor_as_strided(y, 1, (int64_t[]){2}, (int64_t[]){1},
-                                        2 * i, &v[i]));
+                                        2 * i, &c.vals[1 + i]));
         wb_arg a[2] = {{.t = p}, {.t = y}};
-        err_ctx c = {.vals = {out, v[0], v[1], v[2], v[3]},
-                     .nwrite = VSPLIT_VALUES, .ret = VSPLIT_VALUES,
-                     .watch = -1};
         wb_wrapper *w = wbt_wrap(s, err_graph, &c, tier);
         if (tier == WB_TIER_TCC) {
             static const char *const calls[] = {
-                "wb_rt_prep_views_of(e, 1, a[1].t, r + 1, v, 4)",
-                "wb_rt_commit_views_plain(outs + 1, v, r + 1, 4)"};
+                "wb_rt_args_missing(r, 21)",
+                "wb_rt_prep_views_of(e, 1, a[1].t, r + 1, v, 20)",
+                "wb_rt_commit_views_plain(outs + 1, v, r + 1, 20)"};
             for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
                 cr_assert(strstr(wb_wrapper_source(w), calls[i]),
                           "no %s", calls[i]);
         }
-        for (int f = 1; f < VSPLIT_VALUES; f++) {
-            wb_tensor *keep = c.vals[f];
-            c.vals[f] = far;
+        /* Each value in turn NULL, then each view's too far. */
+        for (int f = 0; f < 2 * VSPLIT_VALUES; f++) {
+            int at = f % VSPLIT_VALUES;
+            bool null = f < VSPLIT_VALUES;
+            if (!null && at == 0)
+                continue;  /* output 0 aliases nothing: nothing to fit */
+            wb_tensor *keep = c.vals[at];
+            c.vals[at] = null ? NULL : far;
             wbt_snap snap[2];
             for (int i = 0; i < 2; i++)
                 wbt_snap_take(&snap[i], a[i].t, NULL);
-            wb_value o[5] = {{ERR_MARK}, {ERR_MARK}, {ERR_MARK}, {ERR_MARK},
-                             {ERR_MARK}};
+            wb_value o[VSPLIT_VALUES];
+            for (int k = 0; k < VSPLIT_VALUES; k++)
+                o[k].t = ERR_MARK;
             char want[96];
-            snprintf(want, sizeof want, "output %d 'w%d' (alias-of-input): "
-                     "the graph's view does not fit", f, f - 1);
-            WBT_FAILS(wb_call(w, a, 2, o, 5), WB_ERR_SHAPE, want);
+            if (null)
+                snprintf(want, sizeof want, "returned NULL as value %d", at);
+            else
+                snprintf(want, sizeof want, "output %d 'w%d' "
+                         "(alias-of-input): the graph's view does not fit",
+                         at, at - 1);
+            WBT_FAILS(wb_call(w, a, 2, o, VSPLIT_VALUES),
+                      null ? WB_ERR_GRAPH : WB_ERR_SHAPE, want);
             for (int i = 0; i < 2; i++)
                 wbt_snap_check(&snap[i], 0, "an argument");
-            for (int k = 0; k < 5; k++)
+            for (int k = 0; k < VSPLIT_VALUES; k++)
                 cr_assert_eq(o[k].t, ERR_MARK, "outs[%d] was written", k);
+            c.vals[at] = keep;
             for (int i = 0; i < VSPLIT_VALUES; i++)
                 cr_assert_eq(wb_tensor_refcount(c.vals[i]), 1,
                              "value %d leaked", i);
-            c.vals[f] = keep;
         }
-        wb_value o[5] = {{NULL}};
-        WBT_OK(wb_call(w, a, 2, o, 5));
+        wb_value o[VSPLIT_VALUES] = {{NULL}};
+        WBT_OK(wb_call(w, a, 2, o, VSPLIT_VALUES));
         cr_assert_eq(o[0].t, out);
         wb_tensor_release(o[0].t);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < VSPLIT_VIEWS; i++) {
             cr_assert_eq(wb_tensor_storage(o[1 + i].t), wb_tensor_storage(y));
             cr_assert_eq(wb_tensor_offset(o[1 + i].t), 2 * i);
             wbt_release_last(o[1 + i].t);
-            wbt_release_last(v[i]);
+            wbt_release_last(c.vals[1 + i]);
         }
         wbt_release_last(out);
         wbt_release_last(p);

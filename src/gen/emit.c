@@ -1168,33 +1168,78 @@ static int wb_emit_view_run(const wb_spec *s, int k, bool *of)
     return n >= 3 ? n : 1;
 }
 
-static void wb_emit_checks(wb_emitter *x, wb_buf *b)
+/* How many values from i on are tensors, when they are more than 16 (1
+   otherwise): libtcc reads a term "!r[i].t" of the check that each is
+   there for about 4,400 instructions, and one call of the runtime's loop
+   for less than two terms, while the loop costs a call more. */
+static int wb_emit_value_run(const wb_spec *s, int i)
+{
+    int n = 0;
+    while (i + n < s->nvalues + s->rng && wb_spec_value_is_tensor(s, i + n))
+        n++;
+    return n > 16 ? n : 1;
+}
+
+/* The condition of the check after the graph's call, "if (...) {": the
+   count it returned, then each tensor value there.  With runs set, the
+   condition for libtcc, in which each run of values (wb_emit_value_run)
+   is one call of wb_rt_args_missing, opening with the "#ifdef __TINYC__"
+   that the caller's #else closes; when the values have no run, nothing is
+   emitted and the result is false (as wb_emit_arg_checks does). */
+static bool wb_emit_value_checks(wb_emitter *x, wb_buf *b, bool runs)
 {
     const wb_spec *s = x->s;
-    char f1[24], f2[24], f3[24];
-    int k = 0;
-    bool call = !wb_emit_call_wrapped(s);
-    wb_emit_at(x, 1);
-    if (call)
-        wb_emit_comment(x, b, "/* the call: 0 guards, grad mode %s */",
-                        s->training ? "on" : "off");
-    wb_emit_comment(x, b, "/* check: every value, mutation and view; may "
-                    "fail */");
+    int k = 0, nv = s->nvalues + s->rng;
+    if (runs) {
+        int i = 0;
+        while (i < nv && wb_emit_value_run(s, i) == 1)
+            i++;
+        if (i == nv)
+            return false;
+        if (!x->libtcc)
+            wb_emit_cond(x, b, WB_RT_COND_TCC);
+    }
     wb_emit_if(x, b);
     /* A call with nothing around it is made in the condition: libtcc
        compares the count it returned as it stores it, where a statement of
        its own would store and reload it. */
-    if (call)
+    if (!wb_emit_call_wrapped(s))
         wb_emit_term(x, b, &k, "(n = %s(e, a, %d, r, %d)) != %d",
                      s->training ? WB_EMIT_NAME(wb_rt_call_grad)
                                  : WB_EMIT_NAME(wb_rt_call_nograd),
                      s->ninputs, s->nvalues, s->nvalues);
     else
         wb_emit_term(x, b, &k, "n != %d", s->nreturned);
-    for (int i = 0; i < s->nvalues + s->rng; i++)
-        if (wb_spec_value_is_tensor(s, i))
+    for (int i = 0, n; i < nv; i += n) {
+        char from[24];
+        n = runs ? wb_emit_value_run(s, i) : 1;
+        if (n > 1)
+            wb_emit_term(x, b, &k, "%s(%s, %d)",
+                         WB_EMIT_NAME(wb_rt_args_missing),
+                         wb_emit_from(from, "r", i), n);
+        else if (wb_spec_value_is_tensor(s, i))
             wb_emit_term(x, b, &k, "!r[%d].t", i);
+    }
     wb_buf_printf(b, ") {\n");
+    return runs;
+}
+
+static void wb_emit_checks(wb_emitter *x, wb_buf *b)
+{
+    const wb_spec *s = x->s;
+    char f1[24], f2[24], f3[24];
+    wb_emit_at(x, 1);
+    if (!wb_emit_call_wrapped(s))
+        wb_emit_comment(x, b, "/* the call: 0 guards, grad mode %s */",
+                        s->training ? "on" : "off");
+    wb_emit_comment(x, b, "/* check: every value, mutation and view; may "
+                    "fail */");
+    bool runs = wb_emit_value_checks(x, b, true);
+    if (runs && !x->libtcc)
+        wb_emit_cond(x, b, WB_RT_COND_ELSE);
+    if (!runs || !x->libtcc)
+        wb_emit_value_checks(x, b, false);
+    wb_emit_run_end(x, b, runs);
     wb_buf_line(b, "    st = %s(e, n, %s);", WB_EMIT_NAME(wb_rt_err_values),
                 wb_emit_values(s));
     wb_buf_line(b, "    goto fail;");
