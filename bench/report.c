@@ -533,28 +533,31 @@ static double bench_scale_of(const bench_scale_point *p, int what)
     return what == BENCH_OVERHEAD ? p->tcc - p->direct : p->build;
 }
 
-/* What each item added from size i - 1 to size i of kind k cost. */
-static double bench_scale_step(const bench_scale_report *r, int k, int i,
-                               int what)
+/* What each item added from size `from` to size `to` of kind k cost. */
+static double bench_scale_slope(const bench_scale_report *r, int k, int from,
+                                int to, int what)
 {
-    return (bench_scale_of(&r->at[k][i], what) -
-            bench_scale_of(&r->at[k][i - 1], what)) /
-           (bench_scale_sizes[i] - bench_scale_sizes[i - 1]);
+    return (bench_scale_of(&r->at[k][to], what) -
+            bench_scale_of(&r->at[k][from], what)) /
+           (bench_scale_sizes[to] - bench_scale_sizes[from]);
 }
 
-/* How much more an item of the last step costs than one of the step
-   before (1: the same), or 0 with fewer than two steps. */
+/* How much more an item of the last step costs than an item of all the
+   steps before it, from the first size (1: the same), or 0 with fewer
+   than two steps.  All the steps before, not the one before alone: a
+   fixed cost that one step sheds (stores that give way to a memset)
+   would make that step look cheap. */
 static double bench_scale_bend(const bench_scale_report *r, int k, int what)
 {
     int i = r->nsizes - 1;
     if (i < 2)
         return 0;
-    double before = bench_scale_step(r, k, i - 1, what);
-    return before > 0 ? bench_scale_step(r, k, i, what) / before : 0;
+    double before = bench_scale_slope(r, k, 0, i - 1, what);
+    return before > 0 ? bench_scale_slope(r, k, i - 1, i, what) / before : 0;
 }
 
 /* Growth counts as linear when an item of the last step costs at most
-   this many times one of the step before: a quadratic cost would cost
+   this many times one of the steps before: a quadratic cost would cost
    about ten times as much (the sizes grow tenfold). */
 #define BENCH_LINEAR_BEND 1.5
 
@@ -591,11 +594,13 @@ void bench_scale_table(FILE *f, const bench_scale_report *r)
                     bench_num(c, sizeof c, 9, 0, p->tcc),
                     bench_num(d, sizeof d, 9, 0, p->tcc - p->direct),
                     i ? bench_num(e, sizeof e, 8, 1,
-                                  bench_scale_step(r, k, i, BENCH_OVERHEAD))
+                                  bench_scale_slope(r, k, i - 1, i,
+                                                    BENCH_OVERHEAD))
                       : "",
                     bench_num(g, sizeof g, 11, 0, p->build),
                     i ? bench_num(h, sizeof h, 9, 0,
-                                  bench_scale_step(r, k, i, BENCH_BUILD))
+                                  bench_scale_slope(r, k, i - 1, i,
+                                                    BENCH_BUILD))
                       : "",
                     p->allocs < 0 ? "n/a"
                                   : bench_num(m, sizeof m, 7, 2, p->allocs));
@@ -607,8 +612,8 @@ void bench_scale_table(FILE *f, const bench_scale_report *r)
                "of a tcc call.", BENCH_PROSE_COLS, 0);
     if (r->nsizes < 3)
         return;
-    fprintf(f, "\nAn item of the last step against one of the step before "
-            "(linear: at most %.1fx):\n", BENCH_LINEAR_BEND);
+    fprintf(f, "\nAn item of the last step against one of the steps from "
+            "1 before it\n(linear: at most %.1fx):\n", BENCH_LINEAR_BEND);
     for (int k = 0; k < BENCH_SCALE_KINDS; k++)
         fprintf(f, "  %-9s per call %.2fx, per build %.2fx: %s\n",
                 bench_scale_kinds[k], bench_scale_bend(r, k, BENCH_OVERHEAD),
