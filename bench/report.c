@@ -312,14 +312,19 @@ static void bench_json_tier(FILE *f, int x, const bench_tier_result *t)
     fputc('}', f);
 }
 
+/* sep, then "key": and value as a JSON string. */
+static void bench_json_str(FILE *f, const char *sep, const char *key,
+                           const char *value)
+{
+    fprintf(f, "%s\"%s\": ", sep, key);
+    wb_cli_json_string(f, value);
+}
+
 void bench_print_json(FILE *f, const bench_report *r)
 {
-    fprintf(f, "{\"machine\": ");
-    wb_cli_json_string(f, r->machine);
-    fprintf(f, ", \"date\": ");
-    wb_cli_json_string(f, r->date);
-    fprintf(f, ", \"device\": ");
-    wb_cli_json_string(f, r->device);
+    bench_json_str(f, "{", "machine", r->machine);
+    bench_json_str(f, ", ", "date", r->date);
+    bench_json_str(f, ", ", "device", r->device);
     fprintf(f, ", \"graph_values\": \"%s\"", bench_values_name(r->values));
     fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"libtcc_floor_us\": %.1f, "
             "\"instructions_per_us\": %.0f, \"cases\": [", r->calls, r->reps,
@@ -623,12 +628,9 @@ void bench_scale_table(FILE *f, const bench_scale_report *r)
 
 void bench_scale_json(FILE *f, const bench_scale_report *r)
 {
-    fprintf(f, "{\"machine\": ");
-    wb_cli_json_string(f, r->machine);
-    fprintf(f, ", \"date\": ");
-    wb_cli_json_string(f, r->date);
-    fprintf(f, ", \"counter\": ");
-    wb_cli_json_string(f, r->counter);
+    bench_json_str(f, "{", "machine", r->machine);
+    bench_json_str(f, ", ", "date", r->date);
+    bench_json_str(f, ", ", "counter", r->counter);
     fprintf(f, ", \"graph_values\": \"%s\", \"kinds\": {",
             bench_values_name(r->values));
     for (int k = 0; k < BENCH_SCALE_KINDS; k++) {

@@ -542,6 +542,15 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
                 kind = WB_OUT_NON_ALIAS;
                 break;
             }
+            /* Now and then a view of the input the output before views,
+               as split, chunk and unbind return them (a run of views of
+               one input, from three). */
+            if (kind == WB_OUT_ALIAS_OF_INPUT && k > 0 &&
+                d->kind[k - 1] == WB_OUT_ALIAS_OF_INPUT &&
+                diff_below(r, 2) == 0) {
+                base = d->base[k - 1];
+                break;
+            }
             do
                 base = diff_below(r, d->ninputs);
             while (!d->is_tensor[base] || d->dup_of[base] >= 0);

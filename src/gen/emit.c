@@ -771,6 +771,21 @@ static bool wb_emit_arg_checks(wb_emitter *x, wb_buf *b, bool runs)
     return runs;
 }
 
+/* A condition written by cond (wb_emit_arg_checks, wb_emit_value_checks):
+   with runs, libtcc's, then for other compilers without them after the
+   #else; libtcc's text has its own alone, and a spec without runs the one
+   condition. */
+static void wb_emit_cond_runs(wb_emitter *x, wb_buf *b,
+                              bool (*cond)(wb_emitter *, wb_buf *, bool))
+{
+    bool runs = cond(x, b, true);
+    if (runs && !x->libtcc)
+        wb_emit_cond(x, b, WB_RT_COND_ELSE);
+    if (!runs || !x->libtcc)
+        cond(x, b, false);
+    wb_emit_run_end(x, b, runs);
+}
+
 static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
 {
     const wb_spec *s = x->s;
@@ -789,12 +804,7 @@ static void wb_emit_arguments(wb_emitter *x, wb_buf *b)
            (every NULL before any declaration). */
         wb_emit_comment(x, b, "/* every tensor argument present%s */",
                         s->ndeclared ? ", as declared" : "");
-        bool runs = wb_emit_arg_checks(x, b, true);
-        if (runs && !x->libtcc)
-            wb_emit_cond(x, b, WB_RT_COND_ELSE);
-        if (!runs || !x->libtcc)
-            wb_emit_arg_checks(x, b, false);
-        wb_emit_run_end(x, b, runs);
+        wb_emit_cond_runs(x, b, wb_emit_arg_checks);
         wb_buf_line(b, "    return %s(e, a);", WB_EMIT_NAME(wb_rt_err_inputs));
     }
     if (s->ndups) {
@@ -1234,12 +1244,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                         s->training ? "on" : "off");
     wb_emit_comment(x, b, "/* check: every value, mutation and view; may "
                     "fail */");
-    bool runs = wb_emit_value_checks(x, b, true);
-    if (runs && !x->libtcc)
-        wb_emit_cond(x, b, WB_RT_COND_ELSE);
-    if (!runs || !x->libtcc)
-        wb_emit_value_checks(x, b, false);
-    wb_emit_run_end(x, b, runs);
+    wb_emit_cond_runs(x, b, wb_emit_value_checks);
     wb_buf_line(b, "    st = %s(e, n, %s);", WB_EMIT_NAME(wb_rt_err_values),
                 wb_emit_values(s));
     wb_buf_line(b, "    goto fail;");
