@@ -828,11 +828,12 @@ static void bench_scale(int nsizes, bool json, const char *svg)
     for (int p = 0; p < npoints; p++) {
         const bench_run *run = &runs[p * RUNS];
         bench_scale_point *pt = &r.at[p / nsizes][p % nsizes];
-        double calls = (double)bench_scale_calls(bench_scale_sizes[p % nsizes]);
+        double calls = bench_scale_calls(bench_scale_sizes[p % nsizes]);
         double *per[TIERS] = {&pt->direct, &pt->interp, &pt->tcc};
+        const bench_run *b = &run[2 * TIERS];
         for (int t = 0; t < TIERS; t++)
-            *per[t] = (double)(run[2 * t + 1].refs - run[2 * t].refs) / calls;
-        pt->build = (double)(run[2 * TIERS + 1].refs - run[2 * TIERS].refs) / 2;
+            *per[t] = (run[2 * t + 1].refs - run[2 * t].refs) / calls;
+        pt->build = (b[1].refs - b[0].refs) / 2.0;
     }
     free(runs);
     if (json)
@@ -841,10 +842,10 @@ static void bench_scale(int nsizes, bool json, const char *svg)
         bench_scale_table(stdout, &r);
     if (svg) {
         FILE *f = fopen(svg, "w");
-        if (!f)
+        if (f)
+            bench_scale_svg(f, &r);
+        if (!f || ferror(f) || fclose(f) != 0)
             bench_die(svg, "cannot write it");
-        bench_scale_svg(f, &r);
-        fclose(f);
     }
 }
 
@@ -894,7 +895,9 @@ static void bench_usage(FILE *f)
         "                     (1000; or 10, 100) arguments, mutations and\n"
         "                     views: instructions per call and per build,\n"
         "                     counted by valgrind's callgrind, and whether\n"
-        "                     they grow linearly; with --svg a chart of them.\n"
+        "                     they grow linearly; with --svg a chart of them\n"
+        "                     (with --json, --unfixed and --fresh too, no\n"
+        "                     other option).\n"
         "                     --case also takes their names: args_N,\n"
         "                     mutations_N, views_N (N 1, 10, 100, 1000)\n"
         "  -h, --help         this text\n");
@@ -927,7 +930,7 @@ int main(int argc, char **argv)
     long calls = 20000, reps = 31, builds = -1;
     int cpu = -1, opt;
     bool json = false, csv = false, counting_calls_given = false;
-    bool batch = false, wide = false;
+    bool batch = false, wide = false, reps_given = false;
     int scale = 0;  /* with --scale, the sizes it counts */
     while ((opt = getopt_long(argc, argv, "c:s:n:r:p:wjt:b:h", opts, NULL)) !=
            -1) {
@@ -935,7 +938,7 @@ int main(int argc, char **argv)
         case 'c': only = optarg; break;
         case 's': spec_file = optarg; break;
         case 'n': calls = strtol(optarg, NULL, 10); counting_calls_given = true; break;
-        case 'r': reps = strtol(optarg, NULL, 10); break;
+        case 'r': reps = strtol(optarg, NULL, 10); reps_given = true; break;
         case 'p': cpu = atoi(optarg); break;
         case 'w': wide = true; break;
         case 'j': json = true; break;
@@ -980,6 +983,7 @@ int main(int argc, char **argv)
         (counting_builds && !bench_builds_tier(tier)) ||
         (batch && (!counting_builds || strcmp(tier, "tcc"))) ||
         (scale && (tier || only || spec_file || csv || wide ||
+                   counting_calls_given || reps_given || cpu >= 0 ||
                    strcmp(device, "cpu")))) {
         bench_usage(stderr);
         return 2;

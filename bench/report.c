@@ -548,32 +548,50 @@ static double bench_scale_slope(const bench_scale_report *r, int k, int from,
 }
 
 /* How much more an item of the last step costs than an item of all the
-   steps before it, from the first size (1: the same), or 0 with fewer
-   than two steps.  All the steps before, not the one before alone: a
-   fixed cost that one step sheds (stores that give way to a memset)
-   would make that step look cheap. */
+   steps before it, from the first size (1: the same); NAN with fewer than
+   two steps, or when the steps before cost nothing.  All the steps
+   before, not the one before alone: a fixed cost that one step sheds
+   (stores that give way to a memset) would make that step look cheap. */
 static double bench_scale_bend(const bench_scale_report *r, int k, int what)
 {
     int i = r->nsizes - 1;
-    if (i < 2)
-        return 0;
-    double before = bench_scale_slope(r, k, 0, i - 1, what);
-    return before > 0 ? bench_scale_slope(r, k, i - 1, i, what) / before : 0;
+    double before = i < 2 ? 0 : bench_scale_slope(r, k, 0, i - 1, what);
+    return before > 0 ? bench_scale_slope(r, k, i - 1, i, what) / before
+                      : NAN;
 }
 
 /* Growth counts as linear when an item of the last step costs at most
-   this many times one of the steps before: a quadratic cost would cost
-   about ten times as much (the sizes grow tenfold). */
+   this many times one of the steps before, or nothing: a quadratic cost
+   would cost about ten times as much (the sizes grow tenfold). */
 #define BENCH_LINEAR_BEND 1.5
 
 static bool bench_scale_linear(const bench_scale_report *r, int k)
 {
-    for (int what = BENCH_OVERHEAD; what <= BENCH_BUILD; what++) {
-        double bend = bench_scale_bend(r, k, what);
-        if (bend <= 0 || bend > BENCH_LINEAR_BEND)
+    int i = r->nsizes - 1;
+    for (int what = BENCH_OVERHEAD; what <= BENCH_BUILD; what++)
+        if (bench_scale_slope(r, k, i - 1, i, what) > 0 &&
+            !(bench_scale_bend(r, k, what) <= BENCH_LINEAR_BEND))
             return false;
-    }
     return true;
+}
+
+/* A bend as the table writes it: "1.02x", or "n/a". */
+static const char *bench_scale_bend_text(char *buf, size_t n, double bend)
+{
+    if (isnan(bend))
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "%.2fx", bend);
+    return buf;
+}
+
+/* And as JSON: the number, or null. */
+static void bench_scale_bend_json(FILE *f, double bend)
+{
+    if (isnan(bend))
+        fprintf(f, "null");
+    else
+        fprintf(f, "%.3f", bend);
 }
 
 void bench_scale_table(FILE *f, const bench_scale_report *r)
@@ -620,9 +638,12 @@ void bench_scale_table(FILE *f, const bench_scale_report *r)
     fprintf(f, "\nAn item of the last step against one of the steps from "
             "1 before it\n(linear: at most %.1fx):\n", BENCH_LINEAR_BEND);
     for (int k = 0; k < BENCH_SCALE_KINDS; k++)
-        fprintf(f, "  %-9s per call %.2fx, per build %.2fx: %s\n",
-                bench_scale_kinds[k], bench_scale_bend(r, k, BENCH_OVERHEAD),
-                bench_scale_bend(r, k, BENCH_BUILD),
+        fprintf(f, "  %-9s per call %s, per build %s: %s\n",
+                bench_scale_kinds[k],
+                bench_scale_bend_text(a, sizeof a,
+                                      bench_scale_bend(r, k, BENCH_OVERHEAD)),
+                bench_scale_bend_text(b, sizeof b,
+                                      bench_scale_bend(r, k, BENCH_BUILD)),
                 bench_scale_linear(r, k) ? "linear" : "NOT linear");
 }
 
@@ -648,11 +669,14 @@ void bench_scale_json(FILE *f, const bench_scale_report *r)
                 fprintf(f, "%.3f}", p->allocs);
         }
         fprintf(f, "]");
-        if (r->nsizes >= 3)
-            fprintf(f, ", \"bend_per_call\": %.3f, \"bend_per_build\": %.3f, "
-                    "\"linear\": %s", bench_scale_bend(r, k, BENCH_OVERHEAD),
-                    bench_scale_bend(r, k, BENCH_BUILD),
+        if (r->nsizes >= 3) {
+            fprintf(f, ", \"bend_per_call\": ");
+            bench_scale_bend_json(f, bench_scale_bend(r, k, BENCH_OVERHEAD));
+            fprintf(f, ", \"bend_per_build\": ");
+            bench_scale_bend_json(f, bench_scale_bend(r, k, BENCH_BUILD));
+            fprintf(f, ", \"linear\": %s",
                     bench_scale_linear(r, k) ? "true" : "false");
+        }
         fputc('}', f);
     }
     fprintf(f, "}}\n");

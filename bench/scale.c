@@ -4,13 +4,15 @@
  *
  * A scaling spec grows one thing: args_N takes N tensors (a list of known
  * length, an input per element) and returns one new tensor, mutations_N
- * mutates each of its N inputs, views_N returns N views of its one input.  Every input is a declared float32 2-d CPU
- * tensor, as in bench/cases.txt.  Each is named by what it grows and its
- * size, so that `wrapbake-bench --case views_100` times one alone and the
- * counting modes run it under callgrind.
+ * mutates each of its N inputs, views_N returns N views of its one input.
+ * Every input is a declared float32 2-d CPU tensor, as in bench/cases.txt.
+ * Each is named by what it grows and its size, so that `wrapbake-bench
+ * --case views_100` times one alone and the counting modes run it under
+ * callgrind.
  */
 #define _GNU_SOURCE /* posix_spawnp's environ */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -132,36 +134,66 @@ static long long bench_log_refs(const char *path)
     return refs;
 }
 
-/* Starts run r, its log at path, and returns its process. */
+/* Starts run r, its log at path: its process, or -1 with errno set. */
 static pid_t bench_spawn(const char *self, const bench_run *r,
                          const char *path)
 {
-    char log[160];
+    char log[320];  /* paths are at most 300 bytes (bench_callgrind) */
     const char *argv[8 + BENCH_RUN_ARGS] = {"valgrind", "--tool=callgrind",
                                             "--callgrind-out-file=/dev/null",
                                             log, self};
     int argc = 5;
-    snprintf(log, sizeof log, "--log-file=%s", path);
+    snprintf(log, sizeof log, "--log-file=%.300s", path);
     for (int i = 0; i < r->nargs; i++)
         argv[argc++] = r->args[i];
     argv[argc] = NULL;
     posix_spawn_file_actions_t fa;
     pid_t pid;
-    if (posix_spawn_file_actions_init(&fa) != 0 ||
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0))
-        bench_die("--scale", "cannot start valgrind");
-    int err = posix_spawnp(&pid, "valgrind", &fa, NULL, (char **)argv,
-                           environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (err)
-        bench_die("--scale: cannot start valgrind", strerror(err));
-    return pid;
+    int err = posix_spawn_file_actions_init(&fa);
+    if (!err) {
+        err = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY,
+                                               0);
+        if (!err)
+            err = posix_spawnp(&pid, "valgrind", &fa, NULL, (char **)argv,
+                               environ);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    errno = err;
+    return err ? -1 : pid;
+}
+
+/* The CPUs this process may run on. */
+static int bench_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* The end of the log at path (valgrind's reason for a failed run, or
+   the program's) on stderr, and into what, of n bytes, which run it was. */
+static void bench_run_failed(const bench_run *r, const char *path,
+                             char *what, size_t n)
+{
+    char line[256], tail[5][256];
+    int k = snprintf(what, n, "a counting run failed:"), nl = 0;
+    for (int i = 0; i < r->nargs && k < (int)n; i++)
+        k += snprintf(what + k, n - (size_t)k, " %s", r->args[i]);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        snprintf(tail[nl++ % 5], sizeof tail[0], "%s", line);
+    if (f)
+        fclose(f);
+    for (int i = nl > 5 ? nl - 5 : 0; i < nl; i++)
+        fprintf(stderr, "  %s", tail[i % 5]);
 }
 
 void bench_callgrind(bench_run *runs, int n)
 {
     enum { most = 16 };
-    char self[4096], dir[64], path[most][128];
+    char self[4096], dir[256], path[most][300], kept[300];
     pid_t pids[most] = {0};
     const char *t = getenv("TMPDIR");
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -169,22 +201,34 @@ void bench_callgrind(bench_run *runs, int n)
         bench_die("--scale", "cannot find this program's file");
     self[len] = '\0';
     snprintf(dir, sizeof dir, "%s/wrapbake-scale-XXXXXX",
-             t && strlen(t) < 32 ? t : "/tmp");
+             t && *t && strlen(t) < 200 ? t : "/tmp");
     if (!mkdtemp(dir))
         bench_die("--scale: temporary directory", strerror(errno));
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int workers = cpus < 1 ? 1 : cpus > most ? most : (int)cpus;
-    int of[most], next = 0, running = 0;
-    while (next < n || running) {
-        for (int w = 0; w < workers && next < n; w++)
+    snprintf(kept, sizeof kept, "%s/failed.log", dir);
+    int cpus = bench_cpus(), workers = cpus < most ? cpus : most;
+    int of[most], next = 0, running = 0, failed = -1, spawn_err = 0;
+    /* After a failure no run starts, and the ones running are waited for,
+       so that none outlives the program or writes into the directory; of
+       the runs that failed, the first in order is named, with its log. */
+    while ((next < n && failed < 0) || running) {
+        for (int w = 0; w < workers && next < n && failed < 0; w++)
             if (!pids[w]) {
                 snprintf(path[w], sizeof path[w], "%s/run-%d.log", dir, w);
-                pids[w] = bench_spawn(self, &runs[next], path[w]);
+                if ((pids[w] = bench_spawn(self, &runs[next], path[w])) < 0) {
+                    pids[w] = 0;
+                    spawn_err = errno;
+                    failed = next;
+                    break;
+                }
                 of[w] = next++;
                 running++;
             }
+        if (!running)
+            break;
         int status;
         pid_t pid = wait(&status);
+        if (pid < 0 && errno == EINTR)
+            continue;
         if (pid < 0)
             bench_die("--scale", strerror(errno));
         for (int w = 0; w < workers; w++) {
@@ -192,18 +236,25 @@ void bench_callgrind(bench_run *runs, int n)
                 continue;
             bench_run *r = &runs[of[w]];
             r->refs = bench_log_refs(path[w]);
+            bool bad = !WIFEXITED(status) || WEXITSTATUS(status) ||
+                       r->refs < 0;
+            if (bad && !spawn_err && (failed < 0 || of[w] < failed)) {
+                failed = of[w];
+                rename(path[w], kept);
+            }
             unlink(path[w]);
             pids[w] = 0;
             running--;
-            if (!WIFEXITED(status) || WEXITSTATUS(status) || r->refs < 0) {
-                char what[400];
-                int k = snprintf(what, sizeof what, "a counting run failed:");
-                for (int i = 0; i < r->nargs && k < (int)sizeof what; i++)
-                    k += snprintf(what + k, sizeof what - (size_t)k, " %s",
-                                  r->args[i]);
-                bench_die("--scale", what);
-            }
         }
     }
+    char why[400];
+    if (spawn_err)
+        snprintf(why, sizeof why, "cannot start valgrind: %s",
+                 strerror(spawn_err));
+    else if (failed >= 0)
+        bench_run_failed(&runs[failed], kept, why, sizeof why);
+    unlink(kept);
     rmdir(dir);
+    if (failed >= 0)
+        bench_die("--scale", why);
 }

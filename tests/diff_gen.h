@@ -519,9 +519,18 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
     d->nbases = diff_below(r, 3);
     if (d->nbases > d->noutputs)
         d->nbases = d->noutputs;
+    bool last_grad = false;  /* the flags of the output before */
+    uint64_t last_dyn = 0;
     for (int k = 0; k < d->noutputs; k++) {
         wb_alias kind = (wb_alias)diff_below(r, 8);
         int base = -1;
+        /* Now and then a view of the input the output before views, with
+           its flags, as split, chunk and unbind return them (three make a
+           run of views of one input). */
+        bool same = k > 0 && d->kind[k - 1] == WB_OUT_ALIAS_OF_INPUT &&
+                    diff_below(r, 3) == 0;
+        if (same)
+            kind = WB_OUT_ALIAS_OF_INPUT;
         /* A number (an int, a float, a bool) or None now and then. */
         if (k >= d->nbases && diff_below(r, 6) == 0) {
             static const wb_scalar_type types[] = {
@@ -542,12 +551,7 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
                 kind = WB_OUT_NON_ALIAS;
                 break;
             }
-            /* Now and then a view of the input the output before views,
-               as split, chunk and unbind return them (a run of views of
-               one input, from three). */
-            if (kind == WB_OUT_ALIAS_OF_INPUT && k > 0 &&
-                d->kind[k - 1] == WB_OUT_ALIAS_OF_INPUT &&
-                diff_below(r, 2) == 0) {
+            if (same) {
                 base = d->base[k - 1];
                 break;
             }
@@ -577,9 +581,15 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
         }
         d->kind[k] = kind;
         d->base[k] = base;
-        WBD_OK(wb_spec_add_output(s, "o", kind, base,
-                                  kind != WB_OUT_IS_INPUT && diff_below(r, 2),
-                                  (uint64_t)diff_below(r, 4), NULL));
+        bool grad = kind != WB_OUT_IS_INPUT && diff_below(r, 2);
+        uint64_t dyn = (uint64_t)diff_below(r, 4);
+        if (same) {
+            grad = last_grad;
+            dyn = last_dyn;
+        }
+        last_grad = grad;
+        last_dyn = dyn;
+        WBD_OK(wb_spec_add_output(s, "o", kind, base, grad, dyn, NULL));
     }
     WBD_OK(wb_spec_set_intermediate_bases(s, d->nbases));
     WBD_OK(wb_spec_set_grad_mode_at_end(s, diff_below(r, 3) - 1));

@@ -136,8 +136,13 @@ static wb_spec *diff_bench_spec(int nargs, int nmut, int nalias)
    libtcc reads it (wb_test_jit_as_read) and less its comments: libtcc's
    branch of every run, the same code line for line.  The differential test runs
    both texts against the interpreter; this holds them to each other. */
-/* Spec i of the texts' checks, validated: the benchmark's cases A to E,
-   whose runs are written in both branches, then random specs. */
+/* The fixed specs the texts' checks start with: the benchmark's cases A
+   to E, then 20 views of one input (a run of views of one input, and one
+   of more than 16 values), whose runs are written in both branches. */
+#define DIFF_FIXED_SPECS 6
+
+/* Spec i of the texts' checks, validated: the fixed specs, then random
+   ones. */
 static wb_spec *diff_text_spec(uint64_t i)
 {
     static const int bench[][3] = {{5, 0, 0}, {5, 0, 2}, {5, 2, 0},
@@ -145,8 +150,15 @@ static wb_spec *diff_text_spec(uint64_t i)
     wb_spec *s;
     if (i < 5) {
         s = diff_bench_spec(bench[i][0], bench[i][1], bench[i][2]);
+    } else if (i == 5) {
+        WBT_OK(wb_spec_new("split", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+        for (int k = 0; k < 20; k++)
+            WBT_OK(wb_spec_add_output(s, "v", WB_OUT_ALIAS_OF_INPUT, 0,
+                                      false, 0, NULL));
     } else {
-        diff_rng r = {(i - 5) * 0x9E3779B97F4A7C15ULL | 1, NULL, 0};
+        diff_rng r = {(i - DIFF_FIXED_SPECS) * 0x9E3779B97F4A7C15ULL | 1,
+                      NULL, 0};
         diff_spec d;
         s = diff_make_spec(&r, &d);
         diff_rng h = {diff_next(&r) | 1, NULL, 0};
@@ -158,8 +170,8 @@ static wb_spec *diff_text_spec(uint64_t i)
 
 Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
 {
-    int runs = 0;
-    for (uint64_t seed = 0; seed <= 2000 + 5; seed++) {
+    int runs = 0, views_of = 0;
+    for (uint64_t seed = 0; seed < 2000 + DIFF_FIXED_SPECS; seed++) {
         wb_spec *s = diff_text_spec(seed);
         char *whole, *own;
         WBT_OK(wb_emit(s, WB_EMIT_FN, WB_EMIT_LINES, &whole));
@@ -167,19 +179,22 @@ Test(diff, libtcc_text_is_the_whole_text_as_libtcc_reads_it)
         char *read = malloc(strlen(whole) + 1);
         cr_assert(read, "out of memory");
         wb_test_jit_as_read(read, whole);
-        /* Benchmark cases 0 to 4, then random seeds from 0. */
-        const char *what = seed < 5 ? "benchmark case" : "seed";
-        unsigned long long which = seed < 5 ? seed : seed - 5;
+        /* Fixed specs 0 to 5, then random seeds from 0. */
+        const char *what = seed < DIFF_FIXED_SPECS ? "fixed spec" : "seed";
+        unsigned long long which =
+            seed < DIFF_FIXED_SPECS ? seed : seed - DIFF_FIXED_SPECS;
         cr_assert_null(strstr(own, "__TINYC__"), "%s %llu: a branch in "
                        "libtcc's text:\n%s", what, which, own);
         runs += strstr(whole, "#ifdef __TINYC__") != NULL;
+        views_of += strstr(own, "wb_rt_prep_views_of(") != NULL;
         char *a = diff_code_only(read), *b = diff_code_only(own);
         cr_assert_str_eq(a, b, "%s %llu: libtcc's text is not the whole "
                          "text as libtcc reads it", what, which);
         free(a), free(b), free(read), free(whole), free(own);
         wb_spec_free(s);
     }
-    cr_log_info("libtcc's text: %d of 2005 specs with runs", runs);
+    cr_log_info("libtcc's text: %d of %d specs with runs, %d with views of "
+                "one input", runs, 2000 + DIFF_FIXED_SPECS, views_of);
 }
 
 /* The emitter records which helpers a function calls, and who reads each
@@ -193,7 +208,7 @@ Test(diff, the_emitter_records_the_helpers_it_calls)
     static const wb_emit_form forms[] = {WB_EMIT_PLAIN, WB_EMIT_LINES,
                                          WB_EMIT_LIBTCC};
     int cc_only = 0;
-    for (uint64_t seed = 0; seed < 2000 + 5; seed++) {
+    for (uint64_t seed = 0; seed < 2000 + DIFF_FIXED_SPECS; seed++) {
         wb_spec *s = diff_text_spec(seed);
         for (int f = 0; f < 3; f++) {
             wb_emitted parts;
@@ -285,7 +300,9 @@ static wb_spec *diff_seed_spec(uint64_t seed)
 
 /* Records the declarations of emitted C (what ends in ";" or "}" and a
    newline outside braces, after the banner, before the function) not seen
-   yet, and returns where the function starts. */
+   yet, and returns where the function starts.  The lines that keep the
+   prototypes of helpers only the steps of runs call from libtcc
+   ("#ifndef __TINYC__", "#endif") are left out: this code is gcc's. */
 static const char *diff_aot_split(diff_aot *a, const char *src)
 {
     const char *fn = strstr(src, "\nint wb_generated(");
@@ -298,8 +315,8 @@ static const char *diff_aot_split(diff_aot *a, const char *src)
         /* A declaration ends in ";", a function definition in "}". */
         if ((*q != ';' && *q != '}') || depth || q[1] != '\n')
             continue;
-        while (*p == '\n' || *p == ' ')
-            p++;
+        while (*p == '\n' || *p == ' ' || *p == '#')
+            p += *p == '#' ? strcspn(p, "\n") : 1;
         size_t n = (size_t)(q + 1 - p);
         bool seen = false;
         for (int i = 0; i < a->ndecls && !seen; i++)

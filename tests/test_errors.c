@@ -1190,7 +1190,7 @@ Test(errors, views_of_one_input_name_each_failure)
         if (tier == WB_TIER_TCC) {
             static const char *const calls[] = {
                 "wb_rt_args_missing(r, 21)",
-                "wb_rt_prep_views_of(e, 1, a[1].t, r + 1, v, 20)",
+                "wb_rt_prep_views_of(e, 1, a + 1, r + 1, v, 20)",
                 "wb_rt_commit_views_plain(outs + 1, v, r + 1, 20)"};
             for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
                 cr_assert(strstr(wb_wrapper_source(w), calls[i]),

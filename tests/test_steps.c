@@ -122,7 +122,7 @@ Test(steps, output_rows)
     /* Views of an input go in runs: of consecutive inputs, or of one. */
     const wb_gen_step *in = &wb_gen_steps.out[WB_OUT_ALIAS_OF_INPUT];
     cr_assert(steps_is(&in->check_run, WB_GEN_ARGS_prep_views) &&
-              steps_is(&in->check_run_of, WB_GEN_ARGS_prep_views_of) &&
+              steps_is(&in->check_run_of, WB_GEN_ARGS_prep_views) &&
               steps_is(&in->commit_run_plain, WB_GEN_ARGS_commit_views_plain));
     /* The non-alias variants end a call in one call, as non-alias does. */
     cr_assert(steps_is(&wb_gen_steps.out[WB_OUT_UNSAFE_VIEW_ALIAS].commit_end,

@@ -69,7 +69,7 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
      empty), which then needs wb_rt_prep_view.  wb_rt_prep_views does
      either for outputs output to output + n - 1, each a view of the
      storage of a[i].t with value r[i]'s view, in views[i];
-     wb_rt_prep_views_of the same with every view of holder's storage
+     wb_rt_prep_views_of the same with every view of a[0].t's storage
      (outputs that split one input, as split, chunk and unbind do).
    - wb_rt_prep_data_Nd_run and wb_rt_commit_data_Nd_run: inputs input to
      input + n - 1 (at a[0] to a[n - 1]) against values r[0] to r[n - 1],

@@ -139,56 +139,51 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
     return WB_OK;
 }
 
-/* wb_rt_prep_views with the full check; out of line, as its calls make
-   gcc save registers on entry. */
+/* Outputs output to output + n - 1, each a view of the storage of
+   a[i * step].t (step 1: of consecutive inputs; 0: all of a[0].t) with
+   value r[i]'s view, in views[i], with the full check; out of line, as
+   its calls make gcc save registers on entry. */
 static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(const wb_env *e,
                                                       int output,
                                                       const wb_arg *a,
+                                                      size_t step,
                                                       const wb_value *r,
                                                       wb_tensor **views,
                                                       int n)
 {
     wb_status st;
     for (int i = 0; i < n; i++)
-        if ((st = wb_rt_prep_view(e, output + i, a[i].t, NULL, r[i].t,
+        if ((st = wb_rt_prep_view(e, output + i, a[i * step].t, NULL, r[i].t,
                                   &views[i])) != WB_OK)
             return st;
+    return WB_OK;
+}
+
+/* The same: the quick paths first, with no call (gcc saves two registers,
+   not the six the full loop needs), then the rest in a tail call; inline,
+   so that each caller's step folds away. */
+static inline int wb_rt_prep_views_step(const wb_env *e, int output,
+                                        const wb_arg *a, size_t step,
+                                        const wb_value *r, wb_tensor **views,
+                                        int n)
+{
+    for (int i = 0; i < n; i++)
+        if (wb_rt_view_same(a[i * step].t, r[i].t, &views[i]))
+            return wb_rt_prep_views_full(e, output + i, a + i * step, step,
+                                         r + i, views + i, n - i);
     return WB_OK;
 }
 
 int wb_rt_prep_views(const wb_env *e, int output, const wb_arg *a,
                      const wb_value *r, wb_tensor **views, int n)
 {
-    /* The quick paths first, with no call (gcc saves two registers, not
-       the six the full loop needs), then the rest in a tail call. */
-    for (int i = 0; i < n; i++)
-        if (wb_rt_view_same(a[i].t, r[i].t, &views[i]))
-            return wb_rt_prep_views_full(e, output + i, a + i, r + i,
-                                         views + i, n - i);
-    return WB_OK;
+    return wb_rt_prep_views_step(e, output, a, 1, r, views, n);
 }
 
-/* wb_rt_prep_views_of with the full check, out of line as above. */
-static WB_RT_NOINLINE wb_status wb_rt_prep_views_of_full(
-    const wb_env *e, int output, const wb_tensor *holder, const wb_value *r,
-    wb_tensor **views, int n)
-{
-    wb_status st;
-    for (int i = 0; i < n; i++)
-        if ((st = wb_rt_prep_view(e, output + i, holder, NULL, r[i].t,
-                                  &views[i])) != WB_OK)
-            return st;
-    return WB_OK;
-}
-
-int wb_rt_prep_views_of(const wb_env *e, int output, const wb_tensor *holder,
+int wb_rt_prep_views_of(const wb_env *e, int output, const wb_arg *a,
                         const wb_value *r, wb_tensor **views, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (wb_rt_view_same(holder, r[i].t, &views[i]))
-            return wb_rt_prep_views_of_full(e, output + i, holder, r + i,
-                                            views + i, n - i);
-    return WB_OK;
+    return wb_rt_prep_views_step(e, output, a, 0, r, views, n);
 }
 
 /* ---- commit phase ---- */

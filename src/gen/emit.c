@@ -1154,12 +1154,12 @@ static bool wb_emit_plain_view(const wb_spec_out *d)
 /* How many outputs from k on are plain views of consecutive inputs, or
    all of one input (outputs that split it), from consecutive values, with
    the same flags, when they are at least three (1 otherwise); *of, where
-   of is not NULL, says whether they view one input.  For two (case B of the benchmark) the loops
-   would take a wrapper in a batch from 273k instructions to 197k, but
-   cost 10 more per call with kept values and 33 more with fresh ones; for
-   three (case D) they take it from 384k to 261k, and cost 25 more per
-   call with fresh values and 22 fewer with kept ones.  A run of data
-   mutations costs less from two on. */
+   of is not NULL, says whether they view one input.  For two (case B of
+   the benchmark) the loops would take a wrapper in a batch from 273k
+   instructions to 197k, but cost 10 more per call with kept values and
+   33 more with fresh ones; for three (case D) they take it from 384k to
+   261k, and cost 25 more per call with fresh values and 22 fewer with
+   kept ones.  A run of data mutations costs less from two on. */
 static int wb_emit_view_run(const wb_spec *s, int k, bool *of)
 {
     const wb_spec_out *d = &s->outs[k];
@@ -1304,13 +1304,9 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, wb_emit_output_line(s, k));
         for (int i = 0; i < n; i++)
             wb_emit_comment(x, b, "/* %s */", wb_emit_out_desc(x, k + i));
-        if (n > 1 && of)
-            wb_emit_run_call(x, b, true, "if ((st = ", o->check_run_of.id,
-                             "(e, %d, a[%d].t, %s, %s, %d)) != 0)", k,
-                             d->base, wb_emit_from(f2, "r", d->value),
-                             wb_emit_from(f3, "v", vi), n);
-        else if (n > 1)
-            wb_emit_run_call(x, b, true, "if ((st = ", o->check_run.id,
+        if (n > 1)
+            wb_emit_run_call(x, b, true, "if ((st = ",
+                             of ? o->check_run_of.id : o->check_run.id,
                              "(e, %d, %s, %s, %s, %d)) != 0)", k,
                              wb_emit_from(f1, "a", d->base),
                              wb_emit_from(f2, "r", d->value),

@@ -37,8 +37,6 @@ typedef enum wb_gen_args {
     WB_GEN_ARGS_prep_view,          /* int (e, output, holder, grown, v,
                                        &view) */
     WB_GEN_ARGS_prep_views,         /* int (e, output, a, r, views, n) */
-    WB_GEN_ARGS_prep_views_of,      /* int (e, output, holder, r, views,
-                                       n) */
     WB_GEN_ARGS_commit_view,        /* tensor (view, v, requires_grad,
                                        dyn) */
     WB_GEN_ARGS_commit_view_plain,  /* tensor (view, v) */
@@ -70,9 +68,6 @@ typedef union wb_gen_fn {
                      wb_tensor **view);
     int (*prep_views)(const wb_env *e, int output, const wb_arg *a,
                       const wb_value *r, wb_tensor **views, int n);
-    int (*prep_views_of)(const wb_env *e, int output,
-                         const wb_tensor *holder, const wb_value *r,
-                         wb_tensor **views, int n);
     wb_tensor *(*commit_view)(wb_tensor *view, wb_tensor *v,
                               int requires_grad, unsigned long long dyn);
     wb_tensor *(*commit_view_plain)(wb_tensor *view, wb_tensor *v);

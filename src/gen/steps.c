@@ -116,8 +116,7 @@ const wb_gen_step_table wb_gen_steps = {
         [WB_OUT_ALIAS_OF_INPUT] = {
             WB_GEN_VIEW_OUT,
             .check_run = WB_GEN_HELPER(prep_views, wb_rt_prep_views),
-            .check_run_of = WB_GEN_HELPER(prep_views_of,
-                                          wb_rt_prep_views_of),
+            .check_run_of = WB_GEN_HELPER(prep_views, wb_rt_prep_views_of),
             .commit_run = WB_GEN_HELPER(commit_views, wb_rt_commit_views),
             .commit_run_plain = WB_GEN_HELPER(commit_views_plain,
                                               wb_rt_commit_views_plain),

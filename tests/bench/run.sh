@@ -306,8 +306,17 @@ PY"
     check "--scale table has every kind at 1 and 10" "[ \"\$(grep -Ec '^(args|mutations|views)? +(1|10) +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' '$tmp/scale.out')\" -eq 6 ]"
     PATH=/nonexistent "$bench" --scale=10 >"$tmp/scale.out" 2>&1
     check "--scale without valgrind says so" "[ \$? -eq 1 ] && grep -q 'apt-get install valgrind' '$tmp/scale.out'"
+    # A valgrind whose counting runs fail, saying why in their logs: the
+    # first failure is named with the end of its log, and no run or log
+    # outlives the program.
+    mkdir -p "$tmp/fakevg" "$tmp/scaletmp"
+    printf '%s\n' '#!/bin/sh' '[ "$1" = --version ] && { echo valgrind-3.19.0; exit 0; }' 'echo "==1== the reason it failed" >"${3#--log-file=}"' 'sleep 1; exit 3' >"$tmp/fakevg/valgrind"
+    chmod +x "$tmp/fakevg/valgrind"
+    TMPDIR=$tmp/scaletmp PATH=$tmp/fakevg:$PATH "$bench" --scale=10 >"$tmp/scale.out" 2>&1
+    check "--scale names the first counting run that failed, and why" "[ \$? -eq 1 ] && grep -q 'a counting run failed: --case args_1 --tier direct --calls 10000$' '$tmp/scale.out' && grep -q 'the reason it failed' '$tmp/scale.out'"
+    check "--scale leaves nothing behind when a run fails" "[ -z \"\$(ls -A '$tmp/scaletmp')\" ]"
 fi
-for bad in "--scale=7" "--scale --case A" "--scale --device cuda" "--scale --csv"; do
+for bad in "--scale=7" "--scale --case A" "--scale --device cuda" "--scale --csv" "--scale --calls 5" "--scale --reps 3" "--scale --cpu 0"; do
     # shellcheck disable=SC2086
     "$bench" $bad >/dev/null 2>&1
     check "refuses $bad" '[ $? -eq 2 ]'
