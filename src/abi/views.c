@@ -141,15 +141,11 @@ int wb_rt_prep_view(const wb_env *e, int output, const wb_tensor *holder,
 
 /* Outputs output to output + n - 1, each a view of the storage of
    a[i * step].t (step 1: of consecutive inputs; 0: all of a[0].t) with
-   value r[i]'s view, in views[i], with the full check; out of line, as
-   its calls make gcc save registers on entry. */
-static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(const wb_env *e,
-                                                      int output,
-                                                      const wb_arg *a,
-                                                      size_t step,
-                                                      const wb_value *r,
-                                                      wb_tensor **views,
-                                                      int n)
+   value r[i]'s view, in views[i], with the full check. */
+static inline wb_status wb_rt_prep_views_each(const wb_env *e, int output,
+                                              const wb_arg *a, size_t step,
+                                              const wb_value *r,
+                                              wb_tensor **views, int n)
 {
     wb_status st;
     for (int i = 0; i < n; i++)
@@ -157,6 +153,23 @@ static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(const wb_env *e,
                                   &views[i])) != WB_OK)
             return st;
     return WB_OK;
+}
+
+/* That for each step, out of line, as its calls make gcc save registers
+   on entry, and with six arguments, which the quick path below passes on
+   in registers as a tail call. */
+static WB_RT_NOINLINE wb_status wb_rt_prep_views_full(
+    const wb_env *e, int output, const wb_arg *a, const wb_value *r,
+    wb_tensor **views, int n)
+{
+    return wb_rt_prep_views_each(e, output, a, 1, r, views, n);
+}
+
+static WB_RT_NOINLINE wb_status wb_rt_prep_views_of_full(
+    const wb_env *e, int output, const wb_arg *a, const wb_value *r,
+    wb_tensor **views, int n)
+{
+    return wb_rt_prep_views_each(e, output, a, 0, r, views, n);
 }
 
 /* The same: the quick paths first, with no call (gcc saves two registers,
@@ -169,8 +182,8 @@ static inline int wb_rt_prep_views_step(const wb_env *e, int output,
 {
     for (int i = 0; i < n; i++)
         if (wb_rt_view_same(a[i * step].t, r[i].t, &views[i]))
-            return wb_rt_prep_views_full(e, output + i, a + i * step, step,
-                                         r + i, views + i, n - i);
+            return (step ? wb_rt_prep_views_full : wb_rt_prep_views_of_full)(
+                e, output + i, a + i * step, r + i, views + i, n - i);
     return WB_OK;
 }
 
