@@ -10,10 +10,10 @@
  * --case views_100` times one alone and the counting modes run it under
  * callgrind.
  */
-#define _GNU_SOURCE /* posix_spawnp's environ */
+#define _GNU_SOURCE /* environ, CPU_COUNT */
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
