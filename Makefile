@@ -163,8 +163,8 @@ $(BUILD)/obj/%.o: %.c | $(DEPS)
 # reuses.  Its stdout, stderr and environ become variables of
 # src/tiers/jit.c, so that the objects, built for executables, also go
 # into libwrapbake.so.  The built-in declarations libtcc would read at the
-# start of every compile, and the assembler's keywords, are cut from
-# tccpp.o (scripts/trim-libtcc.sh).
+# start of every compile, the assembler's keywords and the target's
+# predefined macros are cut (scripts/trim-libtcc.sh).
 # Programs link the library without -ltcc (giving it anyway is harmless).
 TCC_A    = $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
@@ -182,7 +182,7 @@ $(TCC_DIR)/.sealed: Makefile scripts/trim-libtcc.sh | $(DEPS)
 	        --redefine-sym calloc=wb_jit_heap_calloc \
 	        --redefine-sym realloc=wb_jit_heap_realloc \
 	        --redefine-sym free=wb_jit_heap_free $$o || exit 1; done
-	$(Q)sh scripts/trim-libtcc.sh $(TCC_DIR)/tccpp.o >$(TCC_DIR)/libtcc-trim.h
+	$(Q)sh scripts/trim-libtcc.sh $(TCC_DIR) >$(TCC_DIR)/libtcc-trim.h
 	$(Q)touch $@
 # The jit suite checks the cuts where the script made them.
 $(BUILD)/obj/tests/test_jit.o: $(TCC_DIR)/.sealed

@@ -1,7 +1,8 @@
 #!/bin/sh
-# trim-libtcc.sh TCCPP_O -- cuts from Debian's libtcc two texts that it
-# reads at the start of every compile and generated code never needs;
-# prints a C header that says which it cut (for the tests).
+# trim-libtcc.sh DIR -- cuts from Debian's libtcc, whose objects DIR
+# holds, three texts that it reads at the start of every compile and
+# generated code never needs; prints a C header that says which it cut
+# (for the tests).
 #
 # 1. The built-in declarations.  Every compile opens with a preamble: the
 #    target's defines (__x86_64__, __SIZE_TYPE__, __TINYC__, ...),
@@ -26,12 +27,26 @@
 #    and generated code has none of them.  Everything else in tccpp.c,
 #    tccgen.c and the x86-64 back end uses keywords before ".byte" only.
 #
-# Each text is cut only where it is exactly the one this script knows (its
-# bytes' SHA-256, with a NUL on either side); any other libtcc is left as
-# it is, which costs time and nothing else.
+# 3. The target's predefined macros.  tcc_new and tcc_set_output_type
+#    write thirty "#define" lines (__x86_64__, __SIZE_TYPE__, __TINYC__,
+#    ...) into the state through cstr_printf, each formatted by the C
+#    library's vsnprintf, and every compile then reads them: 113k of the
+#    383k instructions a one-line function cost.  Generated code tests no
+#    macro (the tcc tier compiles libtcc's own branch of its text), so
+#    libtcc.o's calls of cstr_printf go to wb_jit_tcc_predef
+#    (src/tiers/jit.c), which writes nothing.  They write nothing else
+#    this library uses: the rest are tcc_define_symbol,
+#    tcc_undefine_symbol and the options -D, -U and -include, which it
+#    never calls or gives.  __BASE_FILE__, which tccpp.o defines, stays.
+#
+# The first two texts are cut only where each is exactly the one this
+# script knows (its bytes' SHA-256, with a NUL on either side), the third
+# only where libtcc.o calls cstr_printf; any other libtcc is left as it
+# is, which costs time and nothing else.
 set -eu
 
-obj=$1
+dir=$1
+obj=$dir/tccpp.o
 
 byte() { od -An -tx1 -j "$1" -N1 "$obj" | tr -d ' \n'; }
 sum() { dd if="$obj" bs=1 skip="$1" count="$2" 2>/dev/null |
@@ -45,9 +60,18 @@ exact() {
 }
 nul() { printf '\0' | dd of="$obj" bs=1 seek="$1" conv=notrunc 2>/dev/null; }
 
-echo "/* Written by scripts/trim-libtcc.sh: what it cut from $obj. */"
+echo "/* Written by scripts/trim-libtcc.sh: what it cut from $dir. */"
+if nm -u "$dir/libtcc.o" 2>/dev/null | grep -q ' cstr_printf$'; then
+    objcopy --redefine-sym cstr_printf=wb_jit_tcc_predef "$dir/libtcc.o"
+    echo "#define WB_TCC_PREDEFS_CUT 1"
+else
+    echo "trim-libtcc: $dir/libtcc.o does not write the predefined macros" \
+         "through cstr_printf; they are left" >&2
+    echo "#define WB_TCC_PREDEFS_CUT 0"
+fi
+
 if [ ! -f "$obj" ]; then
-    echo "trim-libtcc: no $obj in this libtcc; nothing cut" >&2
+    echo "trim-libtcc: no $obj in this libtcc; its texts are left" >&2
     echo "#define WB_TCC_BUILTINS_CUT 0"
     echo "#define WB_TCC_ASM_KEYWORDS_CUT 0"
     exit 0
@@ -75,3 +99,4 @@ else
          "bookworm's libtcc; it is left" >&2
     echo "#define WB_TCC_ASM_KEYWORDS_CUT 0"
 fi
+

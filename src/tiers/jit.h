@@ -36,9 +36,11 @@ wb_status wb_jit_compile(const char *src, const char *fn,
                          const unsigned char *used, wb_jit_code **code,
                          void **entry);
 void wb_jit_free(wb_jit_code *code);
-/* What libtcc calls instead of mprotect (see jit.c): nothing.  And what
-   it names stdout, stderr and environ by. */
+/* What libtcc calls instead of mprotect (see jit.c): nothing; instead of
+   cstr_printf in libtcc.o: nothing.  And what it names stdout, stderr and
+   environ by. */
 int wb_jit_tcc_mprotect(void *addr, size_t len, int prot);
+int wb_jit_tcc_predef(void *cstr, const char *fmt, ...);
 extern FILE *wb_jit_tcc_stdout, *wb_jit_tcc_stderr;
 extern char **wb_jit_tcc_environ;
 /* The zone near the helpers that code goes to while it has room (see
