@@ -474,7 +474,10 @@ static void jit_assert_no_static_data(const char *src, const char *what)
                            ? (size_t)(p - stmt) : sizeof decl - 1;
             memcpy(decl, stmt, n);
             decl[n] = '\0';
-            cr_assert(strstr(decl, "typedef") || strchr(decl, '(') ||
+            /* A struct's completion declares its tag alone. */
+            const char *d = decl + strspn(decl, " \n");
+            bool tag = !strncmp(d, "struct ", 7) && p[-1] == '}';
+            cr_assert(tag || strstr(decl, "typedef") || strchr(decl, '(') ||
                           strstr(decl, "const"),
                       "%s: a file-scope object: %s", what, decl);
             stmt = p + 1;

@@ -54,6 +54,7 @@ typedef struct wb_emitter {
     unsigned reader;
     wb_rt_cond cond;
     unsigned char used[WB_ABI_COUNT];
+    unsigned types;  /* whose members the text reads (WB_EMIT_TYPE_*) */
 } wb_emitter;
 
 /* ---- small pieces ---- */
@@ -350,14 +351,27 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
     wb_buf_write(b, "\n", 1);
 }
 
-/* The types generated code needs, and the prototypes of the helpers the
-   body calls (used, as the body's emitter recorded them). */
-static void wb_emit_prelude(wb_emitter *x, const unsigned char *used)
+const char *const wb_emit_type_text[WB_EMIT_NTYPES] = {
+    "struct wb_env {\n"
+    "    int (*graph)(void *ctx, const wb_arg *args, int nargs,\n"
+    "                 wb_value *values, int nvalues);\n"
+    "    void *graph_ctx;\n"
+    "};\n",
+    "struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; };\n",
+};
+
+/* The types generated code needs, completed where the body reads their
+   members (types, WB_EMIT_TYPE_*), and the prototypes of the helpers the
+   body calls (used), as the body's emitter recorded them. */
+static void wb_emit_prelude(wb_emitter *x, const unsigned char *used,
+                            unsigned types)
 {
     wb_buf *b = &x->out;
     /* A batch compiled as one unit keeps the banner and these from its
        first source only, and of each later one the function, from the
-       line that opens it (wb_jit_unit). */
+       line that opens it, with the completions and prototypes the first
+       did not have (wb_jit_unit).  libtcc reads the members of a type for
+       several thousand instructions, and a declaration for about one. */
     wb_buf_printf(b,
         "/* The leading members of a tensor; the rest is the runtime's. */\n"
         "typedef struct wb_storage wb_storage;\n"
@@ -371,13 +385,13 @@ static void wb_emit_prelude(wb_emitter *x, const unsigned char *used)
         "typedef union wb_value { wb_tensor *t; long long i; double f; "
         "_Bool b; const void *p; } wb_value;\n"
         "typedef wb_value wb_arg;\n"
-        "typedef struct wb_env {\n"
-        "    int (*graph)(void *ctx, const wb_arg *args, int nargs,\n"
-        "                 wb_value *values, int nvalues);\n"
-        "    void *graph_ctx;\n"
-        "} wb_env;\n"
-        "typedef struct wb_rt_grow { void *data; unsigned long nbytes; "
-        "void *husk; } wb_rt_grow;\n\n");
+        "typedef struct wb_env wb_env;\n"
+        "typedef struct wb_rt_grow wb_rt_grow;\n");
+    for (int k = 0; k < WB_EMIT_NTYPES; k++)
+        if (types & 1u << k)
+            wb_buf_write(b, wb_emit_type_text[k],
+                         strlen(wb_emit_type_text[k]));
+    wb_buf_write(b, "\n", 1);
     /* Prototypes of exactly the helpers the body calls; those that only
        the steps of runs call, which libtcc does not read, libtcc does not
        read either. */
@@ -603,9 +617,11 @@ static void wb_emit_locals(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "wb_tensor *v[%d]; /* views for aliased outputs */",
                     s->nviews);
     for (int j = 0; j < s->nupdated; j++)
-        if (wb_emit_grows(&s->muts[j]))
+        if (wb_emit_grows(&s->muts[j])) {
             wb_buf_line(b, "wb_rt_grow g%d = {0}; /* growth for input %d */",
                         j, s->muts[j].input);
+            x->types |= WB_EMIT_TYPE_GROW;
+        }
     if (wb_emit_own_args(s))
         wb_buf_line(b, "wb_arg ca[%d]; /* the graph's arguments */",
                     s->nargs);
@@ -931,6 +947,7 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
                     k, WB_EMIT_NAME(wb_rt_version_get), s->hidden[k]);
     wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, %s, %d);", args,
                 s->nargs, wb_emit_values(s), s->nreturned);
+    x->types |= WB_EMIT_TYPE_ENV;
     for (int k = 0; k < s->nhidden; k++)
         wb_buf_line(b, "%s(a[%d].t, kept[%d]);",
                     WB_EMIT_NAME(wb_rt_version_put), s->hidden[k], k);
@@ -1547,13 +1564,14 @@ wb_status wb_emit_parts(const wb_spec *spec, const char *fn_name,
     wb_emit_function(&bx, &bx.out, fn_name);
     if (!x.libtcc)
         wb_emit_banner(&x);
-    wb_emit_prelude(&x, bx.used);
+    wb_emit_prelude(&x, bx.used, bx.types);
     bool oom = bx.out.oom || x.out.oom || tmp.oom || descs.oom;
     memset(out, 0, sizeof *out);
     out->prelude = wb_buf_take(&x.out);
     out->body = wb_buf_take(&bx.out);
     snprintf(out->entry, sizeof out->entry, "%s", fn_name);
     memcpy(out->used, bx.used, sizeof out->used);
+    out->types = bx.types;
     wb_buf_free(&tmp);
     wb_buf_free(&descs);
     free(at);

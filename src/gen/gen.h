@@ -185,13 +185,28 @@ typedef enum wb_emit_form {
    function, whose first line opens its definition, its name, and the
    helpers it calls, recorded as each call was written: used[id] says who
    reads a call of helper id (WB_RT_READ_TCC: libtcc, WB_RT_READ_CC: other
-   compilers, or-ed; 0 for a helper not called). */
+   compilers, or-ed; 0 for a helper not called); and the types whose
+   members it reads (WB_EMIT_TYPE_*, or-ed), which the prelude completes,
+   as it declares the others without members. */
 typedef struct wb_emitted {
     char *prelude;
     char *body;
     char entry[65];
     unsigned char used[WB_ABI_COUNT];
+    unsigned types;
 } wb_emitted;
+
+/* The types whose members generated code may read but seldom does: the
+   environment's graph (a call with guards, hooks or detached inputs
+   around it) and a storage growth (resize mutations).
+   wb_emit_type_text[k] completes type 1 << k, after the prelude's
+   declarations. */
+enum {
+    WB_EMIT_TYPE_ENV = 1,
+    WB_EMIT_TYPE_GROW = 2,
+    WB_EMIT_NTYPES = 2
+};
+extern const char *const wb_emit_type_text[WB_EMIT_NTYPES];
 
 /* Emits the C for validated spec with entry point fn_name (a C
    identifier of at most 64 bytes), in form, in parts; on failure nothing

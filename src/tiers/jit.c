@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "jit.h"
+#include "../gen/gen.h"
 
 static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -321,18 +322,22 @@ static bool wb_jit_reads(const wb_jit_src *src, int i)
 /* The functions of a batch as one translation unit: libtcc's fixed cost
    is per unit (30 to 60 us here), then it charges per token and per byte
    it reads.  Each function is renamed by a define around it to entry_k;
-   the first comes with its prelude, each later one after a prototype of
-   each helper it calls that no earlier one called, so that libtcc reads each
-   declaration once and no prelude but the first (for case A, what libtcc
-   charged per wrapper fell from 129k instructions to 111k when the unit
-   stopped keeping the later preludes for the preprocessor to skip).  Sets
-   used[i] for every helper i some function calls. */
+   the first comes with its prelude, each later one after the completion
+   of each type it reads into and a prototype of each helper it calls
+   that no earlier one had, so that libtcc reads each declaration once and
+   no prelude but the first (for case A, what libtcc charged per wrapper
+   fell from 129k instructions to 111k when the unit stopped keeping the
+   later preludes for the preprocessor to skip).  Sets used[i] for every
+   helper i some function calls. */
 static char *wb_jit_unit(int n, const wb_jit_src *srcs,
                          unsigned char used[WB_ABI_COUNT])
 {
     size_t cap = 64 + strlen(srcs[0].prelude);
+    unsigned types = srcs[0].types;
     for (int i = 0; wb_rt_symbols[i].name; i++)
         cap += strlen(wb_rt_symbols[i].proto) + 1;
+    for (int t = 0; t < WB_EMIT_NTYPES; t++)
+        cap += strlen(wb_emit_type_text[t]);
     for (int k = 0; k < n; k++)
         cap += strlen(srcs[k].body) + 2 * strlen(srcs[k].entry) + 64;
     char *unit = malloc(cap), *p = unit;
@@ -340,6 +345,10 @@ static char *wb_jit_unit(int n, const wb_jit_src *srcs,
         return NULL;
     memset(used, 0, sizeof *used * WB_ABI_COUNT);
     for (int k = 0; k < n; k++) {
+        for (int t = 0; t < WB_EMIT_NTYPES; t++)
+            if (srcs[k].types & ~types & 1u << t)
+                p = stpcpy(p, wb_emit_type_text[t]);
+        types |= srcs[k].types;
         for (int i = 0; wb_rt_symbols[i].name; i++) {
             if (!wb_jit_reads(&srcs[k], i))
                 continue;
@@ -521,7 +530,7 @@ wb_status wb_jit_compile(const char *src, const char *fn,
                          const unsigned char *used, wb_jit_code **code,
                          void **entry)
 {
-    wb_jit_src one = {"", src, fn, used};
+    wb_jit_src one = {"", src, fn, used, 0};
     if (!src || !fn)
         return wb_rt_fail(WB_ERR_INVALID, "wb_jit_compile: NULL argument");
     return wb_jit_compile_batch(1, &one, code, entry);

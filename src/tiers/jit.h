@@ -23,6 +23,7 @@ typedef struct wb_jit_src {
     const char *body;
     const char *entry;
     const unsigned char *used;
+    unsigned types;  /* the types it completes (WB_EMIT_TYPE_*) */
 } wb_jit_src;
 
 /* Compiles n functions in one libtcc state into one block of code;

@@ -82,7 +82,8 @@ wb_status wb_tcc_codes(int n, const wb_emitted *const *parts, bool share,
                                              body)))) {
             miss[nmiss] = i;
             srcs[nmiss++] = (wb_jit_src){parts[i]->prelude, body,
-                                         parts[i]->entry, parts[i]->used};
+                                         parts[i]->entry, parts[i]->used,
+                                         parts[i]->types};
         }
     }
     if (nmiss > 0) {

@@ -31,12 +31,8 @@ typedef struct wb_tensor {
 } wb_tensor;
 typedef union wb_value { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_value;
 typedef wb_value wb_arg;
-typedef struct wb_env {
-    int (*graph)(void *ctx, const wb_arg *args, int nargs,
-                 wb_value *values, int nvalues);
-    void *graph_ctx;
-} wb_env;
-typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
+typedef struct wb_env wb_env;
+typedef struct wb_rt_grow wb_rt_grow;
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);

@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_text_0,
-     "35cb1bd1ec380d52ac63bf9cfb9cc1f2356648e55f1f40d9e466290bf74c6ffe",
+     "b97f050873a5cacdc0e245e767b107ab67447885cd9233304bba2c7a398fe990",
      wb_aot_decode_step_0},
 };
 

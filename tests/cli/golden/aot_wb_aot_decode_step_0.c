@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint 35cb1bd1ec380d52ac63bf9cfb9cc1f2356648e55f1f40d9e466290bf74c6ffe.
+ * Fingerprint b97f050873a5cacdc0e245e767b107ab67447885cd9233304bba2c7a398fe990.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -42,12 +42,8 @@ typedef struct wb_tensor {
 } wb_tensor;
 typedef union wb_value { wb_tensor *t; long long i; double f; _Bool b; const void *p; } wb_value;
 typedef wb_value wb_arg;
-typedef struct wb_env {
-    int (*graph)(void *ctx, const wb_arg *args, int nargs,
-                 wb_value *values, int nvalues);
-    void *graph_ctx;
-} wb_env;
-typedef struct wb_rt_grow { void *data; unsigned long nbytes; void *husk; } wb_rt_grow;
+typedef struct wb_env wb_env;
+typedef struct wb_rt_grow wb_rt_grow;
 
 int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);
