@@ -30,10 +30,10 @@
 # 3. The target's predefined macros.  tcc_new and tcc_set_output_type
 #    write thirty "#define" lines (__x86_64__, __SIZE_TYPE__, __TINYC__,
 #    ...) into the state through cstr_printf, each formatted by the C
-#    library's vsnprintf, and every compile then reads them: 113k of the
-#    383k instructions a one-line function cost.  Generated code tests no
-#    macro (the tcc tier compiles libtcc's own branch of its text), so
-#    libtcc.o's calls of cstr_printf go to wb_jit_tcc_predef
+#    library's vsnprintf, and every compile then reads them: about 113k
+#    instructions a compile, of 383k for a one-line function.  Generated
+#    code tests no macro (the tcc tier compiles libtcc's own branch of
+#    its text), so libtcc.o's calls of cstr_printf go to wb_jit_tcc_predef
 #    (src/tiers/jit.c), which writes nothing.  They write nothing else
 #    this library uses: the rest are tcc_define_symbol,
 #    tcc_undefine_symbol and the options -D, -U and -include, which it

@@ -65,9 +65,8 @@ int wb_jit_tcc_mprotect(void *addr, size_t len, int prot)
 
 /* What libtcc.o calls instead of cstr_printf, where
    scripts/trim-libtcc.sh cut the target's predefined macros: it writes
-   the thirty "#define" lines every compile would read (113k of the 383k
-   instructions a one-line function cost) nowhere.  Generated code tests
-   no macro. */
+   the thirty "#define" lines every compile would write and read, about
+   113k instructions of each, nowhere.  Generated code tests no macro. */
 int wb_jit_tcc_predef(void *cstr, const char *fmt, ...)
 {
     (void)cstr;
