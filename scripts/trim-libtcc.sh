@@ -99,4 +99,3 @@ else
          "bookworm's libtcc; it is left" >&2
     echo "#define WB_TCC_ASM_KEYWORDS_CUT 0"
 fi
-

@@ -370,8 +370,9 @@ static void wb_emit_prelude(wb_emitter *x, const unsigned char *used,
     /* A batch compiled as one unit keeps the banner and these from its
        first source only, and of each later one the function, from the
        line that opens it, with the completions and prototypes the first
-       did not have (wb_jit_unit).  libtcc reads the members of a type for
-       several thousand instructions, and a declaration for about one. */
+       did not have (wb_jit_unit).  libtcc reads a type's members for
+       several thousand instructions, a declaration without them for
+       about one thousand. */
     wb_buf_printf(b,
         "/* The leading members of a tensor; the rest is the runtime's. */\n"
         "typedef struct wb_storage wb_storage;\n"
