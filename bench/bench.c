@@ -1087,12 +1087,15 @@ int main(int argc, char **argv)
             bench_print_table(stdout, &r, wide);
         if (svg) {
             FILE *f = fopen(svg, "w");
-            if (!f) {
+            bool bad = !f;
+            if (f) {
+                bench_print_svg(f, &r);
+                bad = ferror(f) != 0;
+                bad |= fclose(f) != 0;
+            }
+            if (bad) {
                 fprintf(stderr, "wrapbake-bench: cannot write %s\n", svg);
                 status = 1;
-            } else {
-                bench_print_svg(f, &r);
-                fclose(f);
             }
         }
         free(res);

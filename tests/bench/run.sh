@@ -145,6 +145,12 @@ check "csv has an available aot row for every case" '[ "$(grep -c "^[A-E],\"[^\"
 if [ -n "$py" ]; then
     check "csv rows have 11 fields" "'$py' -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1]))); assert all(len(r) == 11 for r in rows), rows' '$tmp/out.csv'"
 fi
+# A chart that cannot be written fails the run, saying so.
+if [ -w /dev/full ]; then
+    # shellcheck disable=SC2086
+    "$bench" --case A $fast --svg /dev/full >/dev/null 2>"$tmp/full.err"
+    check "svg that cannot be written fails" "[ $? -ne 0 ] && grep -q 'cannot write /dev/full' '$tmp/full.err'"
+fi
 
 # --unfixed and --fresh: the graph keeps values not fixed, or hands over
 # new ones, every column still there.
