@@ -211,9 +211,10 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
         }                                                                   \
         return true;                                                        \
     }                                                                       \
-    static inline wb_status wb_rt_prep_nd_##D(const wb_env *e, int input,  \
-                                              const wb_tensor *t,          \
-                                              const wb_tensor *v)          \
+    /* The common case: v copies into t, a contiguous CPU tensor of its  \
+       dtype and sizes, on another storage. */                            \
+    static inline bool wb_rt_data_plain_##D(const wb_tensor *t,            \
+                                            const wb_tensor *v)            \
     {                                                                       \
         const wb_storage *a = t->storage, *b = v->storage;                 \
         /* One word compares v's dtype, ndim and device with t's, and one   \
@@ -228,7 +229,25 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
             fine = t->sizes[d] == v->sizes[d] && t->strides[d] == expect;   \
             expect *= t->sizes[d];                                          \
         }                                                                   \
-        return fine ? WB_OK : wb_rt_prep_data(e, input, t, v);              \
+        return fine;                                                        \
+    }                                                                       \
+    static inline wb_status wb_rt_prep_nd_##D(const wb_env *e, int input,  \
+                                              const wb_tensor *t,          \
+                                              const wb_tensor *v)          \
+    {                                                                       \
+        return wb_rt_data_plain_##D(t, v) ? WB_OK                           \
+                                          : wb_rt_prep_data(e, input, t, v); \
+    }                                                                       \
+    /* The run from its first item that is not plain on, out of line, as  \
+       its calls make gcc save registers on entry. */                      \
+    static WB_RT_NOINLINE wb_status wb_rt_prep_nd_run_##D(                  \
+        const wb_env *e, int input, const wb_arg *a, const wb_value *r,    \
+        int n)                                                              \
+    {                                                                       \
+        wb_status st = WB_OK;                                               \
+        for (int i = 0; i < n && st == WB_OK; i++)                          \
+            st = wb_rt_prep_nd_##D(e, input + i, a[i].t, r[i].t);           \
+        return st;                                                          \
     }                                                                       \
     static inline void wb_rt_commit_nd_##D(wb_tensor *t, wb_tensor *v)     \
     {                                                                       \
@@ -257,14 +276,17 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
     {                                                                       \
         wb_rt_commit_nd_##D(t, v);                                          \
     }                                                                       \
+    /* Plain items first, with no call (nothing to save), then the rest  \
+       in a tail call. */                                                  \
     int wb_rt_prep_data_##D##d_run(const wb_env *e, int input,             \
                                    const wb_arg *a, const wb_value *r,      \
                                    int n)                                   \
     {                                                                       \
-        wb_status st = WB_OK;                                               \
-        for (int i = 0; i < n && st == WB_OK; i++)                          \
-            st = wb_rt_prep_nd_##D(e, input + i, a[i].t, r[i].t);           \
-        return st;                                                          \
+        for (int i = 0; i < n; i++)                                         \
+            if (!wb_rt_data_plain_##D(a[i].t, r[i].t))                      \
+                return wb_rt_prep_nd_run_##D(e, input + i, a + i, r + i,    \
+                                             n - i);                        \
+        return WB_OK;                                                       \
     }                                                                       \
     void wb_rt_commit_data_##D##d_run(const wb_arg *a, const wb_value *r,   \
                                       int n)                                \

@@ -207,23 +207,44 @@ static inline uint32_t wb_rt_view_flags(int requires_grad)
     return requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
 }
 
-/* The prepared header made a view with v's view and the flags; consumes
-   v.  A header that holds its storage drops v; one without keeps v, a
-   fixed value on that storage (wb_rt_view_same). */
-static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
-                                         int requires_grad, uint64_t dyn)
+/* How a header takes its value's view: wb_rt_take_view, or
+   wb_rt_take_small where the value is known to have few dims. */
+typedef void wb_rt_take_fn(wb_tensor *t, const wb_tensor *v);
+
+/* The prepared header given v's view (through take) and the flags. */
+static inline void wb_rt_view_fill(wb_tensor *view, const wb_tensor *v,
+                                   int requires_grad, uint64_t dyn,
+                                   wb_rt_take_fn *take)
 {
     view->dtype = v->dtype;
-    wb_rt_take_view(view, v);
+    take(view, v);
     view->flags = wb_rt_view_flags(requires_grad);
     view->fixed = false;
     view->dyn_dims = dyn;
-    if (view->storage) {
-        wb_rt_release(v);
-    } else {
-        wb_rt_set_storage(view, v->storage);
-        view->keeper = v;
-    }
+}
+
+/* A header without a storage made a view of v, a fixed value on the
+   storage of the view's base (wb_rt_view_same), which it keeps; consumes
+   v. */
+static inline wb_tensor *wb_rt_view_keep(wb_tensor *view, wb_tensor *v,
+                                         int requires_grad, uint64_t dyn,
+                                         wb_rt_take_fn *take)
+{
+    wb_rt_view_fill(view, v, requires_grad, dyn, take);
+    wb_rt_set_storage(view, v->storage);
+    view->keeper = v;
+    return view;
+}
+
+/* The prepared header made a view with v's view and the flags; consumes
+   v.  A header that holds its storage drops v; one without keeps it. */
+static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
+                                         int requires_grad, uint64_t dyn)
+{
+    if (!view->storage)
+        return wb_rt_view_keep(view, v, requires_grad, dyn, wb_rt_take_view);
+    wb_rt_view_fill(view, v, requires_grad, dyn, wb_rt_take_view);
+    wb_rt_release(v);
     return view;
 }
 
@@ -236,8 +257,9 @@ static inline wb_tensor *wb_rt_view_own(wb_tensor *v, int requires_grad,
     return v;
 }
 
-/* wb_rt_view_make out of line, so that wb_rt_commit_view's path without a
-   header saves no registers (gcc would save them on entry for both). */
+/* wb_rt_view_make out of line, so that wb_rt_commit_view's paths that
+   release nothing save no registers (gcc would save them on entry for
+   all). */
 static WB_RT_NOINLINE wb_tensor *wb_rt_view_make_call(wb_tensor *view,
                                                       wb_tensor *v,
                                                       int requires_grad,
@@ -246,19 +268,26 @@ static WB_RT_NOINLINE wb_tensor *wb_rt_view_make_call(wb_tensor *view,
     return wb_rt_view_make(view, v, requires_grad, dyn);
 }
 
+static inline wb_tensor *wb_rt_commit_view_as(wb_tensor *view, wb_tensor *v,
+                                              int requires_grad,
+                                              uint64_t dyn)
+{
+    if (!view)
+        return wb_rt_view_own(v, requires_grad, dyn);
+    if (!view->storage && v->ndim <= WB_RT_SMALL_DIMS)
+        return wb_rt_view_keep(view, v, requires_grad, dyn, wb_rt_take_small);
+    return wb_rt_view_make_call(view, v, requires_grad, dyn);
+}
+
 wb_tensor *wb_rt_commit_view(wb_tensor *view, wb_tensor *v, int requires_grad,
                              unsigned long long dyn)
 {
-    if (view)
-        return wb_rt_view_make_call(view, v, requires_grad, dyn);
-    return wb_rt_view_own(v, requires_grad, dyn);
+    return wb_rt_commit_view_as(view, v, requires_grad, dyn);
 }
 
 wb_tensor *wb_rt_commit_view_plain(wb_tensor *view, wb_tensor *v)
 {
-    if (view)
-        return wb_rt_view_make_call(view, v, 0, 0);
-    return wb_rt_view_own(v, 0, 0);
+    return wb_rt_commit_view_as(view, v, 0, 0);
 }
 
 /* wb_rt_commit_views with headers: out of line, as what it inlines makes
@@ -275,21 +304,27 @@ static WB_RT_NOINLINE void wb_rt_commit_views_made(wb_value *outs,
                              : wb_rt_view_own(r[i].t, requires_grad, dyn);
 }
 
-/* Handed-over values first, with nothing to save, then the rest in a tail
-   call; inline, so that the plain run's flags fold away. */
+/* Handed-over values and fixed ones of few dims first, which call
+   nothing and so save nothing, then the rest in a tail call; inline, so
+   that the plain run's flags fold away. */
 static inline void wb_rt_commit_views_n(wb_value *outs,
                                         wb_tensor *const *views,
                                         const wb_value *r, int n,
                                         int requires_grad, uint64_t dyn)
 {
     for (long i = 0; i < n; i++) {
-        if (views[i]) {
+        wb_tensor *view = views[i], *v = r[i].t;
+        if (!view) {
+            outs[i].t = wb_rt_view_own(v, requires_grad, dyn);
+        } else if (!view->storage && v->ndim <= WB_RT_SMALL_DIMS) {
+            outs[i].t = wb_rt_view_keep(view, v, requires_grad, dyn,
+                                        wb_rt_take_small);
+        } else {
             WB_RT_OPAQUE(i);
             wb_rt_commit_views_made(outs + i, views + i, r + i, n - (int)i,
                                     requires_grad, dyn);
             return;
         }
-        outs[i].t = wb_rt_view_own(r[i].t, requires_grad, dyn);
     }
 }
 

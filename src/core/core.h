@@ -291,6 +291,24 @@ static inline void wb_rt_release(wb_tensor *t)
         wb_rt_tensor_free(t);
 }
 
+/* The most dims wb_rt_take_small copies. */
+#define WB_RT_SMALL_DIMS 4
+
+/* The sizes and strides of dims 3 to 0 copied from v to t, as cases of a
+   switch on ndim that fall through. */
+#define WB_RT_TAKE_SMALL(t, v)                                              \
+    case 4: (t)->sizes[3] = (v)->sizes[3];                                  \
+            (t)->strides[3] = (v)->strides[3]; /* fall through */           \
+    case 3: (t)->sizes[2] = (v)->sizes[2];                                  \
+            (t)->strides[2] = (v)->strides[2]; /* fall through */           \
+    case 2: (t)->sizes[1] = (v)->sizes[1];                                  \
+            (t)->strides[1] = (v)->strides[1]; /* fall through */           \
+    case 1: (t)->sizes[0] = (v)->sizes[0];                                  \
+            (t)->strides[0] = (v)->strides[0]
+
+/* Sizes and strides of any number of dims, out of line. */
+void wb_rt_take_dims(wb_tensor *t, const wb_tensor *v);
+
 /* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
    storage.  Most views have few dims, for which two memcpy calls cost more
    than the copy itself. */
@@ -299,20 +317,20 @@ static inline void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
     t->ndim = v->ndim;
     t->offset = v->offset;
     switch (v->ndim) {
-#define WB_RT_TAKE(d)                                                       \
-    t->sizes[d] = v->sizes[d];                                              \
-    t->strides[d] = v->strides[d]
-    case 4: WB_RT_TAKE(3); /* fall through */
-    case 3: WB_RT_TAKE(2); /* fall through */
-    case 2: WB_RT_TAKE(1); /* fall through */
-    case 1: WB_RT_TAKE(0); /* fall through */
+    WB_RT_TAKE_SMALL(t, v); /* fall through */
     case 0: break;
-#undef WB_RT_TAKE
-    default:
-        for (int d = 0; d < v->ndim; d++) {
-            t->sizes[d] = v->sizes[d];
-            t->strides[d] = v->strides[d];
-        }
+    default: wb_rt_take_dims(t, v);
+    }
+}
+
+/* The same where v has at most WB_RT_SMALL_DIMS dims: with no call, so
+   that a caller inlining it needs no register of its own for it. */
+static inline void wb_rt_take_small(wb_tensor *t, const wb_tensor *v)
+{
+    t->ndim = v->ndim;
+    t->offset = v->offset;
+    switch (v->ndim) {
+    WB_RT_TAKE_SMALL(t, v);
     }
 }
 

@@ -80,6 +80,14 @@ wb_tensor *wb_rt_tensor_malloc(void)
     return t;
 }
 
+/* t on top of the thread's cache c, linked through its storage field. */
+static WB_RT_INLINE void wb_rt_cache_push(wb_rt_cache *c, wb_tensor *t)
+{
+    t->storage = (wb_storage *)c->head;
+    c->head = t;
+    c->count++;
+}
+
 /* Returns a header whose storage is released to the thread cache; inline
    in both of wb_rt_tensor_free's paths. */
 static WB_RT_INLINE void wb_rt_tensor_discard(wb_tensor *t)
@@ -103,9 +111,7 @@ static WB_RT_INLINE void wb_rt_tensor_discard(wb_tensor *t)
             return;
         }
     }
-    t->storage = (wb_storage *)c->head;
-    c->head = t;
-    c->count++;
+    wb_rt_cache_push(c, t);
 }
 
 /* ---- dtypes and devices ---- */
@@ -159,6 +165,14 @@ const char *wb_rt_device_str(DLDevice d, char *buf, size_t n)
 }
 
 /* ---- view arithmetic ---- */
+
+void wb_rt_take_dims(wb_tensor *t, const wb_tensor *v)
+{
+    for (int d = 0; d < v->ndim; d++) {
+        t->sizes[d] = v->sizes[d];
+        t->strides[d] = v->strides[d];
+    }
+}
 
 int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
                        const int64_t *strides, int64_t offset)
@@ -1072,10 +1086,28 @@ static WB_RT_NOINLINE void wb_rt_tensor_free_held(wb_tensor *t)
     wb_rt_release(keeper);
 }
 
+/* wb_rt_tensor_free_held, first for the common case: a view that keeps a
+   fixed value (and no counter), into a cache with room, goes back to the
+   cache with no call but the keeper's free, a tail call, so that nothing
+   is saved. */
+static WB_RT_NOINLINE void wb_rt_tensor_free_kept(wb_tensor *t)
+{
+    wb_rt_cache *c = &wb_rt_tcache;
+    wb_tensor *keeper = t->keeper;
+    if (!keeper || t->counter || c->count >= WB_RT_CACHE_MIN ||
+        !c->registered || c->closed) {
+        wb_rt_tensor_free_held(t);
+        return;
+    }
+    t->keeper = NULL;
+    wb_rt_cache_push(c, t);
+    wb_rt_release(keeper);
+}
+
 void wb_rt_tensor_free(wb_tensor *t)
 {
     if ((uintptr_t)t->keeper | (uintptr_t)t->counter) {
-        wb_rt_tensor_free_held(t);
+        wb_rt_tensor_free_kept(t);
         return;
     }
     wb_storage_release(t->storage);
