@@ -88,16 +88,22 @@ static WB_RT_INLINE void wb_rt_cache_push(wb_rt_cache *c, wb_tensor *t)
     c->count++;
 }
 
+/* Whether the thread's cache c keeps one header more: below the least
+   it keeps, with no load of the most. */
+static WB_RT_INLINE bool wb_rt_cache_room(const wb_rt_cache *c)
+{
+    return WB_RT_UNLIKELY(c->count >= WB_RT_CACHE_MIN)
+               ? c->count < atomic_load_explicit(&wb_rt_cache_max,
+                                                 memory_order_relaxed)
+               : true;
+}
+
 /* Returns a header whose storage is released to the thread cache; inline
    in both of wb_rt_tensor_free's paths. */
 static WB_RT_INLINE void wb_rt_tensor_discard(wb_tensor *t)
 {
     wb_rt_cache *c = &wb_rt_tcache;
-    /* Below the least the cache keeps, no load of the most. */
-    if ((WB_RT_UNLIKELY(c->count >= WB_RT_CACHE_MIN) &&
-         c->count >= atomic_load_explicit(&wb_rt_cache_max,
-                                          memory_order_relaxed)) ||
-        c->closed) {
+    if (!wb_rt_cache_room(c) || c->closed) {
         free(t);
         return;
     }
@@ -1094,8 +1100,8 @@ static WB_RT_NOINLINE void wb_rt_tensor_free_kept(wb_tensor *t)
 {
     wb_rt_cache *c = &wb_rt_tcache;
     wb_tensor *keeper = t->keeper;
-    if (!keeper || t->counter || c->count >= WB_RT_CACHE_MIN ||
-        !c->registered || c->closed) {
+    if (!keeper || t->counter || !wb_rt_cache_room(c) || !c->registered ||
+        c->closed) {
         wb_rt_tensor_free_held(t);
         return;
     }
