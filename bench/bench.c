@@ -69,6 +69,16 @@ void bench_die(const char *what, const char *why)
     exit(1);
 }
 
+/* Whether a file written through f (NULL: not opened) has all it was
+   given; closes f. */
+static bool bench_closed(FILE *f)
+{
+    if (!f)
+        return false;
+    bool ok = !ferror(f);
+    return fclose(f) == 0 && ok;
+}
+
 static void bench_ok(wb_status st, const char *what)
 {
     if (st != WB_OK)
@@ -844,7 +854,7 @@ static void bench_scale(int nsizes, bool json, const char *svg)
         FILE *f = fopen(svg, "w");
         if (f)
             bench_scale_svg(f, &r);
-        if (!f || ferror(f) || fclose(f) != 0)
+        if (!bench_closed(f))
             bench_die(svg, "cannot write it");
     }
 }
@@ -1087,13 +1097,9 @@ int main(int argc, char **argv)
             bench_print_table(stdout, &r, wide);
         if (svg) {
             FILE *f = fopen(svg, "w");
-            bool bad = !f;
-            if (f) {
+            if (f)
                 bench_print_svg(f, &r);
-                bad = ferror(f) != 0;
-                bad |= fclose(f) != 0;
-            }
-            if (bad) {
+            if (!bench_closed(f)) {
                 fprintf(stderr, "wrapbake-bench: cannot write %s\n", svg);
                 status = 1;
             }

@@ -5,13 +5,14 @@
 # (for the tests).
 #
 # 1. The built-in declarations.  Every compile opens with a preamble: the
-#    target's defines (__x86_64__, __SIZE_TYPE__, __TINYC__, ...),
-#    formatted by tccpp.c, then a fixed text kept as one string in
-#    tccpp.o: the va_list typedef and macros, and nineteen declarations of
-#    __builtin_memcpy and its kin, made by token pasting.  Reading it was
-#    nearly half of what compiling a one-line function cost (487k of
-#    1,056k instructions).  libtcc appends the string up to its NUL, so a
-#    NUL over its first byte leaves the defines alone.
+#    target's defines (__x86_64__, __SIZE_TYPE__, __TINYC__, ...), which
+#    libtcc.o writes, then a fixed text kept as one string in tccpp.o:
+#    the va_list typedef and macros, and nineteen declarations of
+#    __builtin_memcpy and its kin, made by token pasting, which read
+#    __SIZE_TYPE__.  Reading it was nearly half of what compiling a
+#    one-line function cost (487k of 1,056k instructions).  libtcc appends
+#    the string up to its NUL, so a NUL over its first byte leaves the
+#    defines to 3.
 #
 # 2. The assembler's keywords.  tccpp_new enters every keyword of one
 #    NUL-separated list into fresh hash tables, 1,011 of them; the 830
@@ -41,8 +42,9 @@
 #
 # The first two texts are cut only where each is exactly the one this
 # script knows (its bytes' SHA-256, with a NUL on either side), the third
-# only where libtcc.o calls cstr_printf; any other libtcc is left as it
-# is, which costs time and nothing else.
+# only where the first was (the built-in text reads the defines) and
+# libtcc.o calls cstr_printf; any other libtcc is left as it is, which
+# costs time and nothing else.
 set -eu
 
 dir=$1
@@ -61,19 +63,11 @@ exact() {
 nul() { printf '\0' | dd of="$obj" bs=1 seek="$1" conv=notrunc 2>/dev/null; }
 
 echo "/* Written by scripts/trim-libtcc.sh: what it cut from $dir. */"
-if nm -u "$dir/libtcc.o" 2>/dev/null | grep -q ' cstr_printf$'; then
-    objcopy --redefine-sym cstr_printf=wb_jit_tcc_predef "$dir/libtcc.o"
-    echo "#define WB_TCC_PREDEFS_CUT 1"
-else
-    echo "trim-libtcc: $dir/libtcc.o does not write the predefined macros" \
-         "through cstr_printf; they are left" >&2
-    echo "#define WB_TCC_PREDEFS_CUT 0"
-fi
-
 if [ ! -f "$obj" ]; then
     echo "trim-libtcc: no $obj in this libtcc; its texts are left" >&2
     echo "#define WB_TCC_BUILTINS_CUT 0"
     echo "#define WB_TCC_ASM_KEYWORDS_CUT 0"
+    echo "#define WB_TCC_PREDEFS_CUT 0"
     exit 0
 fi
 
@@ -82,10 +76,21 @@ if exact "$off" 2226 \
         5d5595bdf502f1a024a027d2b8f07594ff60edbff3bd465a41cf56dd55c1d418; then
     nul "$off"
     echo "#define WB_TCC_BUILTINS_CUT 1"
+    builtins=1
 else
     echo "trim-libtcc: $obj does not hold the built-in text of Debian" \
          "bookworm's libtcc; it is left" >&2
     echo "#define WB_TCC_BUILTINS_CUT 0"
+    builtins=0
+fi
+
+if [ $builtins = 1 ] &&
+   nm -u "$dir/libtcc.o" 2>/dev/null | grep -q ' cstr_printf$'; then
+    objcopy --redefine-sym cstr_printf=wb_jit_tcc_predef "$dir/libtcc.o"
+    echo "#define WB_TCC_PREDEFS_CUT 1"
+else
+    echo "trim-libtcc: the predefined macros of $dir/libtcc.o are left" >&2
+    echo "#define WB_TCC_PREDEFS_CUT 0"
 fi
 
 off=$(grep -obUaP 'int\x00void\x00char\x00if\x00else\x00' "$obj" |

@@ -238,14 +238,15 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
         return wb_rt_data_plain_##D(t, v) ? WB_OK                           \
                                           : wb_rt_prep_data(e, input, t, v); \
     }                                                                       \
-    /* The run from its first item that is not plain on, out of line, as  \
-       its calls make gcc save registers on entry. */                      \
+    /* The run from its first item that is not plain on (which only the  \
+       generic primitive can pass), out of line, as its calls make gcc    \
+       save registers on entry. */                                         \
     static WB_RT_NOINLINE wb_status wb_rt_prep_nd_run_##D(                  \
         const wb_env *e, int input, const wb_arg *a, const wb_value *r,    \
         int n)                                                              \
     {                                                                       \
-        wb_status st = WB_OK;                                               \
-        for (int i = 0; i < n && st == WB_OK; i++)                          \
+        wb_status st = wb_rt_prep_data(e, input, a[0].t, r[0].t);           \
+        for (int i = 1; i < n && st == WB_OK; i++)                          \
             st = wb_rt_prep_nd_##D(e, input + i, a[i].t, r[i].t);           \
         return st;                                                          \
     }                                                                       \

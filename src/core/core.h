@@ -89,7 +89,7 @@ _Static_assert(offsetof(struct wb_tensor, ndim) == 2 * sizeof(long) + 4 &&
                "tensor layout seen by generated code");
 
 /* A storage growth planned by wb_rt_prep_resize for the commit.  Generated
-   code declares it too (see wb_emit_prelude). */
+   code declares it too (see wb_emit_type_text). */
 typedef struct wb_rt_grow {
     void *data;     /* the new buffer, or NULL when no growth is needed */
     size_t nbytes;  /* its size */
@@ -295,7 +295,8 @@ static inline void wb_rt_release(wb_tensor *t)
 #define WB_RT_SMALL_DIMS 4
 
 /* The sizes and strides of dims 3 to 0 copied from v to t, as cases of a
-   switch on ndim that fall through. */
+   switch on ndim that fall through: one case a dim up to
+   WB_RT_SMALL_DIMS. */
 #define WB_RT_TAKE_SMALL(t, v)                                              \
     case 4: (t)->sizes[3] = (v)->sizes[3];                                  \
             (t)->strides[3] = (v)->strides[3]; /* fall through */           \
@@ -305,13 +306,15 @@ static inline void wb_rt_release(wb_tensor *t)
             (t)->strides[1] = (v)->strides[1]; /* fall through */           \
     case 1: (t)->sizes[0] = (v)->sizes[0];                                  \
             (t)->strides[0] = (v)->strides[0]
+_Static_assert(WB_RT_SMALL_DIMS == 4, "a case of WB_RT_TAKE_SMALL a dim");
 
 /* Sizes and strides of any number of dims, out of line. */
 void wb_rt_take_dims(wb_tensor *t, const wb_tensor *v);
 
 /* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
    storage.  Most views have few dims, for which two memcpy calls cost more
-   than the copy itself. */
+   than the copy itself.  One switch, not wb_rt_take_small behind a test
+   of ndim, which would cost each view two instructions more. */
 static inline void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
 {
     t->ndim = v->ndim;

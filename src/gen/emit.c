@@ -351,6 +351,9 @@ static void wb_emit_proto(wb_buf *b, const char *proto)
     wb_buf_write(b, "\n", 1);
 }
 
+_Static_assert(WB_EMIT_TYPE_ENV == 1 << 0 && WB_EMIT_TYPE_GROW == 1 << 1 &&
+                   WB_EMIT_NTYPES == 2,
+               "wb_emit_type_text completes type 1 << k at k");
 const char *const wb_emit_type_text[WB_EMIT_NTYPES] = {
     "struct wb_env {\n"
     "    int (*graph)(void *ctx, const wb_arg *args, int nargs,\n"

@@ -197,8 +197,9 @@ typedef struct wb_emitted {
 } wb_emitted;
 
 /* The types whose members generated code may read but seldom does: the
-   environment's graph (a call with guards, hooks or detached inputs
-   around it) and a storage growth (resize mutations).
+   environment's graph (a call the code makes itself, with something
+   around it: guards, hooks, arguments of the graph's own, hidden
+   mutations) and a storage growth (resize mutations).
    wb_emit_type_text[k] completes type 1 << k, after the prelude's
    declarations. */
 enum {
