@@ -1029,6 +1029,14 @@ Test(errors, argument_runs_name_each_bad_argument)
     wb_spec_free(s);
 }
 
+/* The tcc wrapper w's text holds each of the n calls. */
+static void err_assert_calls(wb_wrapper *w, const char *const *calls,
+                             size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert(strstr(wb_wrapper_source(w), calls[i]), "no %s", calls[i]);
+}
+
 /* Runs of data mutations and of views reach libtcc as one call each of the
    runtime's loops (wb_rt_prep_data_1d_run and its kin, wb_rt_prep_views
    and their commits); a failure anywhere in a run must be named as the
@@ -1091,9 +1099,7 @@ Test(errors, mutation_and_view_runs_name_each_failure)
                 "wb_rt_commit_data_1d_run(a + 2, r, 2)",
                 "wb_rt_commit_data_2d_run(a + 4, r + 2, 2)",
                 "wb_rt_commit_views_plain(outs + 2, v + 1, r + 6, 3)"};
-            for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
-                cr_assert(strstr(wb_wrapper_source(w), calls[i]),
-                          "no %s", calls[i]);
+            err_assert_calls(w, calls, sizeof calls / sizeof *calls);
         }
         /* Each value in turn spoiled: a mutation's of the wrong sizes, a
            view's past the end of its base. */
@@ -1192,9 +1198,7 @@ Test(errors, views_of_one_input_name_each_failure)
                 "wb_rt_args_missing(r, 21)",
                 "wb_rt_prep_views_of(e, 1, a + 1, r + 1, v, 20)",
                 "wb_rt_commit_views_plain(outs + 1, v, r + 1, 20)"};
-            for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
-                cr_assert(strstr(wb_wrapper_source(w), calls[i]),
-                          "no %s", calls[i]);
+            err_assert_calls(w, calls, sizeof calls / sizeof *calls);
         }
         /* Each value in turn NULL, then each view's too far. */
         for (int f = 0; f < 2 * VSPLIT_VALUES; f++) {

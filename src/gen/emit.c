@@ -1176,11 +1176,12 @@ static bool wb_emit_plain_view(const wb_spec_out *d)
    all of one input (outputs that split it), from consecutive values, with
    the same flags, when they are at least three (1 otherwise); *of, where
    of is not NULL, says whether they view one input.  For two (case B of
-   the benchmark) the loops would take a wrapper in a batch from 273k
-   instructions to 197k, but cost 10 more per call with kept values and
-   33 more with fresh ones; for three (case D) they take it from 384k to
-   261k, and cost 25 more per call with fresh values and 22 fewer with
-   kept ones.  A run of data mutations costs less from two on. */
+   the benchmark) the loops would take a wrapper in a batch from 280k
+   instructions to 194k, but cost each call 16 more with fixed values, 29
+   with kept ones and 22 with fresh ones; for three (case D) they take it
+   from 399k to 263k, and cost 9 more per call with fresh values, 1 with
+   kept ones and none with fixed ones.  A run of data mutations costs
+   less from two on. */
 static int wb_emit_view_run(const wb_spec *s, int k, bool *of)
 {
     const wb_spec_out *d = &s->outs[k];
