@@ -129,7 +129,7 @@ else
 DEPS      := $(BUILD)/.deps-checked
 endif
 
-.PHONY: all test test-asan test-tsan test-valgrind bench bench-check install \
+.PHONY: all test test-asan test-tsan test-valgrind bench bench-cuda bench-check install \
         uninstall clean deps golden example fuzz fuzz-run fuzz-replay \
         tsan-run test-torch
 
@@ -503,6 +503,14 @@ bench: $(BENCH)
 	$(BENCH) --unfixed
 	$(BENCH) --fresh
 	$(BENCH) --scale --svg $(BUILD)/bench-scale.svg
+
+# On a CUDA device: cases A-E, then 1 to 32 mutated inputs
+# (bench/cuda-mutations.txt), on the legacy default stream and on a stream
+# of their own (docs/cuda.md gives the figures).
+bench-cuda: $(BENCH)
+	$(BENCH) --device cuda --wide
+	$(BENCH) --device cuda --wide --spec bench/cuda-mutations.txt
+	$(BENCH) --device cuda --wide --spec bench/cuda-mutations.txt --stream
 
 # `wrapbake check --json` on 2,500 entries: the real schemas of
 # tests/cli/native_functions.yaml, replicated with renamed overloads.

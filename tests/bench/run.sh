@@ -7,7 +7,9 @@
 # it has none.  --device cuda runs on the CUDA runtime the library finds
 # (without a GPU it must refuse, saying why) and, when FAKECUDA names the
 # emulated runtime (tests/tools/fakecuda.c), on an emulated device, where
-# every case must write its mutations back in one submission per call.
+# every case must write its mutations back in one submission per call, and
+# 1 to 32 mutations take one gather-copy kernel per 8 copies on the legacy
+# default stream and one batched copy with --stream.
 # --scale counts instructions under valgrind (not in a sanitizer build,
 # which valgrind cannot run; the test says so).
 # The last line is "N passed, N failed".
@@ -345,6 +347,8 @@ else
 fi
 "$bench" $fast --device tpu >"$tmp/tpu.out" 2>&1
 check "--device names what it takes" "[ \$? -eq 1 ] && grep -q 'takes cpu, cuda or cuda:N' '$tmp/tpu.out'"
+"$bench" $fast --stream >/dev/null 2>&1
+check "--stream needs --device cuda" "[ \$? -eq 2 ]"
 if [ -n "${FAKECUDA:-}" ] && [ -n "$py" ]; then
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --json >"$tmp/cuda.json" 2>&1
@@ -370,6 +374,14 @@ PY"
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --spec "$tmp/long.txt" >"$tmp/cuda-long.out" 2>&1
     check "--device cuda with long names fits 100 columns" "[ \$? -eq 0 ] && grep -q '^CUDA submissions' '$tmp/cuda-long.out' && fits '$tmp/cuda-long.out'"
+    # 1 to 32 mutations: one gather-copy kernel per 8 copies on the legacy
+    # default stream, one batched copy of up to 32 on a stream of its own.
+    # shellcheck disable=SC2086
+    WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --spec bench/cuda-mutations.txt >"$tmp/cuda-mut.out" 2>&1
+    check "--device cuda: a kernel per 8 copies on the legacy stream" "[ \$? -eq 0 ] && [ \"\$(grep -Ec '^mut_(1|2|4|8) +0.00 +1.00 +1.00 +1.00 ' '$tmp/cuda-mut.out')\" -eq 4 ] && grep -Eq '^mut_16 +0.00 +2.00 +2.00 +2.00 ' '$tmp/cuda-mut.out' && grep -Eq '^mut_32 +0.00 +4.00 +4.00 +4.00 ' '$tmp/cuda-mut.out'"
+    # shellcheck disable=SC2086
+    WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --stream --spec bench/cuda-mutations.txt >"$tmp/cuda-stream.out" 2>&1
+    check "--device cuda --stream: one batched copy per call" "[ \$? -eq 0 ] && grep -q 'tensors on cuda, own stream' '$tmp/cuda-stream.out' && [ \"\$(grep -Ec '^mut_[0-9]+ +0.00 +1.00 +1.00 +1.00 ' '$tmp/cuda-stream.out')\" -eq 6 ]"
     WRAPBAKE_CUDART=$FAKECUDA "$bench" --device cuda --case E --tier tcc --calls 3 >"$tmp/count.out" 2>&1
     check "counting mode on a device prints nothing" "[ \$? -eq 0 ] && [ ! -s '$tmp/count.out' ]"
 fi
