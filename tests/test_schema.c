@@ -906,6 +906,12 @@ Test(schema, extension_rejections_parameters)
         {"f(Tensor x, Tensor y [duplicate=z]) -> Tensor", 33,
          "parameter 1 'y': duplicate takes the name of an earlier "
          "parameter"},
+        {"f(Tensor(a) x, Tensor(a) y [duplicate=x]) -> Tensor(a)", 29,
+         "parameter 1 'y': a duplicate has no alias set or mutation of its "
+         "own; annotate parameter 0 'x'"},
+        {"f(Tensor x, Tensor(a!) y [duplicate=x]) -> Tensor", 27,
+         "parameter 1 'y': a duplicate has no alias set or mutation of its "
+         "own; annotate parameter 0 'x'"},
         {"f(Tensor x [duplicate=x]) -> Tensor", 23,
          "parameter 0 'x': duplicate takes the name of an earlier "
          "parameter"},
