@@ -114,8 +114,8 @@ static void bench_parse_device(const char *text)
    cudaMemcpyBatchAsync rather than the gather-copy kernel (docs/cuda.md). */
 static void bench_own_stream(void)
 {
-    static int (*create)(void **);
-    static void *stream;
+    int (*create)(void **);
+    void *stream;
     *(void **)&create = wb_rt_cuda_symbol("cudaStreamCreate");
     if (!create || create(&stream) != 0)
         bench_die("--stream", "cudaStreamCreate failed");
@@ -1009,7 +1009,7 @@ int main(int argc, char **argv)
         (tier && (!only || counting_calls_given == counting_builds)) ||
         (counting_builds && !bench_builds_tier(tier)) ||
         (batch && (!counting_builds || strcmp(tier, "tcc"))) ||
-        (stream && !strncmp(device, "cpu", 4)) ||
+        (stream && !strcmp(device, "cpu")) ||
         (scale && (tier || only || spec_file || csv || wide ||
                    counting_calls_given || reps_given || cpu >= 0 ||
                    strcmp(device, "cpu")))) {
@@ -1098,8 +1098,8 @@ int main(int argc, char **argv)
         bench_report r = {.calls = calls, .reps = reps, .cases = res,
                           .ncases = ncases};
         bench_machine(r.machine, sizeof r.machine);
-        snprintf(r.device, sizeof r.device, "%s%s", device,
-                 stream ? ", own stream" : "");
+        snprintf(r.device, sizeof r.device, "%s", device);
+        r.own_stream = stream;
         r.values = bench_mode;
         time_t now = time(NULL);
         strftime(r.date, sizeof r.date, "%Y-%m-%d", gmtime(&now));

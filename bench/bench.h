@@ -52,6 +52,7 @@ typedef struct bench_report {
     char machine[160];
     char date[32];
     char device[32];          /* where the tensors live: cpu, cuda:N */
+    bool own_stream;          /* --stream: not the legacy default stream */
     bench_values values;      /* how the graph hands out its values */
     long calls, reps;
     double libtcc_us;         /* libtcc alone: the floor under tcc us */

@@ -246,9 +246,10 @@ void bench_print_table(FILE *f, const bench_report *r, bool wide)
     int namew = bench_name_cols(r);
     fprintf(f, "wrapbake-bench: ns per call, median%s of %ld runs of %ld "
             "calls\n", wide ? " (min-max)" : "", r->reps, r->calls);
-    snprintf(line, sizeof line, "%s, %s, tensors on %s, graph values %s%s",
-             r->machine, r->date, r->device, bench_values_name(r->values),
-             bench_calibration(num, sizeof num, r));
+    snprintf(line, sizeof line, "%s, %s, tensors on %s%s, graph values %s%s",
+             r->machine, r->date, r->device,
+             r->own_stream ? " (own stream)" : "",
+             bench_values_name(r->values), bench_calibration(num, sizeof num, r));
     bench_wrap(f, line, BENCH_COLS, 2);
     fputc('\n', f);
     if (wide)
@@ -325,6 +326,7 @@ void bench_print_json(FILE *f, const bench_report *r)
     bench_json_str(f, "{", "machine", r->machine);
     bench_json_str(f, ", ", "date", r->date);
     bench_json_str(f, ", ", "device", r->device);
+    fprintf(f, ", \"own_stream\": %s", r->own_stream ? "true" : "false");
     fprintf(f, ", \"graph_values\": \"%s\"", bench_values_name(r->values));
     fprintf(f, ", \"calls\": %ld, \"reps\": %ld, \"libtcc_floor_us\": %.1f, "
             "\"instructions_per_us\": %.0f, \"cases\": [", r->calls, r->reps,
@@ -441,10 +443,11 @@ void bench_print_svg(FILE *f, const bench_report *r)
     while (nsteps * step < max)
         nsteps++;
     double scale = height / (nsteps * step);  /* pixels per ns */
-    snprintf(sub, sizeof sub, "%s%s, %s (UTC), tensors on %s, graph values "
-             "%s, median of %ld runs of %ld calls",
+    snprintf(sub, sizeof sub, "%s%s, %s (UTC), tensors on %s%s, graph "
+             "values %s, median of %ld runs of %ld calls",
              bench_cut(machine, sizeof machine, r->machine, 80),
              bench_calibration(num, sizeof num, r), r->date, r->device,
+             r->own_stream ? " (own stream)" : "",
              bench_values_name(r->values), r->reps, r->calls);
     /* About 6 pixels a character of the subtitle; room for the legend. */
     int width = left + r->ncases * (group + gap) + 20;

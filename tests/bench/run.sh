@@ -356,6 +356,7 @@ if [ -n "${FAKECUDA:-}" ] && [ -n "$py" ]; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['device'] == 'cuda', r['device']
+assert r['own_stream'] is False
 muts = {'A': 0, 'B': 0, 'C': 2, 'D': 1, 'E': 3}
 for c in r['cases']:
     assert c['direct']['launches_per_call'] == 0
@@ -381,7 +382,7 @@ PY"
     check "--device cuda: a kernel per 8 copies on the legacy stream" "[ \$? -eq 0 ] && [ \"\$(grep -Ec '^mut_(1|2|4|8) +0.00 +1.00 +1.00 +1.00 ' '$tmp/cuda-mut.out')\" -eq 4 ] && grep -Eq '^mut_16 +0.00 +2.00 +2.00 +2.00 ' '$tmp/cuda-mut.out' && grep -Eq '^mut_32 +0.00 +4.00 +4.00 +4.00 ' '$tmp/cuda-mut.out'"
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --stream --spec bench/cuda-mutations.txt >"$tmp/cuda-stream.out" 2>&1
-    check "--device cuda --stream: one batched copy per call" "[ \$? -eq 0 ] && grep -q 'tensors on cuda, own stream' '$tmp/cuda-stream.out' && [ \"\$(grep -Ec '^mut_[0-9]+ +0.00 +1.00 +1.00 +1.00 ' '$tmp/cuda-stream.out')\" -eq 6 ]"
+    check "--device cuda --stream: one batched copy per call" "[ \$? -eq 0 ] && grep -q 'tensors on cuda (own stream)' '$tmp/cuda-stream.out' && [ \"\$(grep -Ec '^mut_[0-9]+ +0.00 +1.00 +1.00 +1.00 ' '$tmp/cuda-stream.out')\" -eq 6 ]"
     WRAPBAKE_CUDART=$FAKECUDA "$bench" --device cuda --case E --tier tcc --calls 3 >"$tmp/count.out" 2>&1
     check "counting mode on a device prints nothing" "[ \$? -eq 0 ] && [ ! -s '$tmp/count.out' ]"
 fi
