@@ -562,76 +562,88 @@ static wb_status wb_spec_errorf(const wb_spec *s, const char *fmt, ...)
     return wb_rt_fail(WB_ERR_SPEC, "spec '%s': %s", name, msg);
 }
 
-static const char *wb_spec_item_name(const char *name, char *buf, size_t n)
+/* The same for input or output i: "spec 'f': input 2 'x': ...", the
+   item's name printed only once there is a message to give. */
+static wb_status wb_spec_item_errorf(const wb_spec *s, const char *item,
+                                     int i, const char *name,
+                                     const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+static wb_status wb_spec_item_errorf(const wb_spec *s, const char *item,
+                                     int i, const char *name,
+                                     const char *fmt, ...)
 {
-    wb_spec_print_name(name, buf, n);
-    return buf;
+    char nm[300], msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wb_spec_print_name(name, nm, sizeof nm);
+    return wb_spec_errorf(s, "%s %d '%s': %s", item, i, nm, msg);
 }
+#define WB_INPUT_ERR(s, i, ...)                                             \
+    wb_spec_item_errorf(s, "input", i, (s)->inputs[i].name, __VA_ARGS__)
+#define WB_OUTPUT_ERR(s, k, ...)                                            \
+    wb_spec_item_errorf(s, "output", k, (s)->outputs[k].name, __VA_ARGS__)
 
 static wb_status wb_spec_check_input(const wb_spec *s, int i)
 {
     const wb_input *in = &s->inputs[i];
-    char nm[300];
-    wb_spec_item_name(in->name, nm, sizeof nm);
     if (in->dup_of >= 0) {
         const wb_input *of = &s->inputs[in->dup_of];
         if (!in->is_tensor || !of->is_tensor)
-            return WB_SPEC_ERR(s, "input %d '%s': duplicates input %d, but "
-                               "only tensor inputs are deduplicated", i, nm,
-                               in->dup_of);
+            return WB_INPUT_ERR(s, i, "duplicates input %d, but only tensor "
+                                "inputs are deduplicated", in->dup_of);
         if (of->dup_of >= 0)
-            return WB_SPEC_ERR(s, "input %d '%s': duplicates input %d, "
-                               "itself a duplicate of input %d; expected "
-                               "the kept one", i, nm, in->dup_of,
-                               of->dup_of);
+            return WB_INPUT_ERR(s, i, "duplicates input %d, itself a "
+                                "duplicate of input %d; expected the kept "
+                                "one", in->dup_of, of->dup_of);
         if ((in->flags | of->flags) & WB_INPUT_OPTIONAL)
-            return WB_SPEC_ERR(s, "input %d '%s': duplicates input %d, but "
-                               "an optional tensor may be NULL", i, nm,
-                               in->dup_of);
+            return WB_INPUT_ERR(s, i, "duplicates input %d, but an optional "
+                                "tensor may be NULL", in->dup_of);
         if (in->mutation != WB_MUT_NONE || in->flags)
-            return WB_SPEC_ERR(s, "input %d '%s': a duplicate of input %d "
-                               "has no mutation or flag of its own; give "
-                               "them to input %d", i, nm, in->dup_of,
-                               in->dup_of);
+            return WB_INPUT_ERR(s, i, "a duplicate of input %d has no "
+                                "mutation or flag of its own; give them to "
+                                "input %d", in->dup_of, in->dup_of);
     }
     if (in->alias_of >= 0) {
         const wb_input *of = &s->inputs[in->alias_of];
         if (!in->is_tensor || !of->is_tensor)
-            return WB_SPEC_ERR(s, "input %d '%s': lies on the storage of "
-                               "input %d, but only tensors make a synthetic "
-                               "base", i, nm, in->alias_of);
+            return WB_INPUT_ERR(s, i, "lies on the storage of input %d, but "
+                                "only tensors make a synthetic base",
+                                in->alias_of);
         if ((in->flags | of->flags) & WB_INPUT_OPTIONAL)
-            return WB_SPEC_ERR(s, "input %d '%s': lies on the storage of "
-                               "input %d, but an optional tensor may be NULL",
-                               i, nm, in->alias_of);
+            return WB_INPUT_ERR(s, i, "lies on the storage of input %d, but "
+                                "an optional tensor may be NULL",
+                                in->alias_of);
         if (in->dup_of >= 0 || of->dup_of >= 0)
-            return WB_SPEC_ERR(s, "input %d '%s': lies on the storage of "
-                               "input %d, but a duplicate is its kept "
-                               "input's tensor; merge the kept one", i, nm,
-                               in->alias_of);
+            return WB_INPUT_ERR(s, i, "lies on the storage of input %d, but "
+                                "a duplicate is its kept input's tensor; "
+                                "merge the kept one", in->alias_of);
     }
     if (!in->is_tensor)
         return WB_OK;
     if ((in->flags & WB_INPUT_HIDDEN) && in->mutation != WB_MUT_IN_GRAPH &&
         in->mutation != WB_MUT_DATA)
-        return WB_SPEC_ERR(s, "input %d '%s': hidden from autograd, but its "
-                           "mutation is %s, not data or in-graph", i, nm,
-                           wb_mutation_name(in->mutation));
+        return WB_INPUT_ERR(s, i, "hidden from autograd, but its mutation is "
+                            "%s, not data or in-graph",
+                            wb_mutation_name(in->mutation));
     if (in->mutation == WB_MUT_IN_GRAPH && !s->keep_input_mutations)
-        return WB_SPEC_ERR(s, "input %d '%s': an in-graph mutation needs "
-                           "keep-input-mutations on", i, nm);
+        return WB_INPUT_ERR(s, i, "an in-graph mutation needs "
+                            "keep-input-mutations on");
     if ((in->flags & WB_INPUT_DETACH) && !s->training)
-        return WB_SPEC_ERR(s, "input %d '%s': detached before the call, but "
-                           "the spec is for inference", i, nm);
+        return WB_INPUT_ERR(s, i, "detached before the call, but the spec is "
+                            "for inference");
     if ((in->flags & WB_INPUT_OUT) && in->mutation == WB_MUT_NONE)
-        return WB_SPEC_ERR(s, "input %d '%s': an out argument must be "
-                           "mutated", i, nm);
+        return WB_INPUT_ERR(s, i, "an out argument must be mutated");
     if ((in->flags & WB_INPUT_OPTIONAL) &&
         (in->mutation != WB_MUT_NONE || (in->flags & WB_INPUT_DETACH) ||
          in->dtype.bits || in->ndim >= 0 || in->device.device_type))
-        return WB_SPEC_ERR(s, "input %d '%s': an optional tensor may be "
-                           "NULL, so it can be neither mutated, detached nor "
-                           "declared", i, nm);
+        return WB_INPUT_ERR(s, i, "an optional tensor may be NULL, so it can "
+                            "be neither mutated, detached nor declared");
     return WB_OK;
 }
 
@@ -651,57 +663,52 @@ static wb_status wb_spec_check_output(const wb_spec *s, int k)
 {
     const wb_output *o = &s->outputs[k];
     const char *kind = wb_alias_name(o->kind);
-    char nm[300];
-    wb_spec_item_name(o->name, nm, sizeof nm);
     if (wb_alias_is_plain(o->kind)) {
         if (o->base != -1)
-            return WB_SPEC_ERR(s, "output %d '%s': %s output has base %d; "
-                               "expected -1", k, nm, kind, o->base);
+            return WB_OUTPUT_ERR(s, k, "%s output has base %d; expected -1",
+                                 kind, o->base);
         return WB_OK;
     }
     if (o->kind == WB_OUT_IS_INPUT || o->kind == WB_OUT_ALIAS_OF_INPUT) {
         if (o->base < 0 || o->base >= s->ninputs)
-            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is out of "
-                               "range; expected an input 0..%d", k, nm, kind,
-                               o->base, s->ninputs - 1);
+            return WB_OUTPUT_ERR(s, k, "%s base %d is out of range; expected "
+                                 "an input 0..%d", kind, o->base,
+                                 s->ninputs - 1);
         if (!s->inputs[o->base].is_tensor)
-            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is a scalar; "
-                               "expected a tensor input", k, nm, kind,
-                               o->base);
+            return WB_OUTPUT_ERR(s, k, "%s base %d is a scalar; expected a "
+                                 "tensor input", kind, o->base);
         if (s->inputs[o->base].flags & WB_INPUT_OPTIONAL)
-            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is an optional "
-                               "tensor, which may be NULL", k, nm, kind,
-                               o->base);
+            return WB_OUTPUT_ERR(s, k, "%s base %d is an optional tensor, "
+                                 "which may be NULL", kind, o->base);
         if (s->inputs[o->base].dup_of >= 0)
-            return WB_SPEC_ERR(s, "output %d '%s': %s base %d duplicates "
-                               "input %d; expected the kept input", k, nm,
-                               kind, o->base, s->inputs[o->base].dup_of);
+            return WB_OUTPUT_ERR(s, k, "%s base %d duplicates input %d; "
+                                 "expected the kept input", kind, o->base,
+                                 s->inputs[o->base].dup_of);
         if (o->kind == WB_OUT_IS_INPUT && o->requires_grad)
-            return WB_SPEC_ERR(s, "output %d '%s': is-input returns the "
-                               "caller's own tensor, whose requires-grad it "
-                               "cannot set", k, nm);
+            return WB_OUTPUT_ERR(s, k, "is-input returns the caller's own "
+                                 "tensor, whose requires-grad it cannot "
+                                 "set");
         return WB_OK;
     }
     if (wb_alias_of_intermediate(o->kind)) {
         if (o->base < 0 || o->base >= s->nbases)
-            return WB_SPEC_ERR(s, "output %d '%s': %s base %d is out of "
-                               "range; the spec has %d intermediate base%s",
-                               k, nm, kind, o->base, s->nbases,
-                               WB_PLURAL(s->nbases));
+            return WB_OUTPUT_ERR(s, k, "%s base %d is out of range; the spec "
+                                 "has %d intermediate base%s", kind, o->base,
+                                 s->nbases, WB_PLURAL(s->nbases));
         return WB_OK;
     }
     /* alias of an intermediate whose base is a user output */
     if (o->base < 0 || o->base >= s->noutputs || o->base == k)
-        return WB_SPEC_ERR(s, "output %d '%s': %s base %d is out of range; "
-                           "expected another output 0..%d", k, nm, kind,
-                           o->base, s->noutputs - 1);
+        return WB_OUTPUT_ERR(s, k, "%s base %d is out of range; expected "
+                             "another output 0..%d", kind, o->base,
+                             s->noutputs - 1);
     if (!wb_alias_is_plain(s->outputs[o->base].kind))
-        return WB_SPEC_ERR(s, "output %d '%s': %s base %d is itself %s; "
-                           "expected a non-aliased output", k, nm, kind,
-                           o->base, wb_alias_name(s->outputs[o->base].kind));
+        return WB_OUTPUT_ERR(s, k, "%s base %d is itself %s; expected a "
+                             "non-aliased output", kind, o->base,
+                             wb_alias_name(s->outputs[o->base].kind));
     if (s->outputs[o->base].scalar)
-        return WB_SPEC_ERR(s, "output %d '%s': %s base %d is a number, not "
-                           "a tensor", k, nm, kind, o->base);
+        return WB_OUTPUT_ERR(s, k, "%s base %d is a number, not a tensor",
+                             kind, o->base);
     return WB_OK;
 }
 
@@ -826,7 +833,6 @@ static void wb_spec_derive_groups(wb_spec *s)
    view); one of them is mutated in data, which the base exists for. */
 static wb_status wb_spec_check_groups(const wb_spec *s)
 {
-    char nm[300];
     bool data[s->ngroups + 1];
     memset(data, 0, sizeof data);
     for (int i = 0; i < s->ninputs; i++) {
@@ -837,27 +843,20 @@ static wb_status wb_spec_check_groups(const wb_spec *s)
         if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_DATA &&
             in->mutation != WB_MUT_METADATA &&
             in->mutation != WB_MUT_DATA_METADATA)
-            return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
-                               "base has a data or metadata mutation, or "
-                               "none; not %s", i,
-                               wb_spec_item_name(in->name, nm, sizeof nm),
-                               wb_mutation_name(in->mutation));
+            return WB_INPUT_ERR(s, i, "a member of a synthetic base has a "
+                                "data or metadata mutation, or none; not %s",
+                                wb_mutation_name(in->mutation));
         if (in->flags & (WB_INPUT_HIDDEN | WB_INPUT_DETACH))
-            return WB_SPEC_ERR(s, "input %d '%s': a member of a synthetic "
-                               "base is neither hidden from autograd nor "
-                               "detached", i,
-                               wb_spec_item_name(in->name, nm, sizeof nm));
+            return WB_INPUT_ERR(s, i, "a member of a synthetic base is "
+                                "neither hidden from autograd nor detached");
         data[g] |= in->mutation == WB_MUT_DATA ||
                    in->mutation == WB_MUT_DATA_METADATA;
     }
     for (int g = 0; g < s->ngroups; g++)
         if (!data[g]) {
-            int first = s->group_first[g];
-            return WB_SPEC_ERR(s, "input %d '%s': its synthetic base has no "
-                               "member whose data the graph mutates, which "
-                               "is what merging them is for", first,
-                               wb_spec_item_name(s->inputs[first].name, nm,
-                                                 sizeof nm));
+            return WB_INPUT_ERR(s, s->group_first[g], "its synthetic base "
+                                "has no member whose data the graph mutates, "
+                                "which is what merging them is for");
         }
     return WB_OK;
 }
