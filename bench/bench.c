@@ -114,9 +114,13 @@ static void bench_parse_device(const char *text)
    cudaMemcpyBatchAsync rather than the gather-copy kernel (docs/cuda.md). */
 static void bench_own_stream(void)
 {
-    int (*create)(void **);
+    int (*set)(int), (*create)(void **);
     void *stream;
+    *(void **)&set = wb_rt_cuda_symbol("cudaSetDevice");
     *(void **)&create = wb_rt_cuda_symbol("cudaStreamCreate");
+    /* A stream belongs to the device current when it is made. */
+    if (!set || set(bench_device.device_id) != 0)
+        bench_die("--stream", "cudaSetDevice failed");
     if (!create || create(&stream) != 0)
         bench_die("--stream", "cudaStreamCreate failed");
     wb_set_call_stream(stream);

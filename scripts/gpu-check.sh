@@ -11,11 +11,12 @@
 #   sh scripts/gpu-check.sh DIR
 set -u
 [ $# -eq 1 ] || { echo "usage: sh scripts/gpu-check.sh DIR" >&2; exit 2; }
-out=$1
-mkdir -p "$out" || exit 2
+mkdir -p "$1" && out=$(cd "$1" && pwd) || exit 2
 cd "$(dirname "$0")/.." || exit 2
 home=$(mktemp -d "${TMPDIR:-/tmp}/wrapbake-gpu.XXXXXX") || exit 2
-trap 'rm -rf "$home"' EXIT INT TERM
+trap 'rm -rf "$home"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 export HOME="$home/home" XDG_CACHE_HOME= WRAPBAKE_CACHE_DIR="$home/cache"
 mkdir -p -m 700 "$HOME"
 bench="build/bin/wrapbake-bench --calls 5000 --reps 15 --wide"

@@ -906,10 +906,13 @@ Test(schema, extension_rejections_parameters)
         {"f(Tensor x, Tensor y [duplicate=z]) -> Tensor", 33,
          "parameter 1 'y': duplicate takes the name of an earlier "
          "parameter"},
-        {"f(Tensor(a) x, Tensor(a) y [duplicate=x]) -> Tensor(a)", 29,
+        {"f(Tensor(a) x, Tensor(a) y [duplicate=x]) -> Tensor(a)", 22,
          "parameter 1 'y': a duplicate has no alias set or mutation of its "
          "own; annotate parameter 0 'x'"},
-        {"f(Tensor x, Tensor(a!) y [duplicate=x]) -> Tensor", 27,
+        {"f(Tensor x, Tensor(a!) y [duplicate=x]) -> Tensor", 19,
+         "parameter 1 'y': a duplicate has no alias set or mutation of its "
+         "own; annotate parameter 0 'x'"},
+        {"f(Tensor x, Tensor(*) y [duplicate=x]) -> Tensor", 19,
          "parameter 1 'y': a duplicate has no alias set or mutation of its "
          "own; annotate parameter 0 'x'"},
         {"f(Tensor x [duplicate=x]) -> Tensor", 23,

@@ -1066,11 +1066,11 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
                             "a single tensor", who, wb_schema_param_attrs[k],
                             wb_schema_who_arg(p->sc, j, other,
                                               sizeof other));
-                    if (k == WB_SCHEMA_PA_DUPLICATE &&
-                        wb_schema_bits_next(&arg->type.sets, 0) >= 0)
+                    if (k == WB_SCHEMA_PA_DUPLICATE && arg->type.annotated)
                         return wb_schema_fail_at(
-                            p, a->pos, "%s: a duplicate has no alias set or "
-                            "mutation of its own; annotate %s", who,
+                            p, arg->type.annot_pos, "%s: a duplicate has no "
+                            "alias set or mutation of its own; annotate %s",
+                            who,
                             wb_schema_who_arg(p->sc, j, other,
                                               sizeof other));
                     *(k == WB_SCHEMA_PA_DUPLICATE ? &arg->dup_of

@@ -291,11 +291,13 @@ for kind, k in r['kinds'].items():
     for p in k['points']:
         assert 0 < p['direct'] < p['tcc'] < p['interp'], (kind, p)
         assert p['tcc_build'] > 0 and p['allocs_per_call'] in (0, None), (kind, p)
-    # each item costs something, per call and per build
+    # each item costs something per call; per build, the step from 10 to
+    # 100 may shed a fixed cost (from 17 values on, r is cleared by one
+    # memset and checked by one call), so only the whole range must grow
     pts = k['points']
     assert all(b['tcc'] - b['direct'] > a['tcc'] - a['direct'] for a, b in zip(pts, pts[1:])), kind
-    assert all(b['tcc_build'] > a['tcc_build'] for a, b in zip(pts, pts[1:])), kind
-    assert k['linear'] is True and 0 < k['bend_per_call'] <= 1.5 and 0 < k['bend_per_build'] <= 1.5, (kind, k)
+    assert pts[1]['tcc_build'] > pts[0]['tcc_build'] and pts[-1]['tcc_build'] > pts[0]['tcc_build'], kind
+    assert k['linear'] is True and 0 < k['bend_per_call'] <= 1.5 and k['bend_per_build'] <= 1.5, (kind, k)
 PY"
         check "--scale --svg: two panels, a line per kind, log axes" "'$py' - '$tmp/scale.svg' <<'PY'
 import sys, xml.etree.ElementTree as ET
@@ -376,13 +378,19 @@ PY"
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --spec "$tmp/long.txt" >"$tmp/cuda-long.out" 2>&1
     check "--device cuda with long names fits 100 columns" "[ \$? -eq 0 ] && grep -q '^CUDA submissions' '$tmp/cuda-long.out' && fits '$tmp/cuda-long.out'"
     # 1 to 32 mutations: one gather-copy kernel per 8 copies on the legacy
-    # default stream, one batched copy of up to 32 on a stream of its own.
+    # default stream, one batched copy of up to 32 on a stream of its own
+    # (the interp and tcc columns: cc needs a system compiler).
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --spec bench/cuda-mutations.txt >"$tmp/cuda-mut.out" 2>&1
-    check "--device cuda: a kernel per 8 copies on the legacy stream" "[ \$? -eq 0 ] && [ \"\$(grep -Ec '^mut_(1|2|4|8) +0.00 +1.00 +1.00 +1.00 ' '$tmp/cuda-mut.out')\" -eq 4 ] && grep -Eq '^mut_16 +0.00 +2.00 +2.00 +2.00 ' '$tmp/cuda-mut.out' && grep -Eq '^mut_32 +0.00 +4.00 +4.00 +4.00 ' '$tmp/cuda-mut.out'"
+    check "--device cuda: a kernel per 8 copies on the legacy stream" "[ \$? -eq 0 ] && [ \"\$(grep -Ec '^mut_(1|2|4|8) +0.00 +1.00 +1.00 ' '$tmp/cuda-mut.out')\" -eq 4 ] && grep -Eq '^mut_16 +0.00 +2.00 +2.00 ' '$tmp/cuda-mut.out' && grep -Eq '^mut_32 +0.00 +4.00 +4.00 ' '$tmp/cuda-mut.out'"
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --stream --spec bench/cuda-mutations.txt >"$tmp/cuda-stream.out" 2>&1
-    check "--device cuda --stream: one batched copy per call" "[ \$? -eq 0 ] && grep -q 'tensors on cuda (own stream)' '$tmp/cuda-stream.out' && [ \"\$(grep -Ec '^mut_[0-9]+ +0.00 +1.00 +1.00 +1.00 ' '$tmp/cuda-stream.out')\" -eq 6 ]"
+    check "--device cuda --stream: one batched copy per call" "[ \$? -eq 0 ] && [ \"\$(grep -Ec '^mut_[0-9]+ +0.00 +1.00 +1.00 ' '$tmp/cuda-stream.out')\" -eq 6 ]"
+    if [ -n "$py" ]; then
+        # shellcheck disable=SC2086
+        WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --stream --case mut_1 --spec bench/cuda-mutations.txt --json >"$tmp/cuda-stream.json" 2>&1
+        check "--device cuda --stream --json says so" "'$py' -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r[\"own_stream\"] is True and r[\"device\"] == \"cuda\"' '$tmp/cuda-stream.json'"
+    fi
     WRAPBAKE_CUDART=$FAKECUDA "$bench" --device cuda --case E --tier tcc --calls 3 >"$tmp/count.out" 2>&1
     check "counting mode on a device prints nothing" "[ \$? -eq 0 ] && [ ! -s '$tmp/count.out' ]"
 fi
