@@ -163,7 +163,8 @@ wb_status wb_spec_new(const char *name, wb_spec **out)
     return WB_OK;
 }
 
-static void wb_spec_forget(wb_spec *s)
+/* Frees what validation derived and marks s not valid. */
+static void wb_spec_drop_derived(wb_spec *s)
 {
     free(s->tensor_inputs);
     free(s->declared);
@@ -192,6 +193,15 @@ static void wb_spec_forget(wb_spec *s)
     s->dirs = NULL;
     s->signature = NULL;
     s->valid = false;
+}
+
+/* What every change to s does first: only a valid spec holds anything
+   derived (a validation that fails drops what it made), so building a
+   spec item by item frees nothing. */
+static void wb_spec_forget(wb_spec *s)
+{
+    if (s->valid)
+        wb_spec_drop_derived(s);
 }
 
 void wb_spec_free(wb_spec *s)
@@ -1000,7 +1010,7 @@ wb_status wb_spec_validate(wb_spec *s)
     s->valid = true;
     return WB_OK;
 fail:
-    wb_spec_forget(s);
+    wb_spec_drop_derived(s);
     return st;
 }
 
