@@ -956,8 +956,15 @@ static wb_status wb_schema_attr_common(const wb_schema_parser *p,
                                        unsigned takes_value, unsigned *seen,
                                        const char *expected, int *index)
 {
-    char q[300];
     int i = wb_schema_attr_index(p, a, names, n);
+    if (i >= 0 && !(*seen & (1u << i)) &&
+        !(takes_value & (1u << i)) == (a->vkind == WB_SCHEMA_V_NONE)) {
+        *seen |= 1u << i;
+        *index = i;
+        return WB_OK;
+    }
+    /* Only the messages below show the attribute. */
+    char q[300];
     wb_schema_q(p->text + a->pos, a->len, q, sizeof q);
     if (i < 0)
         return wb_schema_fail_at(p, a->pos, "%s: unknown attribute '%s'; %s "
@@ -968,12 +975,8 @@ static wb_status wb_schema_attr_common(const wb_schema_parser *p,
     if (!(takes_value & (1u << i)) && a->vkind != WB_SCHEMA_V_NONE)
         return wb_schema_fail_at(p, a->vpos, "%s: attribute '%s' takes no "
                                  "value", who, q);
-    if ((takes_value & (1u << i)) && a->vkind == WB_SCHEMA_V_NONE)
-        return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' needs a "
-                                 "value, as in %s=...", who, q, q);
-    *seen |= 1u << i;
-    *index = i;
-    return WB_OK;
+    return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' needs a value, "
+                             "as in %s=...", who, q, q);
 }
 
 static const char *const wb_schema_param_attrs[] = {

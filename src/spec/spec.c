@@ -72,8 +72,9 @@ const char *wb_direction_name(wb_direction d)
 }
 
 /* Writes at most 64 bytes of name into buf, with every byte for which
-   escape() holds written as \xHH. */
-static void wb_spec_escape_name(const char *name, char *buf, size_t n,
+   escape() holds written as \xHH.  Inline, so that each caller's test
+   is inlined into the loop: the parser names every item it reads. */
+static inline void wb_spec_escape_name(const char *name, char *buf, size_t n,
                                 bool (*escape)(const unsigned char *p))
 {
     size_t o = 0;
