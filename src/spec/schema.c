@@ -1010,14 +1010,15 @@ static const struct {
     {"uint8", {kDLUInt, 8, 1}},      {"bool", {WB_SCHEMA_DL_BOOL, 8, 1}},
 };
 
+/* Attribute a of parameter i, who in messages. */
 static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
+                                      const char *who,
                                       const wb_schema_attr *a)
 {
     wb_schema_arg *arg = &p->sc->args[i];
-    char who[340], other[340], q[300], ty[300];
+    char other[340], q[300], ty[300];
     int k;
     wb_status st;
-    wb_schema_who_arg(p->sc, i, who, sizeof who);
     st = wb_schema_attr_common(
         p, a, who, "a parameter", wb_schema_param_attrs,
         WB_SCHEMA_COUNT(wb_schema_param_attrs),
@@ -1150,14 +1151,14 @@ enum { WB_SCHEMA_RA_RG, WB_SCHEMA_RA_DYN, WB_SCHEMA_RA_UNSAFE,
        WB_SCHEMA_RA_CUSTOM, WB_SCHEMA_RA_SAVE, WB_SCHEMA_RA_BASE,
        WB_SCHEMA_RA_IS_INPUT };
 
+/* Attribute a of return k, who in messages. */
 static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
-                                    const wb_schema_attr *a)
+                                    const char *who, const wb_schema_attr *a)
 {
     wb_schema_ret *r = &p->sc->rets[k];
-    char who[340], ty[300];
+    char ty[300];
     int i;
     wb_status st;
-    wb_schema_who_ret(p->sc, k, who, sizeof who);
     st = wb_schema_attr_common(
         p, a, who, "a return", wb_schema_ret_attrs,
         WB_SCHEMA_COUNT(wb_schema_ret_attrs), 1u << WB_SCHEMA_RA_DYN,
@@ -1261,9 +1262,10 @@ static wb_status wb_schema_graph_attr(const wb_schema_parser *p,
 }
 
 /* attrs = "[" attr { "," attr } "]", each applied to parameter or return
-   `index` as soon as it is read, so that errors come in text order. */
+   `index` (who in messages) as soon as it is read, so that errors come in
+   text order. */
 static wb_status wb_schema_parse_attrs(wb_schema_parser *p, bool param,
-                                       int index)
+                                       int index, const char *who)
 {
     wb_schema_attr a;
     wb_status st;
@@ -1275,8 +1277,8 @@ static wb_status wb_schema_parse_attrs(wb_schema_parser *p, bool param,
                                                : "an attribute name after "
                                                  "','");
         if (st == WB_OK)
-            st = param ? wb_schema_param_attr(p, index, &a)
-                       : wb_schema_ret_attr(p, index, &a);
+            st = param ? wb_schema_param_attr(p, index, who, &a)
+                       : wb_schema_ret_attr(p, index, who, &a);
         if (st != WB_OK)
             return st;
         if (wb_schema_accept(p, ","))
@@ -1363,7 +1365,7 @@ static wb_status wb_schema_parse_param(wb_schema_parser *p)
             return st;
     }
     if (wb_schema_peek(p) == '[' &&
-        (st = wb_schema_parse_attrs(p, true, i)) != WB_OK)
+        (st = wb_schema_parse_attrs(p, true, i, who)) != WB_OK)
         return st;
     if ((a->flags & WB_INPUT_HIDDEN) && a->mutation != WB_MUT_IN_GRAPH &&
         a->mutation != WB_MUT_DATA)
@@ -1409,7 +1411,7 @@ static wb_status wb_schema_parse_ret(wb_schema_parser *p, const char *what)
     if ((st = wb_schema_check_annotated(p, &r->type, who)) != WB_OK)
         return st;
     if (wb_schema_peek(p) == '[')
-        return wb_schema_parse_attrs(p, false, k);
+        return wb_schema_parse_attrs(p, false, k, who);
     return WB_OK;
 }
 
