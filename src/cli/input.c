@@ -760,12 +760,19 @@ void wb_cli_json_string(FILE *f, const char *s)
         return;
     }
     putc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    /* Runs of bytes that need no escape go out in one fwrite each. */
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    while (*p) {
         unsigned c = *p;
+        int n = c >= 0x20 && c != '"' && c != '\\' ? wb_cli_utf8_len(p) : 0;
+        if (n > 0) {
+            p += n;
+            continue;
+        }
+        fwrite(run, 1, (size_t)(p - run), f);
         if (c == '"' || c == '\\') {
             putc('\\', f);
             putc((int)c, f);
-            p++;
         } else if (c < 0x20) {
             switch (c) {
             case '\n': fputs("\\n", f); break;
@@ -775,17 +782,11 @@ void wb_cli_json_string(FILE *f, const char *s)
             case '\f': fputs("\\f", f); break;
             default: fprintf(f, "\\u%04x", c); break;
             }
-            p++;
         } else {
-            int n = wb_cli_utf8_len(p);
-            if (n == 0) {
-                fputs("\\ufffd", f);
-                p++;
-            } else {
-                fwrite(p, 1, (size_t)n, f);
-                p += n;
-            }
+            fputs("\\ufffd", f);  /* not UTF-8 */
         }
+        run = ++p;
     }
+    fwrite(run, 1, (size_t)(p - run), f);
     putc('"', f);
 }
