@@ -74,8 +74,9 @@ const char *wb_direction_name(wb_direction d)
 /* Writes at most 64 bytes of name into buf, with every byte for which
    escape() holds written as \xHH.  Inline, so that each caller's test
    is inlined into the loop: the parser names every item it reads. */
-static inline void wb_spec_escape_name(const char *name, char *buf, size_t n,
-                                bool (*escape)(const unsigned char *p))
+static inline void wb_spec_escape_name(const char *name, char *buf,
+                                       size_t n,
+                                       bool (*escape)(const unsigned char *p))
 {
     size_t o = 0;
     if (n == 0)
@@ -991,7 +992,6 @@ wb_status wb_spec_validate(wb_spec *s)
         return wb_rt_fail(WB_ERR_INVALID, "wb_spec_validate: spec is NULL");
     if (s->valid)
         return WB_OK;
-    wb_spec_forget(s);
     if ((st = wb_spec_check(s)) != WB_OK ||
         (st = wb_spec_alloc_derived(s)) != WB_OK)
         goto fail;

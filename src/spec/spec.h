@@ -92,7 +92,9 @@ struct wb_spec {
     wb_guard guards[WB_MAX_GUARDS];
     int nguards;
 
-    /* Derived by wb_spec_validate. */
+    /* Derived by wb_spec_validate, and by nothing else: only a valid spec
+       holds the derived lists below (a validation that fails drops what
+       it made), which is what lets wb_spec_forget skip an invalid one. */
     bool valid;
     bool device_copies;         /* see wb_spec_mut_on_device */
     int nvalues;                /* N = M + outputs + bases + metadata
