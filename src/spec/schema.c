@@ -467,7 +467,12 @@ static bool wb_schema_ident(wb_schema_parser *p, size_t *start, size_t *len)
 
 static bool wb_schema_is_word(const char *s, size_t n, const char *word)
 {
-    return strlen(word) == n && memcmp(s, word, n) == 0;
+    /* Compared a byte at a time, which stops at the first that differs:
+       the parser tries each keyword of a table in turn. */
+    for (size_t i = 0; i < n; i++)
+        if (!word[i] || word[i] != s[i])
+            return false;
+    return !word[n];
 }
 
 /* Takes digits; a value above WB_SCHEMA_MAX_LIST reads as
