@@ -11,8 +11,8 @@
 #    __builtin_memcpy and its kin, made by token pasting, which read
 #    __SIZE_TYPE__.  Reading it was nearly half of what compiling a
 #    one-line function cost (487k of 1,056k instructions).  libtcc appends
-#    the string up to its NUL, so a NUL over its first byte leaves the
-#    defines to 3.
+#    the string up to its NUL, so a NUL over its first byte cuts it alone
+#    (3 below cuts the defines).
 #
 # 2. The assembler's keywords.  tccpp_new enters every keyword of one
 #    NUL-separated list into fresh hash tables, 1,011 of them; the 830
