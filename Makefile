@@ -117,6 +117,7 @@ BENCH     := $(BUILD)/bin/wrapbake-bench
 EXAMPLE   := $(BUILD)/bin/readme-example
 ALLOCS    := $(BUILD)/bin/alloc-count
 ALLOCFAIL := $(BUILD)/bin/alloc-fail
+TRUST     := $(BUILD)/bin/env-trust
 CLI       := $(BUILD)/bin/wrapbake
 TIER_SRC  := $(BUILD)/bin/tier-source
 # `make deps`, `make test` and `make bench` (and the targets that run
@@ -331,12 +332,20 @@ $(ALLOCFAIL): tests/tools/alloc_fail.c $(BUILD)/obj/src/cli/input.o $(LIB)
 	$(say) LD $@
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/obj/src/cli/input.o \
 	    $(LIB) $(CLI_LIBS) $(LIBS)
+# Prints what the library made of its environment, which tests/trust/run.sh
+# runs plainly and setuid.
+$(TRUST): tests/trust/env_trust.c $(LIB)
+	@mkdir -p $(@D)
+	$(say) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LIBS)
 ifeq ($(SANITIZE),)
 ALLOC_RUN := $(ALLOCS) && $(ALLOCFAIL)
+TRUST_RUN := CC="$(CC)" sh tests/trust/run.sh $(TRUST)
 SHARED_RUN := CC="$(CC)" sh tests/shared/run.sh $(CLI) $(SO)
 INSTALL_RUN := CC="$(CC)" sh tests/shared/install.sh "$(MAKE)" $(BUILD)
 else
 INSTALL_RUN := echo "skipped under sanitizers, which build no shared library"
+TRUST_RUN := echo "skipped under sanitizers, whose runtimes do not run setuid"
 SHARED_RUN := echo "skipped under sanitizers, which build no shared library"
 ALLOC_RUN := echo "skipped under sanitizers, which replace malloc"
 endif
@@ -412,7 +421,7 @@ UNIT_RUN = WB_DIFF_AOT_COUNT=$(DIFF_AOT_COUNT) \
     $(TESTS) --jobs 2 >$(BUILD)/tests.log 2>&1; rc=$$?; cat $(BUILD)/tests.log; \
     if grep -q Sanitizer $(BUILD)/tests.log; then \
         echo "sanitizer reports above"; exit 1; fi; exit $$rc
-test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL) $(SO)) \
+test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL) $(TRUST) $(SO)) \
       $(CLI) $(TIER_SRC) $(BENCH) $(FUZZ_REPLAY) \
       $(if $(filter 1,$(WITH_CUDA)),$(FAKECUDA))
 	@$(TEST_SETUP)
@@ -427,6 +436,7 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL) $(SO)) \
 	@$(SUITE) aot 'CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)'
 	@$(SUITE) shared '$(SHARED_RUN)'
 	@$(SUITE) install '$(INSTALL_RUN)'
+	@$(SUITE) trust '$(TRUST_RUN)'
 	@$(SUITE) torch '$(TORCH_RUN)'
 	@$(SUITE) bench 'FAKECUDA=$(if $(filter 1,$(WITH_CUDA)),$(abspath $(FAKECUDA))) sh tests/bench/run.sh $(BENCH)'
 	@$(SUITE) fuzz 'for t in $(FUZZ_TARGETS); do $(BUILD)/bin/replay-$$t fuzz/corpus/$$t || exit 1; done'

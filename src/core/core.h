@@ -415,4 +415,9 @@ void wb_sha256_str(const void *data, size_t n,
    outside it. */
 extern _Thread_local int wb_rt_inside_dependency;
 
+/* getenv, but NULL for every name in a process running with privileges
+   its user lacks (secure_getenv).  The library reads its environment
+   through nothing else. */
+const char *wb_rt_getenv(const char *name);
+
 #endif /* WB_CORE_H */

@@ -11,8 +11,8 @@
  * (which that call refuses), otherwise one launch of the gather-copy kernel
  * (cuda_copy.cu) per WB_CUDA_BATCH copies, strided views included.  A copy
  * that touches memory an earlier copy of the batch touches waits for the
- * next submission, so the copies keep their order.  So the host cost of a
- * call does not grow with its number of mutated inputs.
+ * next submission, so the copies keep their order.  So a call makes one
+ * submission for all its mutated inputs, or one per WB_CUDA_BATCH of them.
  *
  * The CUDA runtime is not linked: the first use of a CUDA device loads it
  * (libcudart.so.MAJOR of the toolkit the library was built with, or the
@@ -82,7 +82,7 @@ _Static_assert(CUDART_VERSION / 1000 == WB_CUDART_MAJOR,
 
 static void wb_cu_load(void)
 {
-    const char *path = getenv("WRAPBAKE_CUDART");
+    const char *path = wb_rt_getenv("WRAPBAKE_CUDART");
     wb_rt_inside_dependency++;
     if (path && *path)
         wb_cu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);

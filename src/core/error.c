@@ -1,8 +1,11 @@
 /*
- * error.c -- status names and the per-thread error message.
+ * error.c -- status names, the per-thread error message, and the one way
+ * the library reads its environment.
  */
+#define _GNU_SOURCE  /* secure_getenv */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core.h"
 
@@ -13,6 +16,15 @@
    outside them.  It lives here, apart from the JIT, because ahead-of-time
    programs link the runtime without libtcc. */
 _Thread_local int wb_rt_inside_dependency;
+
+/* A variable of the environment, unless the process runs with privileges
+   the user who started it lacks (setuid, file capabilities): there that
+   user must not choose the compiler, the CUDA runtime or where code is
+   loaded from. */
+const char *wb_rt_getenv(const char *name)
+{
+    return secure_getenv(name);
+}
 
 /* Each thread owns its message, so a failing call never races another
    thread's read of wb_last_error(). */

@@ -46,7 +46,7 @@ extern char **environ;
 
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
 {
-    const char *cmd = o && o->cc ? o->cc : wb_disk_getenv("CC");
+    const char *cmd = o && o->cc ? o->cc : wb_rt_getenv("CC");
     if (!cmd || !*cmd)
         cmd = "cc";
     memset(out, 0, sizeof *out);
@@ -113,7 +113,7 @@ static wb_status wb_cc_write(const char *path, const void *data, size_t n)
 
 wb_status wb_cc_tmpdir(char dir[PATH_MAX])
 {
-    const char *t = wb_disk_getenv("TMPDIR");
+    const char *t = wb_rt_getenv("TMPDIR");
     char why[PATH_MAX + 64], real[PATH_MAX];
     if (!t || !*t)
         t = "/tmp";

@@ -37,7 +37,6 @@
  * Since nobody else may write it, a name checked with fstatat still names
  * the same file when it is then renamed over or removed.
  */
-#define _GNU_SOURCE  /* secure_getenv */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -179,23 +178,15 @@ static bool wb_disk_replaceable(const wb_disk *d, const char *name)
 
 /* ---- the directory ---- */
 
-/* An environment variable, unless the process runs with privileges the
-   user who started it lacks (setuid, file capabilities): there that user
-   must not choose the compiler or where code is loaded from. */
-const char *wb_disk_getenv(const char *name)
-{
-    return secure_getenv(name);
-}
-
 /* The cache directory into buf: $WRAPBAKE_CACHE_DIR, else
    $XDG_CACHE_HOME/wrapbake, else $HOME/.cache/wrapbake.  A relative
    XDG_CACHE_HOME or HOME is ignored, as the XDG specification says; a
    relative WRAPBAKE_CACHE_DIR is refused.  NULL, or why there is none. */
 static const char *wb_disk_dir(char *buf, size_t n)
 {
-    const char *d = wb_disk_getenv("WRAPBAKE_CACHE_DIR");
-    const char *x = wb_disk_getenv("XDG_CACHE_HOME");
-    const char *h = wb_disk_getenv("HOME");
+    const char *d = wb_rt_getenv("WRAPBAKE_CACHE_DIR");
+    const char *x = wb_rt_getenv("XDG_CACHE_HOME");
+    const char *h = wb_rt_getenv("HOME");
     int k;
     if (d && *d && *d != '/')
         return "WRAPBAKE_CACHE_DIR is not an absolute path";
@@ -393,7 +384,7 @@ static void wb_disk_compiler(const wb_cc_opts *cc, wb_disk_key *k)
         if (!realpath(cmd, found))
             snprintf(found, sizeof found, "%s", cmd);
     } else {
-        const char *path = wb_disk_getenv("PATH");
+        const char *path = wb_rt_getenv("PATH");
         char cand[PATH_MAX];
         while (path && *path && !found[0]) {
             int len = (int)strcspn(path, ":");
@@ -596,7 +587,7 @@ static bool wb_disk_put(const wb_disk *d, const char *name, const void *data,
    else 256 MiB. */
 static uint64_t wb_disk_limit(void)
 {
-    const char *m = wb_disk_getenv("WRAPBAKE_CACHE_MAX");
+    const char *m = wb_rt_getenv("WRAPBAKE_CACHE_MAX");
     char *end;
     if (!m || *m < '0' || *m > '9')
         return 256ull << 20;

@@ -96,9 +96,6 @@ wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
    real, which was checked, not dir. */
 const char *wb_disk_unsafe_path(const char *dir, bool self,
                                 char real[PATH_MAX], char *why, size_t n);
-/* getenv, but NULL in a process running with privileges its user lacks
-   (secure_getenv). */
-const char *wb_disk_getenv(const char *name);
 
 /* Opens name under dirfd (AT_FDCWD for a path) for reading without
    following a link or blocking on a FIFO.  The file must be regular and
