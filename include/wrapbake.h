@@ -560,7 +560,10 @@ typedef struct wb_wrapper wb_wrapper;
    from many threads at once.  Wrappers of equal specs on one compiled tier
    share one compiled function (see WB_OPT_NO_SHARE).  On WB_TIER_CC a
    failing system compiler fails the call with its diagnostics; on
-   WB_TIER_AUTO the wrapper stays on tcc and wb_wrapper_note() says why. */
+   WB_TIER_AUTO the wrapper stays on tcc and wb_wrapper_note() says why.
+   A process running with privileges its user lacks (setuid, file
+   capabilities) runs no system compiler: WB_TIER_CC fails with
+   WB_ERR_UNSUPPORTED, and WB_TIER_AUTO stays on tcc. */
 WB_API wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
                                 void *graph_ctx, const wb_options *options,
                                 wb_wrapper **out);

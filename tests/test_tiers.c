@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -670,6 +671,169 @@ Test(tiers, damaged_disk_entries_are_rebuilt)
     cr_assert_eq(st.disk_rebuilt, 4);
     cr_assert_eq(st.disk_hits, 0);
     wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+/* The path of the one file in dir whose name ends with ext. */
+static void tiers_find(const char *dir, const char *ext, char *path,
+                       size_t n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    path[0] = '\0';
+    cr_assert_not_null(d);
+    while ((de = readdir(d)))
+        if (strstr(de->d_name, ext))
+            snprintf(path, n, "%s/%s", dir, de->d_name);
+    closedir(d);
+    cr_assert(path[0], "no %s in %s", ext, dir);
+}
+
+/* A record holds each field once, whole and well formed: one that does not
+   is damaged, and is rebuilt, not loaded. */
+Test(tiers, disk_records_with_fields_twice_missing_or_malformed_are_damaged)
+{
+    static const struct {
+        const char *field, *value; /* NULL value: the line left out */
+        bool twice;
+    } bad[] = {
+        {"compile-ms", "nan", false},  {"compile-ms", "-1", false},
+        {"compile-ms", "12ms", false}, {"abi", "1x", false},
+        {"abi", "99999999999", false}, {"bytes", "0x10", false},
+        {"bytes", "-5", false},        {"spec", NULL, false},
+        {"flags", NULL, true},         {"object", NULL, true},
+    };
+    char *dir = tiers_cache_dir();
+    wb_spec *s = tiers_spec("records");
+    char path[512], good[4096], text[8192], *why;
+    wb_wrapper_free(wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC));
+    tiers_find(dir, ".meta", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    size_t n = fread(good, 1, sizeof good - 1, f);
+    fclose(f);
+    good[n] = '\0';
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        /* The good record, its line of the field replaced or repeated. */
+        char *out = text;
+        for (char *line = good; *line;) {
+            size_t len = strcspn(line, "\n") + 1;
+            size_t name = strlen(bad[i].field);
+            bool hit = !strncmp(line, bad[i].field, name) && line[name] == ' ';
+            if (!hit || bad[i].twice)
+                out += sprintf(out, "%.*s", (int)len, line);
+            if (hit && bad[i].value)
+                out += sprintf(out, "%s %s\n", bad[i].field, bad[i].value);
+            else if (hit && bad[i].twice)
+                out += sprintf(out, "%.*s", (int)len, line);
+            line += len;
+        }
+        cr_assert_neq(strcmp(text, good), 0, "case %zu changes the record", i);
+        f = fopen(path, "w");
+        fputs(text, f);
+        fclose(f);
+        WBT_OK(wb_cache_explain(s, NULL, &why));
+        cr_assert_not_null(strstr(why, "its record is unreadable"),
+                           "case %zu (%s %s): %s", i, bad[i].field,
+                           bad[i].value ? bad[i].value : "", why);
+        free(why);
+        f = fopen(path, "w");
+        fputs(good, f);
+        fclose(f);
+        WBT_OK(wb_cache_explain(s, NULL, &why));
+        cr_assert_not_null(strstr(why, "hit: "), "the good record: %s", why);
+        free(why);
+    }
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+/* Uses up every file descriptor but free ones; returns how many it took,
+   their numbers in fds (room for max). */
+static int tiers_hog_fds(int *fds, int max, int free_left)
+{
+    int n = 0;
+    while (n < max && (fds[n] = dup(0)) >= 0)
+        n++;
+    cr_assert_lt(n, max, "descriptors ran out");
+    for (int i = 0; i < free_left; i++)
+        close(fds[--n]);
+    return n;
+}
+
+/* An entry that cannot be read for want of file descriptors is not
+   damaged: it is kept, and loads once there are descriptors again. */
+Test(tiers, an_entry_unread_for_want_of_descriptors_is_kept)
+{
+    static int fds[256];
+    char *dir = tiers_cache_dir(), *why;
+    wb_spec *s = tiers_spec("scarce");
+    struct rlimit lim;
+    wb_wrapper_free(wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC));
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &lim), 0);
+    struct rlimit low = {200, lim.rlim_max};
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int n = tiers_hog_fds(fds, 256, 1);
+    wb_status explained = wb_cache_explain(s, NULL, &why);
+    wb_options o = {.tier = WB_TIER_CC};
+    wb_wrapper *w = NULL;
+    wb_status built = wb_wrapper_new(s, tiers_graph, NULL, &o, &w);
+    while (n > 0)
+        close(fds[--n]);
+    cr_assert_eq(explained, WB_OK);
+    cr_assert_not_null(strstr(why, "could not be read: out of memory or "
+                              "file descriptors"), "%s", why);
+    free(why);
+    cr_assert_neq(built, WB_OK, "a compile with one descriptor");
+    wb_wrapper_free(w);
+    cr_assert_eq(tiers_count(dir, ".meta"), 1);
+    cr_assert_eq(tiers_count(dir, ".so"), 1);
+    WBT_OK(wb_cache_explain(s, NULL, &why));
+    cr_assert_not_null(strstr(why, "hit: "), "%s", why);
+    free(why);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+/* The disk key names the compiler posix_spawnp runs: an empty entry of
+   PATH is the current directory. */
+Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
+{
+    char *dir = tiers_cache_dir(), bin[64], cwd[512], script[128];
+    char meta[512], text[4096], want[256];
+    const char *path = getenv("PATH");
+    char *saved = strdup(path ? path : "/usr/bin:/bin"), *spawned;
+    snprintf(bin, sizeof bin, "/tmp/wbt-bin-XXXXXX");
+    cr_assert_not_null(mkdtemp(bin));
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(script, sizeof script, "%s/wbt-cc", bin);
+    FILE *f = fopen(script, "w");
+    fputs("#!/bin/sh\nexec cc \"$@\"\n", f);
+    fclose(f);
+    cr_assert_eq(chmod(script, 0755), 0);
+    spawned = malloc(strlen(saved) + 2);
+    cr_assert_not_null(spawned);
+    sprintf(spawned, ":%s", saved);
+    wb_spec *s = tiers_spec("pathcc");
+    wb_options o = {.tier = WB_TIER_CC, .cc = "wbt-cc"};
+    wb_wrapper *w = NULL;
+    cr_assert_eq(chdir(bin), 0);
+    setenv("PATH", spawned, 1);
+    wb_status st = wb_wrapper_new(s, tiers_graph, NULL, &o, &w);
+    cr_assert_eq(chdir(cwd), 0);
+    setenv("PATH", saved, 1);
+    cr_assert_eq(st, WB_OK, "%s", wb_last_error());
+    wb_wrapper_free(w);
+    tiers_find(dir, ".meta", meta, sizeof meta);
+    f = fopen(meta, "r");
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    snprintf(want, sizeof want, "\ncompiler-path %s\n", script);
+    cr_assert_not_null(strstr(text, want), "wanted%s in:\n%s", want, text);
+    free(spawned);
+    free(saved);
+    wb_spec_free(s);
+    tiers_rm(bin);
     tiers_rm(dir);
 }
 

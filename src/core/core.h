@@ -419,5 +419,9 @@ extern _Thread_local int wb_rt_inside_dependency;
    its user lacks (secure_getenv).  The library reads its environment
    through nothing else. */
 const char *wb_rt_getenv(const char *name);
+/* Whether the process runs with privileges its user lacks (setuid,
+   setgid, file capabilities): the kernel's AT_SECURE, which makes
+   wb_rt_getenv read nothing. */
+bool wb_rt_privileged(void);
 
 #endif /* WB_CORE_H */

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 
 #include "core.h"
 
@@ -24,6 +25,11 @@ _Thread_local int wb_rt_inside_dependency;
 const char *wb_rt_getenv(const char *name)
 {
     return secure_getenv(name);
+}
+
+bool wb_rt_privileged(void)
+{
+    return getauxval(AT_SECURE) != 0;
 }
 
 /* Each thread owns its message, so a failing call never races another

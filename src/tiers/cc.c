@@ -277,7 +277,7 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
     free(argv);
     if (rc < 0)
         return WB_ERR_COMPILE;
-    if (rc != 0 || access(obj, R_OK) != 0) {
+    if (rc != 0 || faccessat(AT_FDCWD, obj, R_OK, AT_EACCESS) != 0) {
         char text[1500];
         wb_cc_read_head(diag, text, sizeof text);
         return wb_rt_fail(WB_ERR_COMPILE, "the system compiler '%s' failed "
@@ -418,9 +418,9 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
             }
             snprintf(why, sizeof why, " (its disk cache entry did not load "
                      "here: %s)", wb_last_error());
-        } else if (got == WB_DISK_NO_MEMORY) {
+        } else if (got == WB_DISK_UNREAD) {
             snprintf(why, sizeof why, " (its disk cache entry could not be "
-                     "read: out of memory)");
+                     "read: out of memory or file descriptors)");
         } else if (got == WB_DISK_FOREIGN) {
             snprintf(why, sizeof why, " (not stored: something the disk "
                      "cache did not make is at its entry's name)");
@@ -486,12 +486,23 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
     return st;
 }
 
+wb_status wb_cc_allowed(void)
+{
+    if (wb_rt_privileged())
+        return wb_rt_fail(WB_ERR_UNSUPPORTED, "the cc tier runs no system "
+                          "compiler in a process running with privileges "
+                          "its user lacks (setuid, file capabilities)");
+    return WB_OK;
+}
+
 wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
                          const char *spec, const atomic_bool *cancel,
                          wb_code **out)
 {
     wb_disk_key k;
     wb_status st;
+    if ((st = wb_cc_allowed()) != WB_OK)
+        return st;
     wb_disk_key_make(source, cc, &k);
     if (share && (*out = wb_cache_find(WB_TIER_CC, k.key, NULL)))
         return WB_OK;

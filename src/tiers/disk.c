@@ -40,6 +40,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,17 +96,19 @@ int wb_disk_open_file(int dirfd, const char *name, off_t max, bool strict,
     struct stat first;
     /* Looked at before it is opened: opening a device can have effects of
        its own.  The open then checks that it got that very file. */
-    if (fstatat(dirfd, name, &first, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISREG(first.st_mode))
+    if (fstatat(dirfd, name, &first, AT_SYMLINK_NOFOLLOW) != 0)
         return -1;
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-                                     O_NOCTTY | O_CLOEXEC);
+    int fd = S_ISREG(first.st_mode)
+                 ? openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+                                           O_NOCTTY | O_CLOEXEC)
+                 : (errno = EINVAL, -1);
     if (fd < 0)
         return -1;
     if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode) ||
         sb->st_ino != first.st_ino || sb->st_dev != first.st_dev ||
         sb->st_size > max || (strict && !wb_disk_owned(sb))) {
         close(fd);
+        errno = EINVAL;
         return -1;
     }
     return fd;
@@ -114,16 +118,22 @@ char *wb_disk_slurp(int fd, size_t n)
 {
     char *buf = malloc(n + 1), extra;
     size_t done = 0;
-    while (buf && done < n) {
+    int err = buf ? 0 : ENOMEM;
+    while (!err && done < n) {
         ssize_t k = read(fd, buf + done, n - done);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k <= 0)
+        if (k <= 0) {
+            err = k < 0 ? errno : EINVAL;  /* cut short */
             break;
+        }
         done += (size_t)k;
     }
-    if (!buf || done != n || read(fd, &extra, 1) != 0) {
+    if (!err && read(fd, &extra, 1) != 0)
+        err = EINVAL;  /* longer than its size */
+    if (err) {
         free(buf);
+        errno = err;
         return NULL;
     }
     buf[n] = '\0';
@@ -384,16 +394,22 @@ static void wb_disk_compiler(const wb_cc_opts *cc, wb_disk_key *k)
         if (!realpath(cmd, found))
             snprintf(found, sizeof found, "%s", cmd);
     } else {
+        /* Searched as posix_spawnp searches it: an empty entry is the
+           current directory, and no PATH is the C library's default. */
         const char *path = wb_rt_getenv("PATH");
         char cand[PATH_MAX];
-        while (path && *path && !found[0]) {
+        if (!path)
+            path = "/bin:/usr/bin";
+        for (;;) {
             int len = (int)strcspn(path, ":");
-            int n = snprintf(cand, sizeof cand, "%.*s/%s", len,
+            int n = snprintf(cand, sizeof cand, "%.*s/%s", len ? len : 1,
                              len ? path : ".", cmd);
             if (n > 0 && (size_t)n < sizeof cand &&
                 access(cand, X_OK) == 0 && !realpath(cand, found))
                 snprintf(found, sizeof found, "%s", cand);
-            path += len + (path[len] == ':');
+            if (found[0] || !path[len])
+                break;
+            path += len + 1;
         }
     }
     stat(found[0] ? found : cmd, &sb);
@@ -428,59 +444,89 @@ static void wb_disk_meta_name(const wb_disk_key *k, char name[80])
     snprintf(name, 80, "%s.meta", k->key);
 }
 
-/* Reads the record at name: field value lines.  False unless it is one of
-   the cache's own files holding a whole record. */
-static bool wb_disk_read_meta(int dirfd, const char *name, wb_disk_meta *m)
+/* Whether a read failed for want of memory or file descriptors, which
+   says nothing of the file. */
+static bool wb_disk_scarce(int err)
 {
+    return err == ENOMEM || err == EMFILE || err == ENFILE;
+}
+
+/* v, all of it, as a decimal number from 0 to max; -1 when it is not. */
+static long long wb_disk_number(const char *v, long long max)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    return end != v && !*end && !errno && x >= 0 && x <= max ? x : -1;
+}
+
+/* Reads the record at name: a line per field, "NAME VALUE", each field
+   once (a line of another name is skipped).  1 when it is one of the
+   cache's own files holding a whole record, 0 when it is not, -1 when it
+   could not be read (wb_disk_scarce). */
+static int wb_disk_read_meta(int dirfd, const char *name, wb_disk_meta *m)
+{
+    static const char *const fields[] = {
+        "source", "compiler", "object", "compiler-path", "flags", "spec",
+        "abi", "bytes", "compile-ms",
+    };
+    enum { NFIELDS = sizeof fields / sizeof *fields };
+    char *const strs[] = {m->source, m->compiler, m->object, m->path,
+                          m->flags, m->spec};
+    const size_t caps[] = {sizeof m->source, sizeof m->compiler,
+                           sizeof m->object, sizeof m->path,
+                           sizeof m->flags, sizeof m->spec};
     struct stat sb;
-    int seen = 0;
+    unsigned seen = 0;
+    bool fine = true;
     memset(m, 0, sizeof *m);
     int fd = wb_disk_open_file(dirfd, name, WB_DISK_META_MAX, true, &sb);
     if (fd < 0)
-        return false;
+        return wb_disk_scarce(errno) ? -1 : 0;
     char *text = wb_disk_slurp(fd, (size_t)sb.st_size), *line, *save;
+    int err = errno;
     close(fd);
     if (!text)
-        return false;
+        return wb_disk_scarce(err) ? -1 : 0;
     line = strtok_r(text, "\n", &save);
-    if (!line || strcmp(line, "wrapbake-cache 1") != 0) {
-        free(text);
-        return false;
-    }
-    while ((line = strtok_r(NULL, "\n", &save))) {
-        char *v = strchr(line, ' ');
+    fine = line && strcmp(line, "wrapbake-cache 1") == 0;
+    while (fine && (line = strtok_r(NULL, "\n", &save))) {
+        char *v = strchr(line, ' '), *end;
+        int f = 0;
         if (!v)
             continue;
         *v++ = '\0';
-#define WB_META_STR(field, dst)                                             \
-        if (strcmp(line, field) == 0) {                                     \
-            snprintf(dst, sizeof dst, "%s", v);                             \
-            seen++;                                                         \
-            continue;                                                       \
+        while (f < NFIELDS && strcmp(line, fields[f]) != 0)
+            f++;
+        if (f == NFIELDS)
+            continue;
+        fine = !(seen & 1u << f);
+        seen |= 1u << f;
+        if (f < 6) {
+            fine = fine && strlen(v) < caps[f];
+            snprintf(strs[f], caps[f], "%s", v);
+        } else if (f == 6) {
+            long long abi = wb_disk_number(v, INT_MAX);
+            fine = fine && abi >= 0;
+            m->abi = (int)abi;
+        } else if (f == 7) {
+            m->bytes = wb_disk_number(v, WB_DISK_OBJECT_MAX);
+            fine = fine && m->bytes > 0;
+        } else {
+            m->compile_ms = strtod(v, &end);
+            fine = fine && end != v && !*end && isfinite(m->compile_ms) &&
+                   m->compile_ms >= 0;
         }
-        WB_META_STR("source", m->source)
-        WB_META_STR("compiler", m->compiler)
-        WB_META_STR("object", m->object)
-        WB_META_STR("compiler-path", m->path)
-        WB_META_STR("flags", m->flags)
-        WB_META_STR("spec", m->spec)
-#undef WB_META_STR
-        if (strcmp(line, "abi") == 0)
-            m->abi = atoi(v), seen++;
-        else if (strcmp(line, "bytes") == 0)
-            m->bytes = atoll(v), seen++;
-        else if (strcmp(line, "compile-ms") == 0)
-            m->compile_ms = atof(v), seen++;
     }
     free(text);
     /* The object's name becomes a file name: only our own form of one. */
-    return seen == 9 && strlen(m->object) == WB_FINGERPRINT_LEN &&
-           wb_disk_hex(m->object, WB_FINGERPRINT_LEN) && m->bytes > 0 &&
-           m->bytes <= WB_DISK_OBJECT_MAX;
+    return fine && seen == (1u << NFIELDS) - 1 &&
+           strlen(m->object) == WB_FINGERPRINT_LEN &&
+           wb_disk_hex(m->object, WB_FINGERPRINT_LEN);
 }
 
 /* The object m names, read once and checked against its name and size:
-   the bytes, or NULL. */
+   the bytes, or NULL with errno set (EINVAL: another size or hash). */
 static char *wb_disk_read_object(int dirfd, const wb_disk_meta *m)
 {
     char name[80], got[WB_FINGERPRINT_LEN + 1];
@@ -490,15 +536,19 @@ static char *wb_disk_read_object(int dirfd, const wb_disk_meta *m)
     if (fd < 0)
         return NULL;
     char *bytes = sb.st_size == m->bytes
-                      ? wb_disk_slurp(fd, (size_t)m->bytes) : NULL;
+                      ? wb_disk_slurp(fd, (size_t)m->bytes)
+                      : (errno = EINVAL, NULL);
+    int err = errno;
     close(fd);
     if (bytes) {
         wb_sha256_str(bytes, (size_t)m->bytes, got);
         if (strcmp(got, m->object) != 0) {
             free(bytes);
             bytes = NULL;
+            err = EINVAL;
         }
     }
+    errno = err;
     return bytes;
 }
 
@@ -514,15 +564,15 @@ wb_disk_found wb_disk_find(const wb_disk *d, const wb_disk_key *k,
     case WB_DISK_AT_OTHER: return WB_DISK_FOREIGN;
     case WB_DISK_AT_OURS: break;
     }
-    if (!wb_disk_read_meta(d->fd, name, m) || strcmp(m->source, k->source) ||
+    int got = wb_disk_read_meta(d->fd, name, m);
+    if (got <= 0 || strcmp(m->source, k->source) ||
         strcmp(m->compiler, k->compiler) || m->abi != k->abi) {
         m->object[0] = '\0';
-        return WB_DISK_BAD_RECORD;
+        return got < 0 ? WB_DISK_UNREAD : WB_DISK_BAD_RECORD;
     }
-    errno = 0;
     char *obj = wb_disk_read_object(d->fd, m);
     if (!obj)
-        return errno == ENOMEM ? WB_DISK_NO_MEMORY : WB_DISK_BAD_OBJECT;
+        return wb_disk_scarce(errno) ? WB_DISK_UNREAD : WB_DISK_BAD_OBJECT;
     if (bytes)
         *bytes = obj;
     else
@@ -702,15 +752,21 @@ static int wb_disk_evict(const wb_disk *d, const char *keep)
     closedir(dir);
     uint64_t limit = wb_disk_limit();
     if ((uint64_t)total > limit) {
+        /* An object is an orphan only when every entry was read: one that
+           was not may name it. */
+        bool all = true;
         for (int i = 0; i < n; i++) {
             wb_disk_meta m;
-            if (wb_disk_read_meta(d->fd, e[i].name, &m))
+            if (wb_disk_read_meta(d->fd, e[i].name, &m) > 0)
                 memcpy(e[i].object, m.object, sizeof e[i].object);
+            else
+                all = false;
         }
         time_t now = time(NULL);
         for (int j = 0; j < nobj; j++)
             if (now - obj[j].used.tv_sec > WB_DISK_ORPHAN_S &&
-                (obj[j].name[0] == '.' || !wb_disk_used(e, n, obj[j].name)))
+                (obj[j].name[0] == '.' ||
+                 (all && !wb_disk_used(e, n, obj[j].name))))
                 wb_disk_drop(d, &obj[j], &total);
         qsort(e, (size_t)n, sizeof *e, wb_disk_older);
     }
@@ -821,7 +877,7 @@ static void wb_disk_explain_miss(const wb_disk *d, const wb_disk_key *k,
     struct dirent *de;
     while (dir && (de = readdir(dir))) {
         if (!wb_disk_named(de->d_name, ".meta") ||
-            !wb_disk_read_meta(d->fd, de->d_name, &m))
+            wb_disk_read_meta(d->fd, de->d_name, &m) <= 0)
             continue;
         int score = !strcmp(m.source, k->source) ? 2
                     : !strcmp(m.spec, name)      ? 1
@@ -883,9 +939,9 @@ wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
                    "its record is unreadable or does not match its key",
                    k->key, d.path);
             break;
-        case WB_DISK_NO_MEMORY:
+        case WB_DISK_UNREAD:
             wb_say(&s, &len, "unknown: entry %s in %s could not be read: out "
-                   "of memory", k->key, d.path);
+                   "of memory or file descriptors", k->key, d.path);
             break;
         case WB_DISK_FOREIGN:
             wb_say(&s, &len, "miss: %s.meta in %s is not a regular file of "

@@ -62,7 +62,8 @@ typedef enum wb_disk_found {
                            name: ignored, never read or removed */
     WB_DISK_BAD_RECORD, /* the record is unreadable or not of its key */
     WB_DISK_BAD_OBJECT, /* the object is missing, cut short or altered */
-    WB_DISK_NO_MEMORY   /* no memory to read the object into: not damage */
+    WB_DISK_UNREAD      /* no memory or file descriptor to read the entry
+                           with: not damage, and left alone */
 } wb_disk_found;
 
 /* Looks up k in d.  On WB_DISK_HIT *m is the record and, when bytes is not
@@ -101,11 +102,12 @@ const char *wb_disk_unsafe_path(const char *dir, bool self,
    following a link or blocking on a FIFO.  The file must be regular and
    of at most max bytes; when strict, it must also belong to the effective
    user and be writable by nobody else.  The descriptor, with *sb filled,
-   or -1. */
+   or -1 with errno set (EINVAL: a file the checks refuse). */
 int wb_disk_open_file(int dirfd, const char *name, off_t max, bool strict,
                       struct stat *sb);
 /* The n bytes of fd in a new buffer with a NUL after them; NULL unless the
-   file holds exactly n bytes. */
+   file holds exactly n bytes, with errno set (EINVAL: it holds more or
+   fewer). */
 char *wb_disk_slurp(int fd, size_t n);
 
 #endif /* WB_DISK_H */

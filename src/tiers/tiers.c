@@ -50,6 +50,16 @@ static void wb_auto_to_tcc(wb_wrapper *w, const struct wb_promotion *p)
     atomic_compare_exchange_strong(&w->entry, &self, p->tcc_entry);
 }
 
+/* An auto wrapper's note that it serves from tcc for good, and why. */
+static void wb_auto_stay(wb_wrapper *w, const char *why)
+{
+    size_t n = strlen(why) + sizeof "stays on tcc: ";
+    char *note = malloc(n);
+    if (note)
+        snprintf(note, n, "stays on tcc: %s", why);
+    wb_wrapper_set_note(w, note);
+}
+
 /* Builds and publishes the cc code of one promotion (no lock held).  On
    failure the calls go straight to tcc, as they would have once their
    count ran out. */
@@ -70,12 +80,7 @@ static void wb_promote(struct wb_promotion *p)
         wb_wrapper_set_note(w, code->note ? strdup(code->note) : NULL);
     } else if (!atomic_load(&p->cancel)) {
         wb_auto_to_tcc(w, p);
-        const char *why = wb_last_error();
-        size_t n = strlen(why) + 64;
-        char *note = malloc(n);
-        if (note)
-            snprintf(note, n, "stays on tcc: %s", why);
-        wb_wrapper_set_note(w, note);
+        wb_auto_stay(w, wb_last_error());
     }
 }
 
@@ -192,9 +197,13 @@ static void wb_auto_retire(wb_wrapper *w)
 /* Turns a wrapper with tcc code into an auto one. */
 static wb_status wb_auto_start(wb_wrapper *w, const wb_options *o)
 {
-    struct wb_promotion *p = calloc(1, sizeof *p);
+    struct wb_promotion *p;
     wb_status st;
-    if (!p)
+    if (wb_cc_allowed() != WB_OK) {
+        wb_auto_stay(w, wb_last_error());
+        return WB_OK;
+    }
+    if (!(p = calloc(1, sizeof *p)))
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for a promotion");
     if ((st = wb_cc_opts_init(o, &p->cc)) != WB_OK) {
         free(p);
@@ -220,9 +229,7 @@ static wb_status wb_auto_start(wb_wrapper *w, const wb_options *o)
         w->promotion = NULL;
         wb_cc_opts_free(&p->cc);
         free(p);
-        char *note = strdup("stays on tcc: cannot start the promotion "
-                            "thread");
-        wb_wrapper_set_note(w, note);
+        wb_auto_stay(w, "cannot start the promotion thread");
     }
     return WB_OK;
 }

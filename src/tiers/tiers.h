@@ -103,11 +103,16 @@ wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
 wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *hex,
                            const char *fn, wb_code **code);
 
+/* WB_OK where the cc tier may run the system compiler: not in a process
+   running with privileges its user lacks (wb_rt_privileged), whose PATH
+   and compiler environment (COMPILER_PATH, GCC_EXEC_PREFIX) that user
+   chose. */
+wb_status wb_cc_allowed(void);
 /* The cc code for source (cc.c), from the in-process cache when share is
    set and code of its disk key (source, compiler, flags, ABI) is there,
    else compiled through the disk cache
    (recording spec, the spec's printable name); cancel may stop the
-   compile. */
+   compile.  Refused where wb_cc_allowed refuses. */
 wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
                          const char *spec, const atomic_bool *cancel,
                          wb_code **out);

@@ -2,10 +2,11 @@
 # run.sh BIN -- the library trusts none of its environment in a process
 # running with privileges its user lacks.  It reads the environment only
 # through wb_rt_getenv (secure_getenv).  BIN (env_trust.c) runs twice as
-# the user nobody, with WRAPBAKE_CACHE_DIR and WRAPBAKE_CUDART set, the
-# latter to a library that leaves a mark when loaded (mark.c): plainly,
-# where it must follow both, and as a setuid-root copy, where it must
-# follow neither.
+# the user nobody, with WRAPBAKE_CACHE_DIR set, WRAPBAKE_CUDART naming a
+# library that leaves a mark when loaded (mark.c), and PATH leading to a
+# "cc" that leaves one when run: plainly, where it must follow all three,
+# and as a setuid-root copy, where it must follow none, and refuses the
+# cc tier.
 set -u
 if [ $# -ne 1 ]; then
     echo "usage: $0 ENV_TRUST" >&2
@@ -34,6 +35,9 @@ id nobody >/dev/null 2>&1 || skip "no user nobody"
 chmod 755 "$tmp"
 mkdir -m 777 "$tmp/marks"
 check "mark.so builds" $cc -shared -fPIC -o "$tmp/mark.so" tests/trust/mark.c
+mkdir "$tmp/bin"
+printf '#!/bin/sh\n: >"$WB_TRUST_MARK-cc"\nexit 1\n' >"$tmp/bin/cc"
+chmod 755 "$tmp/bin/cc"
 cp "$bin" "$tmp/env-trust"
 chmod 755 "$tmp/env-trust"
 
@@ -41,7 +45,8 @@ chmod 755 "$tmp/env-trust"
 run() {
     setpriv --reuid=nobody --regid=nogroup --clear-groups \
         env WRAPBAKE_CACHE_DIR="$tmp/cache" WRAPBAKE_CUDART="$tmp/mark.so" \
-        WB_TRUST_MARK="$tmp/marks/$1" "$tmp/env-trust" >"$tmp/out" 2>&1
+        PATH="$tmp/bin:$PATH" CC= WB_TRUST_MARK="$tmp/marks/$1" \
+        "$tmp/env-trust" >"$tmp/out" 2>&1
 }
 
 # Plainly: the environment is followed.
@@ -52,6 +57,7 @@ cuda=yes
 if [ -e "$tmp/marks/plain" ]; then ok
 elif grep -q "built without CUDA" "$tmp/out"; then cuda=no
 else shown "a plain run loads WRAPBAKE_CUDART"; fi
+[ -e "$tmp/marks/plain-cc" ] && ok || shown "a plain run's cc tier runs PATH's cc"
 
 # Setuid root: nobody's environment is ignored.
 chmod u+s "$tmp/env-trust"
@@ -63,6 +69,11 @@ else
         shown "a setuid run ignores WRAPBAKE_CACHE_DIR"
     if [ -e "$tmp/marks/setuid" ]; then shown "a setuid run ignores WRAPBAKE_CUDART"
     elif [ $cuda = yes ]; then ok; fi
+    [ ! -e "$tmp/marks/setuid-cc" ] && ok || shown "a setuid run runs no cc"
+    grep -q "^cc WB_ERR_UNSUPPORTED: the cc tier runs no system compiler in a process running with privileges" "$tmp/out" &&
+        ok || shown "a setuid run refuses the cc tier"
+    grep -q "^auto WB_OK: stays on tcc: the cc tier runs no system compiler" "$tmp/out" &&
+        ok || shown "a setuid run's auto wrapper stays on tcc"
 fi
 [ $cuda = yes ] || echo "trust: built without CUDA, which reads no WRAPBAKE_CUDART"
 summary
