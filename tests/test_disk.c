@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "../src/tiers/disk.h"
 #include "../src/tiers/tiers.h"
 #include "../src/gen/gen.h"
 
@@ -667,4 +668,37 @@ Test(disk, an_entry_that_does_not_load_here_is_kept, .timeout = 60)
     wb_spec_free(s);
     disk_rm(cache);
     disk_rm(open_dir);
+}
+
+/* A link another user plants on the way to the cache directory, after the
+   way was checked, leads nowhere: the directories are made one by one in
+   the directory held open, and such a link is not followed.  One of root's
+   is, as the check allows. */
+Test(disk, making_the_directory_follows_no_link_of_another_user)
+{
+    char sticky[64], target[64], path[256], made[256];
+    if (geteuid() != 0)
+        cr_skip_test("needs root to make a link of another user's "
+                     "(uid 65534)");
+    disk_tmpdir(sticky, "sticky");
+    disk_tmpdir(target, "target");
+    cr_assert_eq(chmod(sticky, 01777), 0);
+    snprintf(path, sizeof path, "%s/theirs", sticky);
+    cr_assert_eq(symlink(target, path), 0);
+    cr_assert_eq(lchown(path, 65534, 65534), 0);
+    snprintf(path, sizeof path, "%s/theirs/cache", sticky);
+    snprintf(made, sizeof made, "%s/cache", target);
+    cr_assert_not(wb_disk_mkdirs(path));
+    cr_assert_eq(errno, ENOTDIR, "%s", strerror(errno));
+    cr_assert_neq(access(made, F_OK), 0, "made %s through their link", made);
+    snprintf(path, sizeof path, "%s/ours", sticky);
+    cr_assert_eq(symlink(target, path), 0);
+    snprintf(path, sizeof path, "%s/ours/cache/deeper", sticky);
+    cr_assert(wb_disk_mkdirs(path), "%s", strerror(errno));
+    struct stat sb;
+    cr_assert_eq(stat(made, &sb), 0);
+    cr_assert_eq(sb.st_mode & 0777, 0700);
+    cr_assert(wb_disk_mkdirs(path), "again: %s", strerror(errno));
+    disk_rm(sticky);
+    disk_rm(target);
 }

@@ -293,19 +293,36 @@ const char *wb_disk_unsafe_path(const char *dir, bool self,
     }
 }
 
-/* Creates dir and its missing parents, private to the user; false with
-   errno set. */
-static bool wb_disk_mkdirs(char *p)
+bool wb_disk_mkdirs(const char *p)
 {
-    for (char *c = p + 1;; c++)
-        if (*c == '/' || *c == '\0') {
-            char end = *c;
-            *c = '\0';
-            bool ok = mkdir(p, 0700) == 0 || errno == EEXIST;
-            *c = end;
-            if (!ok || !end)
-                return ok;
+    int at = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    while (at >= 0) {
+        char name[NAME_MAX + 1];
+        struct stat sb;
+        p += strspn(p, "/");
+        size_t len = strcspn(p, "/");
+        if (len == 0 || len > NAME_MAX) {
+            close(at);
+            errno = len ? ENAMETOOLONG : 0;
+            return len == 0;
         }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        p += len;
+        int next = mkdirat(at, name, 0700) == 0 || errno == EEXIST
+                       ? openat(at, name, O_RDONLY | O_DIRECTORY |
+                                              O_NOFOLLOW | O_CLOEXEC)
+                       : -1;
+        if (next < 0 && (errno == ENOTDIR || errno == ELOOP) &&
+            fstatat(at, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(sb.st_mode) && (sb.st_uid == 0 || sb.st_uid == geteuid()))
+            next = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int err = errno;
+        close(at);
+        errno = err;
+        at = next;
+    }
+    return false;
 }
 
 bool wb_disk_open(wb_disk *d, bool create)
@@ -326,19 +343,21 @@ bool wb_disk_open(wb_disk *d, bool create)
        if need be, its links resolved once, and it is opened by the path
        that results, which is checked whole.  Every later use goes through
        the descriptor. */
-    char mine[PATH_MAX];
-    snprintf(mine, sizeof mine, "%s", d->path);
     if (wb_disk_unsafe_way(d->path, false, unsafe, sizeof unsafe)) {
         snprintf(d->why, sizeof d->why, "the cache directory %s could be "
                  "moved by another user: %s", d->path, unsafe);
         return false;
     }
-    if (create && !wb_disk_mkdirs(mine)) {
-        snprintf(d->why, sizeof d->why, "cannot create the cache directory "
-                 "%s: %s", d->path, strerror(errno));
-        return false;
+    bool found = realpath(d->path, real) != NULL;
+    if (!found && create && errno == ENOENT) {
+        if (!wb_disk_mkdirs(d->path)) {
+            snprintf(d->why, sizeof d->why, "cannot create the cache "
+                     "directory %s: %s", d->path, strerror(errno));
+            return false;
+        }
+        found = realpath(d->path, real) != NULL;
     }
-    if (!realpath(d->path, real)) {
+    if (!found) {
         d->absent = errno == ENOENT;
         snprintf(d->why, sizeof d->why, "cannot open the cache directory "
                  "%s: %s", d->path, strerror(errno));

@@ -98,6 +98,15 @@ wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
 const char *wb_disk_unsafe_path(const char *dir, bool self,
                                 char real[PATH_MAX], char *why, size_t n);
 
+/* Creates the directory p, an absolute path, and its missing parents,
+   private to the user; false with errno set.  The way is walked from the
+   root, each directory held open and the next made in it (mkdirat), so
+   that a link planted on the way after it was checked
+   (wb_disk_unsafe_path) cannot lead the walk elsewhere: a link is
+   followed only where that check allows one, when it belongs to the user
+   or to root. */
+bool wb_disk_mkdirs(const char *p);
+
 /* Opens name under dirfd (AT_FDCWD for a path) for reading without
    following a link or blocking on a FIFO.  The file must be regular and
    of at most max bytes; when strict, it must also belong to the effective
