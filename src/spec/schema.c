@@ -1036,23 +1036,24 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
         "aliases=NAME", &k);
     if (st != WB_OK)
         return st;
-    wb_spec_print_name(arg->type.text, ty, sizeof ty);
     if (arg->type.base != WB_SCHEMA_TENSOR)
-        return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
-                                 "a Tensor parameter, not to '%s'", who,
-                                 wb_schema_param_attrs[k], ty);
+        return wb_schema_fail_at(
+            p, a->pos, "%s: attribute '%s' applies to a Tensor parameter, "
+            "not to '%s'", who, wb_schema_param_attrs[k],
+            wb_spec_print_name(arg->type.text, ty, sizeof ty));
     /* On a list, an attribute is each element's; a duplicate, or a
        member of a synthetic base, is one tensor. */
     if (arg->type.list &&
         (k == WB_SCHEMA_PA_DUPLICATE || k == WB_SCHEMA_PA_ALIASES))
-        return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
-                                 "a single Tensor parameter, not to the list "
-                                 "'%s'", who, wb_schema_param_attrs[k], ty);
+        return wb_schema_fail_at(
+            p, a->pos, "%s: attribute '%s' applies to a single Tensor "
+            "parameter, not to the list '%s'", who, wb_schema_param_attrs[k],
+            wb_spec_print_name(arg->type.text, ty, sizeof ty));
     if (arg->type.optional || arg->type.list_optional)
-        return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' does not "
-                                 "apply to an optional tensor ('%s'), which "
-                                 "may be NULL", who,
-                                 wb_schema_param_attrs[k], ty);
+        return wb_schema_fail_at(
+            p, a->pos, "%s: attribute '%s' does not apply to an optional "
+            "tensor ('%s'), which may be NULL", who, wb_schema_param_attrs[k],
+            wb_spec_print_name(arg->type.text, ty, sizeof ty));
     if (k < WB_SCHEMA_COUNT(wb_schema_param_muts)) {
         if (!arg->type.write)
             return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' needs a "
@@ -1171,16 +1172,17 @@ static wb_status wb_schema_ret_attr(const wb_schema_parser *p, int k,
         "custom_function_view, save_as_output, base or is_input", &i);
     if (st != WB_OK)
         return st;
-    wb_spec_print_name(r->type.text, ty, sizeof ty);
     if (!wb_schema_plain_tensor(&r->type))
-        return wb_schema_fail_at(p, a->pos, "%s: attribute '%s' applies to "
-                                 "a Tensor return, not to '%s'", who,
-                                 wb_schema_ret_attrs[i], ty);
+        return wb_schema_fail_at(
+            p, a->pos, "%s: attribute '%s' applies to a Tensor return, not "
+            "to '%s'", who, wb_schema_ret_attrs[i],
+            wb_spec_print_name(r->type.text, ty, sizeof ty));
     /* On a list, an attribute is each element's; a set has one base. */
     if (r->type.list && i == WB_SCHEMA_RA_BASE)
-        return wb_schema_fail_at(p, a->pos, "%s: attribute 'base' applies "
-                                 "to a single Tensor return, not to the list "
-                                 "'%s': an alias set has one base", who, ty);
+        return wb_schema_fail_at(
+            p, a->pos, "%s: attribute 'base' applies to a single Tensor "
+            "return, not to the list '%s': an alias set has one base", who,
+            wb_spec_print_name(r->type.text, ty, sizeof ty));
     switch (i) {
     case WB_SCHEMA_RA_RG:
         r->requires_grad = true;

@@ -127,9 +127,10 @@ bool wb_spec_mut_on_device(const wb_spec *s, const wb_spec_mut *m)
            s->inputs[input].device.device_type != kDLCPU;
 }
 
-void wb_spec_print_name(const char *name, char *buf, size_t n)
+const char *wb_spec_print_name(const char *name, char *buf, size_t n)
 {
     wb_spec_escape_name(name, buf, n, wb_spec_escape_for_text);
+    return buf;
 }
 
 /* ---- builder ---- */

@@ -158,7 +158,8 @@ struct wb_spec {
    for messages (printable ASCII, backslash and comment delimiters
    escaped). */
 void wb_spec_safe_name(const char *name, char *buf, size_t n);
-void wb_spec_print_name(const char *name, char *buf, size_t n);
+/* Both write into buf and print_name returns it. */
+const char *wb_spec_print_name(const char *name, char *buf, size_t n);
 /* Whether mutation m of a validated spec copies into an input that may be
    on a device (data, data+metadata or resize of an input not declared on
    the CPU).  A spec with one (device_copies) ends its calls with the
