@@ -188,7 +188,7 @@ Test(faults, view_base_is_an_input_that_set_replaces)
             wb_value o[2] = {{NULL}, {NULL}};
             faults_snap before = faults_snap_of(x);
             WBT_FAILS(wb_call(w, a, 1, o, 1 + user), WB_ERR_INVALID,
-                      "set_ mutation replaces its storage");
+                      "storage mutation commits first and changes it");
             faults_snap after = faults_snap_of(x);
             faults_assert_same(&before, &after, wb_tier_name(tier));
             cr_assert_eq(wb_tensor_storage(x) != wb_tensor_storage(nb), true,
@@ -239,7 +239,7 @@ Test(faults, view_holder_is_an_input_that_set_replaces_first)
                                      faults_snap_of(x[1])};
             if (!first) {
                 WBT_FAILS(wb_call(w, a, 2, o, 1), WB_ERR_INVALID,
-                          "set_ mutation replaces its storage first");
+                          "storage mutation commits first and changes it");
                 for (int i = 0; i < 2; i++) {
                     faults_snap after = faults_snap_of(x[i]);
                     faults_assert_same(&before[i], &after,
@@ -457,6 +457,101 @@ Test(faults, data_mutations_of_interleaved_inputs)
         wbt_release_last(even);
         wbt_release_last(odd);
         wbt_release_last(base);
+        wb_spec_free(s);
+    }
+}
+
+/* A graph value that is an input whose metadata or set_ mutation commits
+   before the value is read: the check saw it as it was, the commit would
+   read it as it is after (another size, another storage).  The call is
+   refused before anything changes.  Read before the mutation commits, the
+   value is what it was, and the call runs as PyTorch's epilogue does. */
+Test(faults, a_value_is_an_input_a_mutation_moves_first)
+{
+    static const wb_mutation moves[] = {WB_MUT_STORAGE, WB_MUT_METADATA};
+    static const wb_mutation reads[] = {WB_MUT_DATA, WB_MUT_METADATA};
+    WBT_EACH_TIER(tier) {
+        for (int m = 0; m < 2; m++)
+            for (int k = 0; k < 2; k++)
+                for (int moved_first = 0; moved_first < 2; moved_first++) {
+                    /* x moves (to one element), y reads x as its value. */
+                    int xi = moved_first ? 0 : 1, yi = 1 - xi;
+                    wb_spec *s;
+                    WBT_OK(wb_spec_new("moved_value", &s));
+                    for (int i = 0; i < 2; i++)
+                        WBT_OK(wb_spec_add_tensor(
+                            s, i == xi ? "x" : "y",
+                            i == xi ? moves[m] : reads[k], 0, NULL));
+                    wb_tensor *t[2] = {wbt_f32(0, 1, 4), wbt_f32(10, 1, 4)};
+                    wb_tensor *x = t[xi], *y = t[yi], *nx;
+                    if (moves[m] == WB_MUT_STORAGE)
+                        nx = wbt_f32(100, 1, 1);
+                    else
+                        WBT_OK(wb_tensor_as_strided(x, 1, (int64_t[]){1},
+                                                    NULL, 3, &nx));
+                    faults_graph g = {{NULL, NULL}, 2};
+                    g.vals[xi] = nx;
+                    g.vals[yi] = x;
+                    wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+                    wb_arg a[2] = {{.t = t[0]}, {.t = t[1]}};
+                    faults_snap before[2] = {faults_snap_of(t[0]),
+                                             faults_snap_of(t[1])};
+                    wb_storage *xs = wb_tensor_storage(x);
+                    if (moved_first) {
+                        WBT_FAILS(wb_call(w, a, 2, NULL, 0), WB_ERR_INVALID,
+                                  "mutation commits first and changes it");
+                        for (int i = 0; i < 2; i++) {
+                            faults_snap after = faults_snap_of(t[i]);
+                            faults_assert_same(&before[i], &after,
+                                               wb_tier_name(tier));
+                        }
+                        cr_assert_eq(wb_tensor_numel(x), 4);
+                        cr_assert_eq(wb_tensor_storage(x), xs);
+                    } else {
+                        WBT_OK(wb_call(w, a, 2, NULL, 0));
+                        /* y took x as it was: four elements of x's. */
+                        cr_assert_eq(wb_tensor_numel(y), 4, "%s",
+                                     wb_tier_name(tier));
+                        if (reads[k] == WB_MUT_DATA)
+                            cr_assert_eq(((float *)wb_tensor_data(y))[3],
+                                         xi * 10.0f + 3);
+                        cr_assert_eq(wb_tensor_numel(x), 1);
+                    }
+                    wb_wrapper_free(w);
+                    wbt_release_last(nx);
+                    wbt_release_last(t[1]);
+                    wbt_release_last(t[0]);
+                    wb_spec_free(s);
+                }
+    }
+}
+
+/* The same for a view's value: an output that aliases an input, whose
+   value is that input, which its metadata mutation moves first. */
+Test(faults, a_view_of_an_input_a_mutation_moves_first)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("moved_view", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "v", WB_OUT_ALIAS_OF_INPUT, 0, false, 0,
+                                  NULL));
+        wb_tensor *x = wbt_f32(0, 1, 4), *nx;
+        WBT_OK(wb_tensor_as_strided(x, 1, (int64_t[]){2}, NULL, 2, &nx));
+        faults_graph g = {{nx, x}, 2};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg a[1] = {{.t = x}};
+        wb_value o[1] = {{NULL}};
+        faults_snap before = faults_snap_of(x);
+        WBT_FAILS(wb_call(w, a, 1, o, 1), WB_ERR_INVALID,
+                  "metadata mutation commits first and changes it");
+        faults_snap after = faults_snap_of(x);
+        faults_assert_same(&before, &after, wb_tier_name(tier));
+        cr_assert_eq(wb_tensor_numel(x), 4);
+        cr_assert(!o[0].t, "no output written");
+        wb_wrapper_free(w);
+        wbt_release_last(nx);
+        wbt_release_last(x);
         wb_spec_free(s);
     }
 }

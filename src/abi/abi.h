@@ -55,10 +55,11 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
    - wb_rt_synth_bases checks the members of each synthetic base and
      makes the bases into bases[0..ngroups) (a new reference each, which
      the call releases at its end), or fails having made none.
-   - wb_rt_check_bases (a spec with set_bases): no view's base (a graph
-     value) or holder is an input whose storage a set_ mutation replaces
-     before the commit reads it (the view was checked against the storage
-     it had).
+   - wb_rt_check_moved (a spec with moved_reads): no graph value that the
+     commit reads (a later mutation's, a view's value or base, a member's
+     new view) is an input whose metadata, set_ or resize mutation commits
+     first and changes it, where the check saw it as it was; a mutation
+     handed its input itself changes nothing.
    - wb_rt_prep_view: output `output` will be a view of the storage
      `holder` will have (at least `grown` bytes), with value v's view.
      Sets *view to a new header, which holds a reference to that storage

@@ -1,8 +1,9 @@
 /*
  * views.c -- the outputs: the check and commit of outputs that alias an
- * input or an intermediate base (views), with the check that no view's
- * base is an input whose storage a set_ replaces first, and the flags,
- * inputs returned as they are and released values of the others.
+ * input or an intermediate base (views), with the check that no value the
+ * commit reads is an input whose view or storage a mutation changes
+ * first, and the flags, inputs returned as they are and released values
+ * of the others.
  *
  * A view's check and commit share the test for a value that can be its
  * own view (wb_rt_view_same) and the making of its header, inlined into
@@ -26,35 +27,59 @@ static const char *wb_rt_output_label(const wb_env *e, int k, char *buf,
     return buf;
 }
 
-int wb_rt_check_bases(const wb_env *e, const wb_arg *a, const wb_value *r)
+/* Refuses value x, which reader reads at the commit: it is input i, whose
+   mutation (of kind kind) commits first and changes it, where the check
+   saw it as it was. */
+static int wb_rt_moved(const wb_env *e, const char *reader, int x, int i,
+                       wb_mutation kind)
+{
+    char li[400];
+    return wb_rt_callf(e, WB_ERR_INVALID, "%s: its value %d is %s, whose %s "
+                       "mutation commits first and changes it; expected a "
+                       "tensor of the graph's own", reader, x,
+                       wb_rt_input_label(e, i, li, sizeof li),
+                       wb_mutation_name(kind));
+}
+
+int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r)
 {
     const wb_spec *s = e->spec;
-    char lo[400], li[400];
-    for (int k = 0; k < s->noutputs; k++) {
-        const wb_spec_out *d = &s->outs[k];
-        /* The tensor whose storage the view was checked against, and the
-           set_ mutations that commit before the view's storage is read. */
-        int from, until;
-        if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT)
+    const int M = s->nupdated, MV = M + s->noutputs + s->nbases;
+    char lb[400];
+    for (int q = 0; q < M; q++) {
+        const wb_spec_mut *m = &s->muts[q];
+        /* A mutation handed its input itself changes nothing. */
+        if (m->input < 0 || !wb_mutation_moves(m->kind) ||
+            r[q].t == a[m->input].t)
             continue;
-        if (d->kind != WB_OUT_ALIAS_OF_INPUT)
-            from = d->base, until = s->nupdated;
-        else if (d->holder >= 0)
-            from = d->holder, until = d->holder;
-        else
-            continue;
-        for (int j = 0; j < until; j++) {
-            int i = s->muts[j].input;
-            if (s->muts[j].kind == WB_MUT_STORAGE && r[from].t == a[i].t)
-                return wb_rt_callf(e, WB_ERR_INVALID, "%s: its %s, value "
-                                   "%d, is %s, whose set_ mutation replaces "
-                                   "its storage first; expected a tensor "
-                                   "of the graph's own",
-                                   wb_rt_output_label(e, k, lo, sizeof lo),
-                                   d->holder >= 0 ? "storage's holder" : "base",
-                                   from,
-                                   wb_rt_input_label(e, i, li, sizeof li));
+        const wb_tensor *t = a[m->input].t;
+        for (int p = q + 1; p < M; p++)
+            if (r[p].t == t)
+                return wb_rt_moved(
+                    e, s->muts[p].input < 0
+                           ? "a synthetic base"
+                           : wb_rt_input_label(e, s->muts[p].input, lb,
+                                               sizeof lb),
+                    p, m->input, m->kind);
+        for (int k = 0; k < s->noutputs; k++) {
+            const wb_spec_out *d = &s->outs[k];
+            /* A view reads its value, and the storage of its base when
+               that is a value too. */
+            if (d->kind == WB_OUT_NON_ALIAS || d->kind == WB_OUT_IS_INPUT)
+                continue;
+            int x = r[d->value].t == t ? d->value
+                    : d->kind != WB_OUT_ALIAS_OF_INPUT && r[d->base].t == t
+                        ? d->base
+                        : -1;
+            if (x >= 0)
+                return wb_rt_moved(e, wb_rt_output_label(e, k, lb, sizeof lb),
+                                   x, m->input, m->kind);
         }
+        for (int k = 0; k < s->nmeta_members; k++)
+            if (r[MV + k].t == t)
+                return wb_rt_moved(
+                    e, wb_rt_input_label(e, s->meta_members[k], lb, sizeof lb),
+                    MV + k, m->input, m->kind);
     }
     return WB_OK;
 }

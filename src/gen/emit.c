@@ -1308,12 +1308,12 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
                     i, i, wb_emit_meta_value(s, k));
         wb_buf_line(b, "    goto fail;");
     }
-    if (s->set_bases) {
+    if (s->moved_reads) {
         wb_emit_at(x, 1);
-        wb_emit_comment(x, b, "/* no view's base is an input that set_ "
-                        "gives a new storage */");
+        wb_emit_comment(x, b, "/* no value is an input a mutation moves "
+                        "before it is read */");
         wb_buf_line(b, "if ((st = %s(e, a, r)) != 0)",
-                    WB_EMIT_NAME(wb_rt_check_bases));
+                    WB_EMIT_NAME(wb_rt_check_moved));
         wb_buf_line(b, "    goto fail;");
     }
     for (int k = 0, vi = 0, n; k < s->noutputs; k += n) {

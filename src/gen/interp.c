@@ -186,7 +186,7 @@ leave_guards:
         if ((st = meta->check.fn.prep(e, x, args[x].t, r[MV + i].t)) != WB_OK)
             goto fail;
     }
-    if (s->set_bases && (st = wb_rt_check_bases(e, args, r)) != WB_OK)
+    if (s->moved_reads && (st = wb_rt_check_moved(e, args, r)) != WB_OK)
         goto fail;
     /* Only views have a check; the loop ends with the last of them. */
     for (i = 0, nd = 0; nd < s->nviews; i++) {

@@ -916,9 +916,7 @@ static void wb_spec_derive_inputs(wb_spec *s)
             s->muts[s->nupdated++] = (wb_spec_mut){
                 i, in->mutation, (in->flags & WB_INPUT_HIDDEN) != 0};
         }
-        if (in->mutation == WB_MUT_METADATA ||
-            in->mutation == WB_MUT_DATA_METADATA ||
-            in->mutation == WB_MUT_STORAGE || in->mutation == WB_MUT_RESIZE)
+        if (wb_mutation_moves(in->mutation))
             s->reshaped[s->nreshaped++] = i;
     }
 }
@@ -936,13 +934,9 @@ static void wb_spec_view_storage(const wb_spec *s, int input, wb_spec_out *d)
 
 static void wb_spec_derive_outputs(wb_spec *s)
 {
-    int m = s->nupdated, first_set = -1;
-    for (int j = m - 1; j >= 0; j--)
-        if (s->muts[j].kind == WB_MUT_STORAGE)
-            first_set = j;
+    int m = s->nupdated;
     s->nviews = 0;
     s->nscalar_outs = 0;
-    s->set_bases = false;
     for (int k = 0; k < s->noutputs; k++) {
         const wb_output *o = &s->outputs[k];
         wb_spec_out *d = &s->outs[k];
@@ -978,10 +972,6 @@ static void wb_spec_derive_outputs(wb_spec *s)
             d->base = m + o->base;
             break;
         }
-        /* A base that is a graph value, or a holder whose set_ commits
-           after another input's, may be an input that set_ moves first. */
-        s->set_bases |= first_set >= 0 && (d->kind != WB_OUT_ALIAS_OF_INPUT ||
-                                           d->holder > first_set);
         s->nviews++;
     }
 }
@@ -1003,6 +993,14 @@ wb_status wb_spec_validate(wb_spec *s)
     s->nargs += s->rng ? 2 : 0;  /* the seed and the offset */
     wb_spec_derive_outputs(s);
     s->nvalues = s->nupdated + s->noutputs + s->nbases + s->nmeta_members;
+    /* A value read after an input's view or storage changes may be that
+       input: the later mutations', the views', the members' new views. */
+    s->moved_reads = false;
+    for (int j = 0; j < s->nupdated; j++)
+        s->moved_reads |= s->muts[j].input >= 0 &&
+                          wb_mutation_moves(s->muts[j].kind) &&
+                          (j + 1 < s->nupdated || s->nviews > 0 ||
+                           s->nmeta_members > 0);
     s->nreturned = s->ntokens + s->nvalues + s->rng;
     if ((st = wb_spec_derive_signature(s)) != WB_OK)
         goto fail;

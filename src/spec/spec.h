@@ -144,11 +144,11 @@ struct wb_spec {
     wb_spec_out *outs;          /* one per output */
     int nscalar_outs;           /* outputs that are numbers, not tensors */
     int nviews;                 /* outputs made as views of a base */
-    bool set_bases;             /* a set_ mutation replaces an input's
-                                   storage before a view's base (a graph
-                                   value) or holder is read at the commit:
-                                   the call checks that no such base or
-                                   holder is that input (wb_rt_check_bases) */
+    bool moved_reads;           /* a mutation that changes an input's view
+                                   or storage (wb_mutation_moves) commits
+                                   before the commit reads a graph value:
+                                   the call checks that no such value is
+                                   that input (wb_rt_check_moved) */
     wb_direction *dirs;         /* one per input */
     char *signature;
 };
@@ -182,6 +182,13 @@ static inline bool wb_spec_value_is_tensor(const wb_spec *s, int v)
 }
 
 const char *wb_mutation_name(wb_mutation m);
+/* Whether mutation m changes its tensor's view or storage: metadata,
+   data_metadata, storage (set_) or resize. */
+static inline bool wb_mutation_moves(wb_mutation m)
+{
+    return m == WB_MUT_METADATA || m == WB_MUT_DATA_METADATA ||
+           m == WB_MUT_STORAGE || m == WB_MUT_RESIZE;
+}
 const char *wb_alias_name(wb_alias a);
 /* The C type a number is passed as ("int64_t", "double", "bool",
    "const void *" for an opaque argument), "None" for None; NULL for

@@ -40,6 +40,7 @@ int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_check_dups(const wb_env *e, const wb_arg *args);
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
+int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r);
 int wb_rt_grad_swap(int on);
 void wb_rt_grad_set(int on);
 int wb_rt_rng_get(const wb_env *e, wb_arg *seed_offset);
@@ -109,6 +110,9 @@ undetach0:
     }
     /* input 0 'x', INOUT, data+metadata mutation, from value 0 */
     if ((st = wb_rt_prep_data_meta(e, 0, a[0].t, r[0].t)) != 0)
+        goto fail;
+    /* no value is an input a mutation moves before it is read */
+    if ((st = wb_rt_check_moved(e, a, r)) != 0)
         goto fail;
     /* output 0 '', alias-of-input of 0 */
     if (wb_rt_prep_same(a[0].t, r[1].t, &v[0]))

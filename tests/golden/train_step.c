@@ -50,7 +50,7 @@ int wb_rt_err_arity(const wb_env *e, int nargs, int nouts);
 int wb_rt_err_values(const wb_env *e, int n, const wb_value *r);
 int wb_rt_err_inputs(const wb_env *e, const wb_arg *args);
 int wb_rt_check_distinct(const wb_env *e, const wb_arg *args);
-int wb_rt_check_bases(const wb_env *e, const wb_arg *a, const wb_value *r);
+int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r);
 int wb_rt_first_call(const wb_env *e);
 int wb_rt_before_call(const wb_env *e);
 int wb_rt_guard_enter(const wb_env *e, int guard);
@@ -178,8 +178,8 @@ leave0:
     /* input 6 'out', OUT, data+metadata mutation, from value 3 */
     if ((st = wb_rt_prep_data_meta(e, 6, a[6].t, r[3].t)) != 0)
         goto fail;
-    /* no view's base is an input that set_ gives a new storage */
-    if ((st = wb_rt_check_bases(e, a, r)) != 0)
+    /* no value is an input a mutation moves before it is read */
+    if ((st = wb_rt_check_moved(e, a, r)) != 0)
         goto fail;
     /* output 1 'h', alias-of-intermediate of 0, requires grad, dynamic dims 0x3 */
     if (wb_rt_prep_same(r[12].t, r[5].t, &v[0]))
