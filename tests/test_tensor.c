@@ -532,6 +532,28 @@ Test(tensor, from_storage_contiguous_sizes_overflowing_int64)
     wb_storage_release(s);
 }
 
+/* A new tensor, or a resize, with a zero size and sizes whose product
+   overflows holds no byte: accepted, as torch.empty accepts it, and
+   copies between such tensors do nothing, with no undefined arithmetic
+   on the way (UndefinedBehaviorSanitizer, in make test-asan, aborts on a
+   signed overflow). */
+Test(tensor, empty_tensors_of_huge_sizes)
+{
+    int64_t zero_last[2] = {INT64_MAX / 2, 0};
+    int64_t zero_first[3] = {0, INT64_C(1) << 62, INT64_C(1) << 62};
+    wb_tensor *a = NULL, *b = NULL;
+    WBT_OK(wb_tensor_new(WBT_F32, WBT_CPU, 2, zero_last, &a));
+    cr_assert_eq(wb_tensor_numel(a), 0);
+    cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(a)), 0);
+    WBT_OK(wb_tensor_resize_(a, 3, zero_first));
+    cr_assert_eq(wb_tensor_numel(a), 0);
+    WBT_OK(wb_tensor_new(WBT_F32, WBT_CPU, 3, zero_first, &b));
+    WBT_OK(wb_tensor_copy_(b, a));
+    WBT_OK(wb_tensor_copy_(a, b));
+    wbt_release_last(a);
+    wbt_release_last(b);
+}
+
 Test(tensor, broadcast_views_whose_element_count_overflows)
 {
     /* Stride 0 lets one element stand for many; a count that int64_t cannot

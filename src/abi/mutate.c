@@ -203,11 +203,13 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
 #define WB_RT_DATA_ND(D)                                                    \
     static bool wb_rt_dense_##D(const wb_tensor *t)                        \
     {                                                                       \
-        int64_t expect = 1;                                                 \
+        /* Unsigned: an empty tensor's huge dims may wrap it, harmlessly   \
+           (a copy of no element), where a signed one would overflow. */   \
+        uint64_t expect = 1;                                                \
         for (int d = D - 1; d >= 0; d--) {                                  \
-            if (t->sizes[d] != 1 && t->strides[d] != expect)                \
+            if (t->sizes[d] != 1 && (uint64_t)t->strides[d] != expect)      \
                 return false;                                               \
-            expect *= t->sizes[d];                                          \
+            expect *= (uint64_t)t->sizes[d];                                \
         }                                                                   \
         return true;                                                        \
     }                                                                       \
@@ -224,10 +226,11 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
                     t->device == kDLCPU &&                                  \
                     ((char *)a->data + a->nbytes <= (char *)b->data ||      \
                      (char *)b->data + b->nbytes <= (char *)a->data);       \
-        int64_t expect = 1;                                                 \
+        uint64_t expect = 1;                                                \
         for (int d = D - 1; fine && d >= 0; d--) {                          \
-            fine = t->sizes[d] == v->sizes[d] && t->strides[d] == expect;   \
-            expect *= t->sizes[d];                                          \
+            fine = t->sizes[d] == v->sizes[d] &&                            \
+                   (uint64_t)t->strides[d] == expect;                       \
+            expect *= (uint64_t)t->sizes[d];                                \
         }                                                                   \
         return fine;                                                        \
     }                                                                       \

@@ -263,10 +263,15 @@ static int64_t wb_rt_contiguous_nbytes(DLDataType dtype, int ndim,
                                        const int64_t *sizes)
 {
     int64_t n = (int64_t)wb_dtype_size(dtype);
-    for (int d = 0; d < ndim; d++)
-        if (sizes[d] < 0 || __builtin_mul_overflow(n, sizes[d], &n))
+    bool overflow = false, empty = false;
+    /* An empty tensor holds no byte, whatever its other sizes. */
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] < 0)
             return -1;
-    return n;
+        empty |= sizes[d] == 0;
+        overflow |= __builtin_mul_overflow(n, sizes[d], &n);
+    }
+    return empty ? 0 : overflow ? -1 : n;
 }
 
 /* ---- storages ---- */
@@ -807,12 +812,12 @@ wb_rt_overlap wb_rt_copy_overlap(const wb_tensor *dst, const wb_tensor *src,
         return WB_RT_APART;
     /* The common case: a contiguous destination, whose elements lie one
        after another, costs one pass and no call. */
-    int64_t expect = 1;
+    uint64_t expect = 1;
     int d;
     for (d = dst->ndim - 1; d >= 0; d--) {
-        if (dst->strides[d] != expect && dst->sizes[d] != 1)
+        if ((uint64_t)dst->strides[d] != expect && dst->sizes[d] != 1)
             break;
-        expect *= dst->sizes[d];
+        expect *= (uint64_t)dst->sizes[d];
     }
     if (d < 0)
         return between;
@@ -839,7 +844,7 @@ bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b)
 
 bool wb_tensor_is_contiguous(const wb_tensor *t)
 {
-    int64_t expect = 1;
+    uint64_t expect = 1;
     if (!t)
         return false;
     /* An empty tensor is contiguous whatever its strides, and the zero size
@@ -848,9 +853,9 @@ bool wb_tensor_is_contiguous(const wb_tensor *t)
         if (t->sizes[d] == 0)
             return true;
     for (int d = t->ndim - 1; d >= 0; d--) {
-        if (t->sizes[d] != 1 && t->strides[d] != expect)
+        if (t->sizes[d] != 1 && (uint64_t)t->strides[d] != expect)
             return false;
-        expect *= t->sizes[d];
+        expect *= (uint64_t)t->sizes[d];
     }
     return true;
 }

@@ -55,7 +55,7 @@ grep -qx "cache $tmp/cache" "$tmp/out" && ok ||
     shown "a plain run takes WRAPBAKE_CACHE_DIR"
 cuda=yes
 if [ -e "$tmp/marks/plain" ]; then ok
-elif grep -q "built without CUDA" "$tmp/out"; then cuda=no
+elif grep -q "not supported by this build" "$tmp/out"; then cuda=no
 else shown "a plain run loads WRAPBAKE_CUDART"; fi
 [ -e "$tmp/marks/plain-cc" ] && ok || shown "a plain run's cc tier runs PATH's cc"
 
