@@ -113,7 +113,8 @@ WB_API const char *wb_last_error(void);
  * A tensor is a view of a storage: dtype, ndim, sizes, strides and an offset,
  * all in elements, plus flags and a dynamic-dims mask.  Tensors are reference
  * counted; functions returning a new tensor hand the caller one reference.
- * Strides are never negative; a view always lies inside its storage.
+ * Strides are never negative; every element of a view lies inside its
+ * storage (an empty view may start anywhere, as in PyTorch).
  */
 typedef struct wb_storage wb_storage;
 typedef struct wb_tensor wb_tensor;

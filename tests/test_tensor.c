@@ -554,6 +554,26 @@ Test(tensor, empty_tensors_of_huge_sizes)
     wbt_release_last(b);
 }
 
+/* An empty view needs no byte of its storage, wherever it starts: x[2:, 3:]
+   of a 2 x 3 tensor starts at element 9 of 6, as torch.as_strided allows.
+   Its start must still be a byte offset int64_t holds. */
+Test(tensor, an_empty_view_may_start_past_the_end)
+{
+    wb_tensor *x = wbt_f32(0, 2, 2, 3), *v = NULL;
+    int64_t none[2] = {0, 0}, strides[2] = {3, 1};
+    WBT_OK(wb_tensor_as_strided(x, 2, none, strides, 9, &v));
+    cr_assert_eq(wb_tensor_offset(v), 9);
+    cr_assert_eq(wb_tensor_numel(v), 0);
+    WBT_OK(wb_tensor_copy_(v, v));
+    WBT_OK(wb_tensor_as_strided_(x, 2, none, strides, 9));
+    cr_assert_eq(wb_tensor_offset(x), 9);
+    WBT_FAILS(wb_tensor_as_strided_(x, 2, none, strides, INT64_MAX / 2),
+              WB_ERR_SHAPE, "overflows");
+    cr_assert_eq(wb_tensor_offset(x), 9);
+    wbt_release_last(v);
+    wbt_release_last(x);
+}
+
 Test(tensor, broadcast_views_whose_element_count_overflows)
 {
     /* Stride 0 lets one element stand for many; a count that int64_t cannot

@@ -152,7 +152,8 @@ static inline wb_tensor *wb_rt_tensor_alloc(void)
     return t ? t : wb_rt_tensor_malloc();
 }
 /* Bytes from the start of the storage to one past the last element of the
-   view (to its start for an empty view); -1 if the arithmetic overflows. */
+   view (0 for an empty view, which needs none); -1 if the arithmetic
+   overflows. */
 int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
                        const int64_t *strides, int64_t offset);
 /* Checks a view's metadata; WB_OK or a status with the message set. */

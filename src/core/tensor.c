@@ -186,15 +186,17 @@ int64_t wb_rt_view_end(DLDataType dtype, int ndim, const int64_t *sizes,
     int64_t last = offset, span, es = (int64_t)wb_dtype_size(dtype);
     bool empty = false, overflow = false;
     /* One pass; an empty view holds no element whatever its other dims, so
-       a zero size anywhere wins over an overflow elsewhere, and its end is
-       where it starts. */
+       a zero size anywhere wins over an overflow elsewhere, and it needs
+       no byte of its storage wherever it starts (PyTorch's bounds check
+       skips a view of no byte: x[2:, 3:] of a 2 x 3 tensor starts past
+       the end); only its start must be a byte offset int64_t holds. */
     for (int d = 0; d < ndim; d++) {
         empty |= sizes[d] == 0;
         overflow |= __builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
                     __builtin_add_overflow(last, span, &last);
     }
     if (empty)
-        return __builtin_mul_overflow(offset, es, &last) ? -1 : last;
+        return __builtin_mul_overflow(offset, es, &last) ? -1 : 0;
     if (overflow || __builtin_add_overflow(last, 1, &last) ||
         __builtin_mul_overflow(last, es, &last))
         return -1;

@@ -1415,6 +1415,8 @@ INPLACE_VIEW = [
      ()),
     ("as_strided_/offset", lambda x: x.as_strided_((3,), (2,), 0),
      T(2, 2, how="offset"), ()),
+    ("as_strided_/empty_past_the_end",
+     lambda x: x.as_strided_((0, 0), (3, 1), 9), T(2, 3), ()),
     ("as_strided_/same", lambda x: x.as_strided_(x.size(), x.stride(),
                                                  x.storage_offset()),
      T(2, 3, how="t"), ()),
@@ -1562,6 +1564,9 @@ add("views", "split/3d", lambda x: x.split(1, 2), T(2, 2, 2))
 add("views", "chunk", lambda x: x.chunk(2), T(4, 2, how="t"))
 add("views", "unbind", lambda x: x.unbind(1), T(2, 3, how="offset"))
 add("views", "view_of_second", lambda x, y: y.view(-1), T(2), T(2, 2))
+# An empty slice that starts past the end of its storage: no byte of it is
+# read, and PyTorch's bounds check skips it.
+add("views", "empty_past_the_end", lambda x: x[2:, 3:], T(2, 3))
 add("views", "view_and_mutate", lambda x: x.view(-1).add_(1), T(2, 3))
 add("views", "view_then_mutate_input", lambda x: (x.t(), x.mul_(2))[0],
     T(2, 3))
