@@ -52,6 +52,17 @@ static void faults_assert_same(const faults_snap *a, const faults_snap *b,
     cr_assert_eq(a->offset, b->offset, "%s: view changed", what);
 }
 
+/* Asserts that each of the n tensors t is as its snapshot in before. */
+static void faults_assert_unchanged(const faults_snap *before,
+                                    wb_tensor *const *t, int n,
+                                    const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        faults_snap after = faults_snap_of(t[i]);
+        faults_assert_same(&before[i], &after, what);
+    }
+}
+
 /* The graph returns the data-mutated input itself as its updated value:
    copying a tensor onto itself changes no byte. */
 Test(faults, updated_value_is_the_input_itself)
@@ -240,11 +251,7 @@ Test(faults, view_holder_is_an_input_that_set_replaces_first)
             if (!first) {
                 WBT_FAILS(wb_call(w, a, 2, o, 1), WB_ERR_INVALID,
                           "storage mutation commits first and changes it");
-                for (int i = 0; i < 2; i++) {
-                    faults_snap after = faults_snap_of(x[i]);
-                    faults_assert_same(&before[i], &after,
-                                       wb_tier_name(tier));
-                }
+                faults_assert_unchanged(before, x, 2, wb_tier_name(tier));
                 cr_assert_eq(wb_tensor_storage(x[oi]), old);
                 cr_assert(!o[0].t, "no output written");
             } else {
@@ -500,11 +507,8 @@ Test(faults, a_value_is_an_input_a_mutation_moves_first)
                     if (moved_first) {
                         WBT_FAILS(wb_call(w, a, 2, NULL, 0), WB_ERR_INVALID,
                                   "mutation commits first and changes it");
-                        for (int i = 0; i < 2; i++) {
-                            faults_snap after = faults_snap_of(t[i]);
-                            faults_assert_same(&before[i], &after,
-                                               wb_tier_name(tier));
-                        }
+                        faults_assert_unchanged(before, t, 2,
+                                                wb_tier_name(tier));
                         cr_assert_eq(wb_tensor_numel(x), 4);
                         cr_assert_eq(wb_tensor_storage(x), xs);
                     } else {

@@ -123,6 +123,34 @@ static void tiers_rm(const char *dir)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* The text of the file at path, at most n - 1 bytes of it, into buf. */
+static void tiers_read(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    buf[fread(buf, 1, n - 1, f)] = '\0';
+    fclose(f);
+}
+
+/* text, as the whole file at path. */
+static void tiers_write(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Asserts that wb_cache_explain says needle of s; what names the case. */
+static void tiers_explains(const wb_spec *s, const char *needle,
+                           const char *what)
+{
+    char *why = NULL;
+    WBT_OK(wb_cache_explain(s, NULL, &why));
+    cr_assert_not_null(strstr(why, needle), "%s: %s", what, why);
+    free(why);
+}
+
 static double tiers_now(void)
 {
     struct timespec ts;
@@ -639,31 +667,19 @@ Test(tiers, damaged_disk_entries_are_rebuilt)
         if (strstr(de->d_name, ".meta"))
             snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
     closedir(d);
-    FILE *f = fopen(path, "w");
-    fputs("wrapbake-cache 1\nsource nonsense\n", f);
-    fclose(f);
-    char *why = NULL;
-    WBT_OK(wb_cache_explain(s, NULL, &why));
-    cr_assert_not_null(strstr(why, "its record is unreadable"), "%s", why);
-    free(why);
+    tiers_write(path, "wrapbake-cache 1\nsource nonsense\n");
+    tiers_explains(s, "its record is unreadable", "a garbled record");
     wb_wrapper *w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
     cr_assert_eq(tiers_check_calls(w, 5, 1), 0);
     wb_wrapper_free(w);
     /* So is a whole entry file that names another source than its key. */
     char text[4096];
-    f = fopen(path, "r");
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
+    tiers_read(path, text, sizeof text);
     char *src = strstr(text, "\nsource ");
     cr_assert_not_null(src);
     src[8] = src[8] == '0' ? '1' : '0';
-    f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
-    WBT_OK(wb_cache_explain(s, NULL, &why));
-    cr_assert_not_null(strstr(why, "does not match its key"), "%s", why);
-    free(why);
+    tiers_write(path, text);
+    tiers_explains(s, "does not match its key", "another source");
     w = wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC);
     cr_assert_eq(tiers_check_calls(w, 5, 1), 0);
     wb_wrapper_free(w);
@@ -705,13 +721,10 @@ Test(tiers, disk_records_with_fields_twice_missing_or_malformed_are_damaged)
     };
     char *dir = tiers_cache_dir();
     wb_spec *s = tiers_spec("records");
-    char path[512], good[4096], text[8192], *why;
+    char path[512], good[4096], text[8192];
     wb_wrapper_free(wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC));
     tiers_find(dir, ".meta", path, sizeof path);
-    FILE *f = fopen(path, "r");
-    size_t n = fread(good, 1, sizeof good - 1, f);
-    fclose(f);
-    good[n] = '\0';
+    tiers_read(path, good, sizeof good);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         /* The good record, its line of the field replaced or repeated. */
         char *out = text;
@@ -728,20 +741,15 @@ Test(tiers, disk_records_with_fields_twice_missing_or_malformed_are_damaged)
             line += len;
         }
         cr_assert_neq(strcmp(text, good), 0, "case %zu changes the record", i);
-        f = fopen(path, "w");
-        fputs(text, f);
-        fclose(f);
-        WBT_OK(wb_cache_explain(s, NULL, &why));
-        cr_assert_not_null(strstr(why, "its record is unreadable"),
-                           "case %zu (%s %s): %s", i, bad[i].field,
-                           bad[i].value ? bad[i].value : "", why);
-        free(why);
-        f = fopen(path, "w");
-        fputs(good, f);
-        fclose(f);
-        WBT_OK(wb_cache_explain(s, NULL, &why));
-        cr_assert_not_null(strstr(why, "hit: "), "the good record: %s", why);
-        free(why);
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", bad[i].field,
+                 bad[i].value   ? bad[i].value
+                 : bad[i].twice ? "twice"
+                                : "left out");
+        tiers_write(path, text);
+        tiers_explains(s, "its record is unreadable", what);
+        tiers_write(path, good);
+        tiers_explains(s, "hit: ", "the good record again");
     }
     wb_spec_free(s);
     tiers_rm(dir);
@@ -806,9 +814,7 @@ Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
     cr_assert_not_null(mkdtemp(bin));
     cr_assert_not_null(getcwd(cwd, sizeof cwd));
     snprintf(script, sizeof script, "%s/wbt-cc", bin);
-    FILE *f = fopen(script, "w");
-    fputs("#!/bin/sh\nexec cc \"$@\"\n", f);
-    fclose(f);
+    tiers_write(script, "#!/bin/sh\nexec cc \"$@\"\n");
     cr_assert_eq(chmod(script, 0755), 0);
     spawned = malloc(strlen(saved) + 2);
     cr_assert_not_null(spawned);
@@ -824,10 +830,7 @@ Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
     cr_assert_eq(st, WB_OK, "%s", wb_last_error());
     wb_wrapper_free(w);
     tiers_find(dir, ".meta", meta, sizeof meta);
-    f = fopen(meta, "r");
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
+    tiers_read(meta, text, sizeof text);
     snprintf(want, sizeof want, "\ncompiler-path %s\n", script);
     cr_assert_not_null(strstr(text, want), "wanted%s in:\n%s", want, text);
     free(spawned);
