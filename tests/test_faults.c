@@ -559,3 +559,53 @@ Test(faults, a_view_of_an_input_a_mutation_moves_first)
         wb_spec_free(s);
     }
 }
+
+/* Members of synthetic bases take their new views last, one after
+   another: member b's new view may not be member a's tensor, which a's
+   new view has moved by then (to 16 elements, where b's storage holds 2). */
+Test(faults, a_members_view_is_a_member_moved_first)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("moved_member", &s));
+        WBT_OK(wb_spec_add_tensor(s, "a", WB_MUT_DATA_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "a2", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "b", WB_MUT_DATA_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "b2", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_set_synthetic_base(s, 1, 0));
+        WBT_OK(wb_spec_set_synthetic_base(s, 3, 2));
+        wb_storage *sa, *sb;
+        WBT_OK(wb_storage_new(WBT_CPU, 64, &sa));
+        WBT_OK(wb_storage_new(WBT_CPU, 8, &sb));
+        wb_tensor *x[4], *ua = wbt_f32(1, 1, 16), *ub = wbt_f32(2, 1, 2), *na;
+        WBT_OK(wb_tensor_from_storage(sa, WBT_F32, 1, (int64_t[]){2}, NULL, 0,
+                                      &x[0]));
+        WBT_OK(wb_tensor_from_storage(sa, WBT_F32, 1, (int64_t[]){2}, NULL, 2,
+                                      &x[1]));
+        WBT_OK(wb_tensor_from_storage(sb, WBT_F32, 1, (int64_t[]){1}, NULL, 0,
+                                      &x[2]));
+        WBT_OK(wb_tensor_from_storage(sb, WBT_F32, 1, (int64_t[]){1}, NULL, 1,
+                                      &x[3]));
+        WBT_OK(wb_tensor_as_strided(x[0], 1, (int64_t[]){16}, NULL, 0, &na));
+        /* The bases' values, then a's new view, then b's: a as it was. */
+        faults_graph g = {{ua, ub, na, x[0]}, 4};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg args[4] = {{.t = x[0]}, {.t = x[1]}, {.t = x[2]}, {.t = x[3]}};
+        faults_snap before[4];
+        for (int i = 0; i < 4; i++)
+            before[i] = faults_snap_of(x[i]);
+        WBT_FAILS(wb_call(w, args, 4, NULL, 0), WB_ERR_INVALID,
+                  "input 2 'b': its value 3 is input 0 'a', whose "
+                  "data+metadata mutation commits first and changes it");
+        faults_assert_unchanged(before, x, 4, wb_tier_name(tier));
+        cr_assert_eq(wb_tensor_numel(x[2]), 1);
+        wb_wrapper_free(w);
+        wbt_release_last(na);
+        wbt_release_last(ub);
+        wbt_release_last(ua);
+        for (int i = 3; i >= 0; i--)
+            wb_tensor_release(x[i]);
+        wb_storage_release(sb);
+        wb_storage_release(sa);
+    }
+}

@@ -85,6 +85,9 @@ Test(regress, empty_view_past_the_storage_stays_inside_when_resized)
               WB_ERR_SHAPE, "overflows");
     WBT_OK(wb_tensor_from_storage(st, WBT_F32, 1, (int64_t[]){0}, NULL, 5,
                                   &t));
+    /* Still empty, it needs no byte: the storage stays as it is. */
+    WBT_OK(wb_tensor_resize_(t, 2, (int64_t[]){3, 0}));
+    cr_assert_eq(wb_storage_nbytes(st), 16);
     WBT_OK(wb_tensor_resize_(t, 1, (int64_t[]){4}));
     cr_assert_geq(wb_storage_nbytes(st), 36, "resize grew the storage");
     cr_assert_eq(wb_tensor_offset(t), 5);

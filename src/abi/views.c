@@ -53,13 +53,11 @@ int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r)
             r[q].t == a[m->input].t)
             continue;
         const wb_tensor *t = a[m->input].t;
+        /* Inputs' mutations come after the synthetic bases'. */
         for (int p = q + 1; p < M; p++)
             if (r[p].t == t)
                 return wb_rt_moved(
-                    e, s->muts[p].input < 0
-                           ? "a synthetic base"
-                           : wb_rt_input_label(e, s->muts[p].input, lb,
-                                               sizeof lb),
+                    e, wb_rt_input_label(e, s->muts[p].input, lb, sizeof lb),
                     p, m->input, m->kind);
         for (int k = 0; k < s->noutputs; k++) {
             const wb_spec_out *d = &s->outs[k];
@@ -80,6 +78,18 @@ int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r)
                 return wb_rt_moved(
                     e, wb_rt_input_label(e, s->meta_members[k], lb, sizeof lb),
                     MV + k, m->input, m->kind);
+    }
+    /* The members take their new views last, one after another. */
+    for (int q = 0; q < s->nmeta_members; q++) {
+        const wb_tensor *t = a[s->meta_members[q]].t;
+        if (r[MV + q].t == t)
+            continue;
+        for (int k = q + 1; k < s->nmeta_members; k++)
+            if (r[MV + k].t == t)
+                return wb_rt_moved(
+                    e, wb_rt_input_label(e, s->meta_members[k], lb, sizeof lb),
+                    MV + k, s->meta_members[q],
+                    s->inputs[s->meta_members[q]].mutation);
     }
     return WB_OK;
 }

@@ -962,6 +962,10 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
 {
     int64_t n = wb_rt_contiguous_nbytes(t->dtype, ndim, sizes), need;
     *g = (wb_rt_grow){NULL, 0, NULL};
+    /* An empty result needs no byte, wherever it starts: no growth, as
+       PyTorch's maybe_resize_storage_cpu bails when numel is 0. */
+    if (n == 0)
+        return WB_OK;
     if (n < 0 || __builtin_add_overflow(n, t->offset *
                                         (int64_t)wb_dtype_size(t->dtype),
                                         &need))

@@ -994,8 +994,9 @@ wb_status wb_spec_validate(wb_spec *s)
     wb_spec_derive_outputs(s);
     s->nvalues = s->nupdated + s->noutputs + s->nbases + s->nmeta_members;
     /* A value read after an input's view or storage changes may be that
-       input: the later mutations', the views', the members' new views. */
-    s->moved_reads = false;
+       input: the later mutations', the views', the members' new views,
+       which come one after another. */
+    s->moved_reads = s->nmeta_members > 1;
     for (int j = 0; j < s->nupdated; j++)
         s->moved_reads |= s->muts[j].input >= 0 &&
                           wb_mutation_moves(s->muts[j].kind) &&

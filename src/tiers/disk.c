@@ -475,8 +475,8 @@ static long long wb_disk_number(const char *v, long long max)
 {
     char *end;
     errno = 0;
-    long long x = strtoll(v, &end, 10);
-    return end != v && !*end && !errno && x >= 0 && x <= max ? x : -1;
+    long long x = *v >= '0' && *v <= '9' ? strtoll(v, &end, 10) : -1;
+    return x >= 0 && !*end && !errno && x <= max ? x : -1;
 }
 
 /* Reads the record at name: a line per field, "NAME VALUE", each field
@@ -510,7 +510,7 @@ static int wb_disk_read_meta(int dirfd, const char *name, wb_disk_meta *m)
     line = strtok_r(text, "\n", &save);
     fine = line && strcmp(line, "wrapbake-cache 1") == 0;
     while (fine && (line = strtok_r(NULL, "\n", &save))) {
-        char *v = strchr(line, ' '), *end;
+        char *v = strchr(line, ' ');
         int f = 0;
         if (!v)
             continue;
@@ -532,9 +532,12 @@ static int wb_disk_read_meta(int dirfd, const char *name, wb_disk_meta *m)
             m->bytes = wb_disk_number(v, WB_DISK_OBJECT_MAX);
             fine = fine && m->bytes > 0;
         } else {
-            m->compile_ms = strtod(v, &end);
-            fine = fine && end != v && !*end && isfinite(m->compile_ms) &&
-                   m->compile_ms >= 0;
+            /* A figure for notes and statistics alone, which the writer's
+               locale may have written with a comma: what is not a finite
+               time reads as 0. */
+            m->compile_ms = strtod(v, NULL);
+            if (!isfinite(m->compile_ms) || m->compile_ms < 0)
+                m->compile_ms = 0;
         }
     }
     free(text);
@@ -751,9 +754,11 @@ static int wb_disk_evict(const wb_disk *d, const char *keep)
     int n = 0, cap = 0, nobj = 0, capobj = 0, gone = 0;
     long long total = 0;
     struct dirent *de;
+    /* Whether every entry is listed, then read. */
+    bool all = true;
     if (!dir)
         return 0;
-    while ((de = readdir(dir))) {
+    for (errno = 0; (de = readdir(dir)); errno = 0) {
         struct stat sb;
         bool meta = wb_disk_named(de->d_name, ".meta");
         if (!wb_disk_own_name(de->d_name) ||
@@ -768,12 +773,12 @@ static int wb_disk_evict(const wb_disk *d, const char *keep)
         f->bytes = sb.st_size;
         f->used = sb.st_mtim;
     }
+    all = de == NULL && errno == 0;
     closedir(dir);
     uint64_t limit = wb_disk_limit();
     if ((uint64_t)total > limit) {
-        /* An object is an orphan only when every entry was read: one that
-           was not may name it. */
-        bool all = true;
+        /* An object is an orphan only when every entry was listed and
+           read: one that was not may name it. */
         for (int i = 0; i < n; i++) {
             wb_disk_meta m;
             if (wb_disk_read_meta(d->fd, e[i].name, &m) > 0)
