@@ -609,3 +609,29 @@ Test(faults, a_members_view_is_a_member_moved_first)
         wb_storage_release(sa);
     }
 }
+
+/* A metadata mutation handed a tensor with its input's very view (another
+   object on the same storage) moves nothing: a later read of the input is
+   as the check saw it, and the call runs. */
+Test(faults, a_mutation_to_the_same_view_moves_nothing)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("unmoved", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 4), *y = wbt_f32(10, 1, 4), *same;
+        WBT_OK(wb_tensor_as_strided(x, 1, (int64_t[]){4}, NULL, 0, &same));
+        faults_graph g = {{same, x}, 2};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg a[2] = {{.t = x}, {.t = y}};
+        WBT_OK(wb_call(w, a, 2, NULL, 0));
+        cr_assert_eq(((float *)wb_tensor_data(y))[3], 3.0f, "%s",
+                     wb_tier_name(tier));
+        wb_wrapper_free(w);
+        wbt_release_last(same);
+        wbt_release_last(y);
+        wbt_release_last(x);
+        wb_spec_free(s);
+    }
+}

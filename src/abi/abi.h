@@ -59,7 +59,8 @@ wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
      commit reads (a later mutation's, a view's value or base, a member's
      new view) is an input whose metadata, set_ or resize mutation commits
      first and changes it, where the check saw it as it was; a mutation
-     handed its input itself changes nothing.
+     handed its input itself, or a tensor on its storage with its very
+     view, changes nothing.
    - wb_rt_prep_view: output `output` will be a view of the storage
      `holder` will have (at least `grown` bytes), with value v's view.
      Sets *view to a new header, which holds a reference to that storage

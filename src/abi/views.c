@@ -10,6 +10,7 @@
  * both from this one file.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "abi.h"
 #include "prim.h"
@@ -41,6 +42,18 @@ static int wb_rt_moved(const wb_env *e, const char *reader, int x, int i,
                        wb_mutation_name(kind));
 }
 
+/* Whether a mutation of kind kind handed v moves t: a resize to other
+   sizes, or another storage or view.  One handed t itself, or a tensor
+   on its storage with its very view, changes nothing. */
+static bool wb_rt_moves(wb_mutation kind, const wb_tensor *t,
+                        const wb_tensor *v)
+{
+    if (kind == WB_MUT_RESIZE)
+        return v->ndim != t->ndim ||
+               memcmp(v->sizes, t->sizes, sizeof *t->sizes * t->ndim) != 0;
+    return v != t && (v->storage != t->storage || !wb_rt_same_view(v, t));
+}
+
 int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r)
 {
     const wb_spec *s = e->spec;
@@ -48,9 +61,8 @@ int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r)
     char lb[400];
     for (int q = 0; q < M; q++) {
         const wb_spec_mut *m = &s->muts[q];
-        /* A mutation handed its input itself changes nothing. */
         if (m->input < 0 || !wb_mutation_moves(m->kind) ||
-            r[q].t == a[m->input].t)
+            !wb_rt_moves(m->kind, a[m->input].t, r[q].t))
             continue;
         const wb_tensor *t = a[m->input].t;
         /* Inputs' mutations come after the synthetic bases'. */
@@ -82,7 +94,7 @@ int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r)
     /* The members take their new views last, one after another. */
     for (int q = 0; q < s->nmeta_members; q++) {
         const wb_tensor *t = a[s->meta_members[q]].t;
-        if (r[MV + q].t == t)
+        if (!wb_rt_moves(WB_MUT_METADATA, t, r[MV + q].t))
             continue;
         for (int k = q + 1; k < s->nmeta_members; k++)
             if (r[MV + k].t == t)
