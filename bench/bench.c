@@ -909,6 +909,7 @@ static void bench_usage(FILE *f)
         "                     submissions (launches, batched copies) per call\n"
         "      --stream       with --device cuda: the calls enqueue on a stream\n"
         "                     of their own, not the legacy default stream\n"
+        "                     (not with --builds, which makes no call)\n"
         "  -t, --tier T       counting mode: make exactly --calls calls on\n"
         "                     tier T (direct, interp, tcc, cc, aot) of one\n"
         "                     --case, printing nothing; for valgrind\n"
@@ -1013,7 +1014,7 @@ int main(int argc, char **argv)
         (tier && (!only || counting_calls_given == counting_builds)) ||
         (counting_builds && !bench_builds_tier(tier)) ||
         (batch && (!counting_builds || strcmp(tier, "tcc"))) ||
-        (stream && !strcmp(device, "cpu")) ||
+        (stream && (!strcmp(device, "cpu") || counting_builds)) ||
         (scale && (tier || only || spec_file || csv || wide ||
                    counting_calls_given || reps_given || cpu >= 0 ||
                    strcmp(device, "cpu")))) {

@@ -351,6 +351,8 @@ fi
 check "--device names what it takes" "[ \$? -eq 1 ] && grep -q 'takes cpu, cuda or cuda:N' '$tmp/tpu.out'"
 "$bench" $fast --stream >/dev/null 2>&1
 check "--stream needs --device cuda" "[ \$? -eq 2 ]"
+"$bench" --device cuda --stream --case A --tier tcc --builds 1 >/dev/null 2>&1
+check "--stream makes no sense with --builds" "[ \$? -eq 2 ]"
 if [ -n "${FAKECUDA:-}" ] && [ -n "$py" ]; then
     # shellcheck disable=SC2086
     WRAPBAKE_CUDART=$FAKECUDA "$bench" $fast --device cuda --json >"$tmp/cuda.json" 2>&1
