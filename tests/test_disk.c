@@ -672,8 +672,9 @@ Test(disk, an_entry_that_does_not_load_here_is_kept, .timeout = 60)
 
 /* A link another user plants on the way to the cache directory, after the
    way was checked, leads nowhere: the directories are made one by one in
-   the directory held open, and such a link is not followed.  One of root's
-   is, as the check allows. */
+   the directory held open, and such a link is not followed, nor one of
+   root's that leads to it.  One of root's to a directory is, as the check
+   allows. */
 Test(disk, making_the_directory_follows_no_link_of_another_user)
 {
     char sticky[64], target[64], path[256], made[256];
@@ -691,6 +692,13 @@ Test(disk, making_the_directory_follows_no_link_of_another_user)
     cr_assert_not(wb_disk_mkdirs(path));
     cr_assert_eq(errno, ENOTDIR, "%s", strerror(errno));
     cr_assert_neq(access(made, F_OK), 0, "made %s through their link", made);
+    /* Nor through root's link to theirs: each link on the way is looked
+       at, not only the first. */
+    snprintf(path, sizeof path, "%s/chain", sticky);
+    cr_assert_eq(symlink("theirs", path), 0);
+    snprintf(path, sizeof path, "%s/chain/cache", sticky);
+    cr_assert_not(wb_disk_mkdirs(path));
+    cr_assert_neq(access(made, F_OK), 0, "made %s through a chain", made);
     snprintf(path, sizeof path, "%s/ours", sticky);
     cr_assert_eq(symlink(target, path), 0);
     snprintf(path, sizeof path, "%s/ours/cache/deeper", sticky);

@@ -293,8 +293,13 @@ const char *wb_disk_unsafe_path(const char *dir, bool self,
     }
 }
 
-bool wb_disk_mkdirs(const char *p)
+bool wb_disk_mkdirs(const char *path)
 {
+    /* The way still to walk: path, or a link's target and what followed
+       the link, in the buffer the previous one is not in. */
+    char way[2][PATH_MAX];
+    int cur = 0, links = 0;
+    const char *p = path;
     int at = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     while (at >= 0) {
         char name[NAME_MAX + 1];
@@ -315,8 +320,27 @@ bool wb_disk_mkdirs(const char *p)
                        : -1;
         if (next < 0 && (errno == ENOTDIR || errno == ELOOP) &&
             fstatat(at, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISLNK(sb.st_mode) && (sb.st_uid == 0 || sb.st_uid == geteuid()))
-            next = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            S_ISLNK(sb.st_mode) &&
+            (sb.st_uid == 0 || sb.st_uid == geteuid())) {
+            /* A link of the user's or root's: its target, then the rest,
+               walked under the same rule, from the root when absolute. */
+            char target[PATH_MAX];
+            ssize_t n = readlinkat(at, name, target, sizeof target - 1);
+            if (n <= 0) {
+                errno = n ? errno : ENOENT;
+            } else if (++links > 40) {
+                errno = ELOOP;
+            } else if (target[n] = '\0',
+                       snprintf(way[!cur], PATH_MAX, "%s/%s", target, p) >=
+                           PATH_MAX) {
+                errno = ENAMETOOLONG;
+            } else {
+                p = way[cur = !cur];
+                if (target[0] != '/')
+                    continue;  /* at still holds the link */
+                next = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            }
+        }
         int err = errno;
         close(at);
         errno = err;
