@@ -80,7 +80,8 @@ typedef enum wb_status {
     WB_ERR_GRAPH,       /* the graph function reported an error */
     WB_ERR_HOOK,        /* a hook or guard reported an error */
     WB_ERR_COMPILE,     /* the JIT could not compile the generated code */
-    WB_ERR_UNSUPPORTED  /* valid request this build cannot do */
+    WB_ERR_UNSUPPORTED  /* valid request this build or process cannot do
+                           (the cc tier in a privileged process) */
 } wb_status;
 
 /* A short constant name for a status ("WB_ERR_SPEC"); never NULL. */
@@ -240,9 +241,9 @@ WB_API void wb_thread_cache_flush(void);
 /*
  * Storages may live on CUDA devices (kDLCUDA) in a build with CUDA.  Views,
  * aliases, versions and DLPack work as on the CPU.  A call writes its data
- * mutations of CUDA inputs back asynchronously on its stream, all of them
- * in one submission (a batched copy, or one launch of a gather-copy kernel
- * per 8 copies): the host cost does not grow with their number.
+ * mutations of CUDA inputs back asynchronously on its stream, at its end:
+ * one batched copy per 32 contiguous copies on a stream of its own, else
+ * one launch of a gather-copy kernel per 8 copies (docs/cuda.md).
  */
 
 /* The number of CUDA devices: WB_OK with *count >= 1; WB_ERR_UNSUPPORTED
