@@ -607,6 +607,7 @@ Test(faults, a_members_view_is_a_member_moved_first)
             wb_tensor_release(x[i]);
         wb_storage_release(sb);
         wb_storage_release(sa);
+        wb_spec_free(s);
     }
 }
 
