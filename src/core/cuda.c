@@ -12,7 +12,8 @@
  * (cuda_copy.cu) per WB_CUDA_BATCH copies, strided views included.  A copy
  * that touches memory an earlier copy of the batch touches waits for the
  * next submission, so the copies keep their order.  So a call makes one
- * submission for all its mutated inputs, or one per WB_CUDA_BATCH of them.
+ * submission per WB_RT_PENDING (32) mutated inputs on its own stream, or
+ * one per WB_CUDA_BATCH (8) on the legacy one.
  *
  * The CUDA runtime is not linked: the first use of a CUDA device loads it
  * (libcudart.so.MAJOR of the toolkit the library was built with, or the

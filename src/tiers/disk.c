@@ -509,11 +509,14 @@ static long long wb_disk_number(const char *v, long long max)
    could not be read (wb_disk_scarce). */
 static int wb_disk_read_meta(int dirfd, const char *name, wb_disk_meta *m)
 {
+    /* The text fields first, then the numbers. */
     static const char *const fields[] = {
         "source", "compiler", "object", "compiler-path", "flags", "spec",
         "abi", "bytes", "compile-ms",
     };
-    enum { NFIELDS = sizeof fields / sizeof *fields };
+    enum { ABI = 6, BYTES, MS, NFIELDS };
+    _Static_assert(sizeof fields / sizeof *fields == NFIELDS,
+                   "a name per field");
     char *const strs[] = {m->source, m->compiler, m->object, m->path,
                           m->flags, m->spec};
     const size_t caps[] = {sizeof m->source, sizeof m->compiler,
@@ -545,17 +548,17 @@ static int wb_disk_read_meta(int dirfd, const char *name, wb_disk_meta *m)
             continue;
         fine = !(seen & 1u << f);
         seen |= 1u << f;
-        if (f < 6) {
+        if (f < ABI) {
             fine = fine && strlen(v) < caps[f];
             snprintf(strs[f], caps[f], "%s", v);
-        } else if (f == 6) {
+        } else if (f == ABI) {
             long long abi = wb_disk_number(v, INT_MAX);
             fine = fine && abi >= 0;
             m->abi = (int)abi;
-        } else if (f == 7) {
+        } else if (f == BYTES) {
             m->bytes = wb_disk_number(v, WB_DISK_OBJECT_MAX);
             fine = fine && m->bytes > 0;
-        } else {
+        } else {  /* MS */
             /* A figure for notes and statistics alone, which the writer's
                locale may have written with a comma: what is not a finite
                time reads as 0. */
@@ -778,8 +781,6 @@ static int wb_disk_evict(const wb_disk *d, const char *keep)
     int n = 0, cap = 0, nobj = 0, capobj = 0, gone = 0;
     long long total = 0;
     struct dirent *de;
-    /* Whether every entry is listed, then read. */
-    bool all = true;
     if (!dir)
         return 0;
     for (errno = 0; (de = readdir(dir)); errno = 0) {
@@ -797,7 +798,8 @@ static int wb_disk_evict(const wb_disk *d, const char *keep)
         f->bytes = sb.st_size;
         f->used = sb.st_mtim;
     }
-    all = de == NULL && errno == 0;
+    /* Whether every entry was listed (then, whether each was read). */
+    bool all = de == NULL && errno == 0;
     closedir(dir);
     uint64_t limit = wb_disk_limit();
     if ((uint64_t)total > limit) {
