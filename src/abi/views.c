@@ -254,17 +254,12 @@ static inline uint32_t wb_rt_view_flags(int requires_grad)
     return requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
 }
 
-/* How a header takes its value's view: wb_rt_take_view, or
-   wb_rt_take_small where the value is known to have few dims. */
-typedef void wb_rt_take_fn(wb_tensor *t, const wb_tensor *v);
-
-/* The prepared header given v's view (through take) and the flags. */
+/* The prepared header given v's view and the flags. */
 static inline void wb_rt_view_fill(wb_tensor *view, const wb_tensor *v,
-                                   int requires_grad, uint64_t dyn,
-                                   wb_rt_take_fn *take)
+                                   int requires_grad, uint64_t dyn)
 {
     view->dtype = v->dtype;
-    take(view, v);
+    wb_rt_take_view(view, v);
     view->flags = wb_rt_view_flags(requires_grad);
     view->fixed = false;
     view->dyn_dims = dyn;
@@ -274,11 +269,28 @@ static inline void wb_rt_view_fill(wb_tensor *view, const wb_tensor *v,
    storage of the view's base (wb_rt_view_same), which it keeps; consumes
    v. */
 static inline wb_tensor *wb_rt_view_keep(wb_tensor *view, wb_tensor *v,
-                                         int requires_grad, uint64_t dyn,
-                                         wb_rt_take_fn *take)
+                                         int requires_grad, uint64_t dyn)
 {
-    wb_rt_view_fill(view, v, requires_grad, dyn, take);
+    wb_rt_view_fill(view, v, requires_grad, dyn);
     wb_rt_set_storage(view, v->storage);
+    view->keeper = v;
+    return view;
+}
+
+/* wb_rt_view_keep where v has at most WB_RT_SMALL_DIMS dims, with no
+   call: its dtype, dims and device taken as one word (v lies on the
+   storage the view takes, so its device is the view's). */
+static inline wb_tensor *wb_rt_view_keep_small(wb_tensor *view, wb_tensor *v,
+                                               int requires_grad,
+                                               uint64_t dyn)
+{
+    memcpy(&view->dtype, &v->dtype, sizeof(uint64_t));
+    view->offset = v->offset;
+    wb_rt_take_small(view, v);
+    view->flags = wb_rt_view_flags(requires_grad);
+    view->fixed = false;
+    view->dyn_dims = dyn;
+    view->storage = v->storage;
     view->keeper = v;
     return view;
 }
@@ -289,8 +301,8 @@ static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
                                          int requires_grad, uint64_t dyn)
 {
     if (!view->storage)
-        return wb_rt_view_keep(view, v, requires_grad, dyn, wb_rt_take_view);
-    wb_rt_view_fill(view, v, requires_grad, dyn, wb_rt_take_view);
+        return wb_rt_view_keep(view, v, requires_grad, dyn);
+    wb_rt_view_fill(view, v, requires_grad, dyn);
     wb_rt_release(v);
     return view;
 }
@@ -322,7 +334,7 @@ static inline wb_tensor *wb_rt_commit_view_as(wb_tensor *view, wb_tensor *v,
     if (!view)
         return wb_rt_view_own(v, requires_grad, dyn);
     if (!view->storage && v->ndim <= WB_RT_SMALL_DIMS)
-        return wb_rt_view_keep(view, v, requires_grad, dyn, wb_rt_take_small);
+        return wb_rt_view_keep_small(view, v, requires_grad, dyn);
     return wb_rt_view_make_call(view, v, requires_grad, dyn);
 }
 
@@ -366,8 +378,7 @@ static inline void wb_rt_commit_views_n(wb_value *outs,
         if (!view) {
             outs[i].t = wb_rt_view_own(v, requires_grad, dyn);
         } else if (!view->storage && v->ndim <= WB_RT_SMALL_DIMS) {
-            outs[i].t = wb_rt_view_keep(view, v, requires_grad, dyn,
-                                        wb_rt_take_small);
+            outs[i].t = wb_rt_view_keep_small(view, v, requires_grad, dyn);
         } else {
             WB_RT_OPAQUE(i);
             wb_rt_commit_views_made(outs + i, views + i, r + i, n - (int)i,

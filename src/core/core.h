@@ -292,50 +292,32 @@ static inline void wb_rt_release(wb_tensor *t)
         wb_rt_tensor_free(t);
 }
 
-/* The most dims wb_rt_take_small copies. */
+/* The most dims wb_rt_take_view copies inline. */
 #define WB_RT_SMALL_DIMS 4
-
-/* The sizes and strides of dims 3 to 0 copied from v to t, as cases of a
-   switch on ndim that fall through: one case a dim up to
-   WB_RT_SMALL_DIMS. */
-#define WB_RT_TAKE_SMALL(t, v)                                              \
-    case 4: (t)->sizes[3] = (v)->sizes[3];                                  \
-            (t)->strides[3] = (v)->strides[3]; /* fall through */           \
-    case 3: (t)->sizes[2] = (v)->sizes[2];                                  \
-            (t)->strides[2] = (v)->strides[2]; /* fall through */           \
-    case 2: (t)->sizes[1] = (v)->sizes[1];                                  \
-            (t)->strides[1] = (v)->strides[1]; /* fall through */           \
-    case 1: (t)->sizes[0] = (v)->sizes[0];                                  \
-            (t)->strides[0] = (v)->strides[0]
-_Static_assert(WB_RT_SMALL_DIMS == 4, "a case of WB_RT_TAKE_SMALL a dim");
 
 /* Sizes and strides of any number of dims, out of line. */
 void wb_rt_take_dims(wb_tensor *t, const wb_tensor *v);
 
+/* The sizes and strides of v's first WB_RT_SMALL_DIMS dims, as two
+   blocks: where v has fewer, those past its dims come along and are
+   never read, and two blocks cost fewer instructions than a switch on
+   the dims. */
+static inline void wb_rt_take_small(wb_tensor *t, const wb_tensor *v)
+{
+    memcpy(t->sizes, v->sizes, WB_RT_SMALL_DIMS * sizeof v->sizes[0]);
+    memcpy(t->strides, v->strides, WB_RT_SMALL_DIMS * sizeof v->strides[0]);
+}
+
 /* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
-   storage.  Most views have few dims, for which two memcpy calls cost more
-   than the copy itself.  One switch, not wb_rt_take_small behind a test
-   of ndim, which would cost each view two instructions more. */
+   storage. */
 static inline void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
 {
     t->ndim = v->ndim;
     t->offset = v->offset;
-    switch (v->ndim) {
-    WB_RT_TAKE_SMALL(t, v); /* fall through */
-    case 0: break;
-    default: wb_rt_take_dims(t, v);
-    }
-}
-
-/* The same where v has at most WB_RT_SMALL_DIMS dims: with no call, so
-   that a caller inlining it needs no register of its own for it. */
-static inline void wb_rt_take_small(wb_tensor *t, const wb_tensor *v)
-{
-    t->ndim = v->ndim;
-    t->offset = v->offset;
-    switch (v->ndim) {
-    WB_RT_TAKE_SMALL(t, v);
-    }
+    if (v->ndim <= WB_RT_SMALL_DIMS)
+        wb_rt_take_small(t, v);
+    else
+        wb_rt_take_dims(t, v);
 }
 
 /* ---- devices (cuda.c) ---- */
