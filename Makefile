@@ -205,7 +205,11 @@ $(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
 # libtcc's objects inside.  The version script exports the wb_ names the
 # objects leave visible and binds libtcc's locally, which lets its code,
 # built for executables, link without text relocations.  Sanitizer
-# builds make the archive alone.
+# builds make the archive alone.  The shared library is never unloaded
+# (-z nodelete): a thread that released a tensor runs the library's
+# destructor of its header cache when it exits, and the promoter is a
+# thread of its own, so a plugin that links the library may be unloaded
+# while they live on.
 $(BUILD)/obj-pic/%.o: %.c | $(DEPS)
 	@mkdir -p $(@D)
 	$(say) CC $<
@@ -215,7 +219,8 @@ $(SO): $(PIC_OBJ) $(TCC_DIR)/.sealed src/libwrapbake.map
 	@mkdir -p $(@D)
 	$(say) LD $@
 	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(SO_NAME) \
-	    -Wl,--version-script=src/libwrapbake.map -Wl,-z,defs -o $@ \
+	    -Wl,--version-script=src/libwrapbake.map -Wl,-z,defs \
+	    -Wl,-z,nodelete -o $@ \
 	    $(PIC_OBJ) $(TCC_DIR)/*.o -ldl -lpthread -lm
 	$(Q)ln -sf $(SO_NAME) $(BUILD)/lib/libwrapbake.so
 

@@ -17,9 +17,14 @@
  *     returns.  Output parameters are written only on success.
  *   - The library never prints and never exits.  Its mutable global state is
  *     the lock around libtcc, the in-process code cache and its statistics
- *     (one lock), the queue of auto-tier promotions (one lock and the
- *     thread serving it) and a per-thread cache of tensor headers, whose
- *     bound, one for all threads, only grows (see wb_thread_cache_flush).
+ *     (one lock), the pool of freed code pages and the address range the
+ *     code is placed in (one lock), a lock that loads cc code one object at
+ *     a time, the queue of auto-tier promotions (one lock and the thread
+ *     serving it), the CUDA runtime, loaded once, and a per-thread cache of
+ *     tensor headers, whose bound, one for all threads, only grows (see
+ *     wb_thread_cache_flush).  The shared library is never unloaded: the
+ *     promoter and a thread's exit may run its code after a plugin that
+ *     loaded it is gone.
  */
 #ifndef WRAPBAKE_H
 #define WRAPBAKE_H
@@ -559,7 +564,10 @@ typedef struct wb_wrapper wb_wrapper;
 
 /* A wrapper for graph over a private copy of spec (validated here if it was
    not); spec stays the caller's.  The wrapper is immutable and may be called
-   from many threads at once.  Wrappers of equal specs on one compiled tier
+   from many threads at once.  An output's flags and dynamic dims are
+   written on its tensor only when they change, so that calls which hand
+   out one tensor at once (an is-input output, a value the graph keeps)
+   write nothing to it once the first call has set them.  Wrappers of equal specs on one compiled tier
    share one compiled function (see WB_OPT_NO_SHARE).  On WB_TIER_CC a
    failing system compiler fails the call with its diagnostics; on
    WB_TIER_AUTO the wrapper stays on tcc and wb_wrapper_note() says why.

@@ -772,6 +772,9 @@ Test(spec, rejects_bad_enum_values)
               WB_ERR_SPEC, "output 1: unknown alias kind 8");
     WBT_FAILS(wb_spec_add_output(s, "o", (wb_alias)-1, -1, false, 0, &idx),
               WB_ERR_SPEC, "output 1: unknown alias kind -1");
+    WBT_FAILS(wb_spec_add_output(s, "o", WB_OUT_NON_ALIAS, -1, false,
+                                 1ull << WB_MAX_DIMS, &idx),
+              WB_ERR_SPEC, "output 1: dynamic dims 0x10000 name a dim past 15");
     WBT_FAILS(wb_spec_set_grad_mode_at_end(s, 2), WB_ERR_SPEC,
               "grad mode at end 2 is not -1, 0 or 1");
     WBT_FAILS(wb_spec_set_grad_mode_at_end(s, -2), WB_ERR_SPEC,
@@ -966,7 +969,7 @@ static wb_spec *ts_everything(void)
     WBT_OK(wb_spec_add_output(s, "buf_view", WB_OUT_ALIAS_OF_INPUT, 3, false,
                               0, NULL));
     WBT_OK(wb_spec_add_output(s, "out", WB_OUT_IS_INPUT, 6, false,
-                              UINT64_C(0x8000000000000001), NULL));
+                              UINT64_C(0x8001), NULL));
     WBT_OK(wb_spec_add_output(s, "unsafe", WB_OUT_UNSAFE_VIEW_ALIAS, -1, false,
                               0, NULL));
     return s;

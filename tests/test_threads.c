@@ -207,3 +207,81 @@ Test(threads, fixed_value_shared_by_many_callers, .timeout = 120)
         wb_spec_free(s);
     }
 }
+
+/* ---- outputs that other calls hand out at the same time ---- */
+
+/* y itself with dynamic dims, and k, a value the graph keeps and hands
+   to every call, as a plain output: the caller's input and the graph's
+   value each go out of every call at once. */
+static int threads_shared_graph(void *ctx, const wb_arg *a, int na,
+                                wb_value *v, int nv)
+{
+    (void)na; (void)nv;
+    v[0].t = wb_tensor_retain(a[0].t);
+    v[1].t = wb_tensor_retain(ctx);
+    return 2;
+}
+
+typedef struct threads_shared_job {
+    wb_wrapper *w;
+    wb_tensor *y, *k;
+    int bad;
+} threads_shared_job;
+
+static void *threads_shared_caller(void *p)
+{
+    threads_shared_job *j = p;
+    wb_arg a[1] = {{.t = j->y}};
+    for (int c = 0; c < CALLS; c++) {
+        wb_value o[2];
+        if (wb_call(j->w, a, 1, o, 2) != WB_OK) {
+            j->bad++;
+            continue;
+        }
+        j->bad += o[0].t != j->y || o[1].t != j->k ||
+                  wb_tensor_dynamic_dims(j->y) != 0x3 ||
+                  wb_tensor_requires_grad(j->k);
+        wb_tensor_release(o[0].t);
+        wb_tensor_release(o[1].t);
+    }
+    return NULL;
+}
+
+Test(threads, outputs_other_calls_hand_out_at_once, .timeout = 120)
+{
+    /* Once the first call has given them their flags and dynamic dims,
+       the calls write nothing to the tensors they share (ThreadSanitizer
+       checks this under make test-tsan). */
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("threads_shared", &s));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, 0, NULL));
+        WBT_OK(wb_spec_add_output(s, "y_out", WB_OUT_IS_INPUT, 0, false,
+                                  0x3, NULL));
+        WBT_OK(wb_spec_add_output(s, "k", WB_OUT_NON_ALIAS, -1, false, 0,
+                                  NULL));
+        wb_tensor *y = wbt_f32(0, 2, 2, 4), *k = wbt_f32(1, 1, 4);
+        wb_wrapper *w = wbt_wrap(s, threads_shared_graph, k, tier);
+        threads_shared_job first = {.w = w, .y = y, .k = k};
+        wb_value o[2];
+        WBT_OK(wb_call(w, (wb_arg[]){{.t = y}}, 1, o, 2));
+        wb_tensor_release(o[0].t);
+        wb_tensor_release(o[1].t);
+        pthread_t th[THREADS];
+        threads_shared_job jobs[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            jobs[i] = first;
+            cr_assert_eq(pthread_create(&th[i], NULL, threads_shared_caller,
+                                        &jobs[i]), 0);
+        }
+        for (int i = 0; i < THREADS; i++) {
+            pthread_join(th[i], NULL);
+            cr_assert_eq(jobs[i].bad, 0, "%s: thread %d saw %d wrong results",
+                         wb_tier_name(tier), i, jobs[i].bad);
+        }
+        wb_wrapper_free(w);
+        wbt_release_last(k);
+        wbt_release_last(y);
+        wb_spec_free(s);
+    }
+}

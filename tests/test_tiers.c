@@ -436,6 +436,40 @@ Test(tiers, freeing_an_auto_wrapper_stops_its_compiler, .timeout = 30)
     wb_spec_free(s);
 }
 
+/* The threads of this process, from /proc/self/task. */
+static int tiers_threads(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+Test(tiers, the_promoter_ends_with_the_last_promotion_freed, .timeout = 30)
+{
+    /* A promotion due by neither calls nor time leaves the promoter
+       waiting for work: freeing the wrapper wakes it to end. */
+    wb_spec *s = tiers_spec("auto_idle");
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 1u << 30,
+                    .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    int before = tiers_threads();
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert_eq(tiers_threads(), before + 1, "no promoter started");
+    struct timespec park = {0, 100000000};
+    nanosleep(&park, NULL);  /* let it find nothing due and wait */
+    wb_wrapper_free(w);
+    for (int i = 0; i < 500 && tiers_threads() > before; i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    cr_assert_eq(tiers_threads(), before, "the promoter outlived its work");
+    wb_spec_free(s);
+}
+
 /* ---- the in-process cache ---- */
 
 Test(tiers, equal_specs_share_one_function)

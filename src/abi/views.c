@@ -412,20 +412,38 @@ wb_tensor *wb_rt_view_counter(wb_tensor *view, const wb_tensor *t)
     return view;
 }
 
+/* An output's flags and dynamic dims may go on a tensor other calls hand
+   out at the same time: the caller's input, or a value the graph keeps
+   and hands to every call.  Each is written only when it changes, so
+   that calls that find it set write nothing. */
+static inline void wb_rt_set_flags(wb_tensor *t, uint32_t flags)
+{
+    if (t->flags != flags)
+        t->flags = flags;
+}
+
+static inline void wb_rt_add_dyn(wb_tensor *t, uint64_t dyn)
+{
+    if ((t->dyn_dims & dyn) != dyn)
+        t->dyn_dims |= dyn;
+}
+
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn)
 {
+    uint32_t flags = t->flags;
     if (requires_grad > 0)
-        t->flags |= WB_TENSOR_REQUIRES_GRAD;
+        flags |= WB_TENSOR_REQUIRES_GRAD;
     else if (requires_grad == 0)
-        t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
-    t->dyn_dims |= dyn;
+        flags &= ~WB_TENSOR_REQUIRES_GRAD;
+    wb_rt_set_flags(t, flags);
+    wb_rt_add_dyn(t, dyn);
     return t;
 }
 
 wb_tensor *wb_rt_out_plain(wb_tensor *t)
 {
-    t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
+    wb_rt_set_flags(t, t->flags & ~WB_TENSOR_REQUIRES_GRAD);
     return t;
 }
 
@@ -437,10 +455,7 @@ int wb_rt_out_plain_end(wb_tensor **out, wb_tensor *t)
 
 wb_tensor *wb_rt_out_input(wb_tensor *t, unsigned long long dyn)
 {
-    /* The caller's tensor may be in use by other threads: write only when
-       there is something to record. */
-    if (dyn)
-        t->dyn_dims |= dyn;
+    wb_rt_add_dyn(t, dyn);
     atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;
 }

@@ -358,6 +358,10 @@ wb_status wb_spec_add_output(wb_spec *s, const char *name, wb_alias kind,
     if ((unsigned)kind > WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT)
         return wb_rt_fail(WB_ERR_SPEC, "output %d: unknown alias kind %d",
                           s->noutputs, (int)kind);
+    if (dynamic_dims >> WB_MAX_DIMS)
+        return wb_rt_fail(WB_ERR_SPEC, "output %d: dynamic dims 0x%llx name "
+                          "a dim past %d", s->noutputs,
+                          (unsigned long long)dynamic_dims, WB_MAX_DIMS - 1);
     return wb_spec_add_output_item(s, name, o, index_out);
 }
 

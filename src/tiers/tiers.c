@@ -175,7 +175,8 @@ static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
 }
 
 /* Stops w's promotion: dequeued if pending, stopped and waited for if
-   running. */
+   running.  The promoter is woken to see the queue without it, and ends
+   when nothing is left. */
 static void wb_auto_retire(wb_wrapper *w)
 {
     struct wb_promotion *p = w->promotion;
@@ -183,6 +184,7 @@ static void wb_auto_retire(wb_wrapper *w)
     for (struct wb_promotion **pp = &wb_promo_queue; *pp; pp = &(*pp)->next)
         if (*pp == p) {
             *pp = p->next;
+            pthread_cond_signal(&wb_promo_work);
             break;
         }
     atomic_store(&p->cancel, true);

@@ -47,7 +47,7 @@ case " $(pc --libs --static) " in
     *" -lwrapbake -ldl -lpthread -lm "*) ok ;;
     *) bad "pkg-config --static lacks -ldl -lpthread -lm: $(pc --libs --static)" ;;
 esac
-# The README's command for the archive, which names it by its path.
+# docs/install.md's command for the archive, which names it by its path.
 # shellcheck disable=SC2046
 if $cc -std=c11 $(pc --cflags) -o "$tmp/static" "$tmp/example.c" \
         "$(pc --variable=libdir)/libwrapbake.a" -ldl -lpthread -lm &&

@@ -1,7 +1,8 @@
 #!/bin/sh
 # libwrapbake.so in use: a program linked against it runs the README's
 # graph on every tier (tiers.c, with the aot code `wrapbake emit --aot`
-# writes), a plugin that links it is dlopen'ed and runs a tcc wrapper
+# writes), a plugin that links it is dlopen'ed, runs a tcc wrapper and an
+# auto one, and is unloaded while the thread that ran it lives on
 # (plugin.c, host.c), and Python loads it with ctypes and wraps a Python
 # graph (ctypes_test.py).  Also: no text relocation, the soname, the API
 # and helpers alone exported (tests/exports.sh).
@@ -64,8 +65,12 @@ fi
 # A plugin that links the library, loaded by a host that does not.
 if $cc -std=c11 -Iinclude -fPIC -shared -o "$tmp/plugin.so" \
         tests/shared/plugin.c -L"$lib" -lwrapbake &&
-    $cc -std=c11 -o "$tmp/host" tests/shared/host.c -ldl; then
-    expect "plugin: a tcc wrapper ran" run "$tmp/host" "$tmp/plugin.so"
+    $cc -std=c11 -o "$tmp/host" tests/shared/host.c -ldl -lpthread; then
+    run "$tmp/host" "$tmp/plugin.so" >"$tmp/host.out" 2>&1
+    expect "plugin: a tcc wrapper ran" cat "$tmp/host.out"
+    # The library stays loaded (-z nodelete): its thread-exit destructor
+    # and its promoter thread outlive the plugin that brought it.
+    expect "plugin: unloaded; its thread exited" cat "$tmp/host.out"
 else
     bad "the plugin or its host does not build"
 fi
