@@ -254,12 +254,22 @@ static inline uint32_t wb_rt_view_flags(int requires_grad)
     return requires_grad ? WB_TENSOR_REQUIRES_GRAD : 0;
 }
 
-/* The prepared header given v's view and the flags. */
+/* The prepared header given v's dtype, view and device, and the flags.
+   The dtype, dims and device go as one word: v lies on a storage of the
+   view's device (its own, or one the check found on that device), so its
+   device is the view's.  small: the caller knows that v has at most
+   WB_RT_SMALL_DIMS dims. */
 static inline void wb_rt_view_fill(wb_tensor *view, const wb_tensor *v,
-                                   int requires_grad, uint64_t dyn)
+                                   int requires_grad, uint64_t dyn,
+                                   bool small)
 {
-    view->dtype = v->dtype;
-    wb_rt_take_view(view, v);
+    memcpy(&view->dtype, &v->dtype, sizeof(uint64_t));
+    if (small) {
+        view->offset = v->offset;
+        wb_rt_take_small(view, v);
+    } else {
+        wb_rt_take_view(view, v);
+    }
     view->flags = wb_rt_view_flags(requires_grad);
     view->fixed = false;
     view->dyn_dims = dyn;
@@ -269,27 +279,10 @@ static inline void wb_rt_view_fill(wb_tensor *view, const wb_tensor *v,
    storage of the view's base (wb_rt_view_same), which it keeps; consumes
    v. */
 static inline wb_tensor *wb_rt_view_keep(wb_tensor *view, wb_tensor *v,
-                                         int requires_grad, uint64_t dyn)
+                                         int requires_grad, uint64_t dyn,
+                                         bool small)
 {
-    wb_rt_view_fill(view, v, requires_grad, dyn);
-    wb_rt_set_storage(view, v->storage);
-    view->keeper = v;
-    return view;
-}
-
-/* wb_rt_view_keep where v has at most WB_RT_SMALL_DIMS dims, with no
-   call: its dtype, dims and device taken as one word (v lies on the
-   storage the view takes, so its device is the view's). */
-static inline wb_tensor *wb_rt_view_keep_small(wb_tensor *view, wb_tensor *v,
-                                               int requires_grad,
-                                               uint64_t dyn)
-{
-    memcpy(&view->dtype, &v->dtype, sizeof(uint64_t));
-    view->offset = v->offset;
-    wb_rt_take_small(view, v);
-    view->flags = wb_rt_view_flags(requires_grad);
-    view->fixed = false;
-    view->dyn_dims = dyn;
+    wb_rt_view_fill(view, v, requires_grad, dyn, small);
     view->storage = v->storage;
     view->keeper = v;
     return view;
@@ -301,8 +294,8 @@ static inline wb_tensor *wb_rt_view_make(wb_tensor *view, wb_tensor *v,
                                          int requires_grad, uint64_t dyn)
 {
     if (!view->storage)
-        return wb_rt_view_keep(view, v, requires_grad, dyn);
-    wb_rt_view_fill(view, v, requires_grad, dyn);
+        return wb_rt_view_keep(view, v, requires_grad, dyn, false);
+    wb_rt_view_fill(view, v, requires_grad, dyn, false);
     wb_rt_release(v);
     return view;
 }
@@ -334,7 +327,7 @@ static inline wb_tensor *wb_rt_commit_view_as(wb_tensor *view, wb_tensor *v,
     if (!view)
         return wb_rt_view_own(v, requires_grad, dyn);
     if (!view->storage && v->ndim <= WB_RT_SMALL_DIMS)
-        return wb_rt_view_keep_small(view, v, requires_grad, dyn);
+        return wb_rt_view_keep(view, v, requires_grad, dyn, true);
     return wb_rt_view_make_call(view, v, requires_grad, dyn);
 }
 
@@ -378,7 +371,7 @@ static inline void wb_rt_commit_views_n(wb_value *outs,
         if (!view) {
             outs[i].t = wb_rt_view_own(v, requires_grad, dyn);
         } else if (!view->storage && v->ndim <= WB_RT_SMALL_DIMS) {
-            outs[i].t = wb_rt_view_keep_small(view, v, requires_grad, dyn);
+            outs[i].t = wb_rt_view_keep(view, v, requires_grad, dyn, true);
         } else {
             WB_RT_OPAQUE(i);
             wb_rt_commit_views_made(outs + i, views + i, r + i, n - (int)i,
@@ -443,7 +436,8 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
 
 wb_tensor *wb_rt_out_plain(wb_tensor *t)
 {
-    wb_rt_set_flags(t, t->flags & ~WB_TENSOR_REQUIRES_GRAD);
+    if (t->flags & WB_TENSOR_REQUIRES_GRAD)
+        t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
     return t;
 }
 
