@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "aot.h"
 #include "../spec/schema.h"
@@ -50,16 +52,27 @@ typedef struct wb_aot {
     int failed;
 } wb_aot;
 
-bool wb_cli_aot_prefix_ok(const char *p)
+#define WB_AOT_STR(x) #x
+#define WB_AOT_XSTR(x) WB_AOT_STR(x)
+
+const char *wb_cli_aot_prefix_bad(const char *prefix)
 {
-    size_t n = strlen(p);
+    size_t n = strlen(prefix);
+    const char *p = prefix;
     if (n == 0 || n > WB_AOT_MAX_PREFIX || (p[0] >= '0' && p[0] <= '9'))
-        return false;
+        return "is not a C identifier of at most " WB_AOT_XSTR(WB_AOT_MAX_PREFIX) " bytes";
     for (; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
               (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
+            return "is not a C identifier of at most " WB_AOT_XSTR(WB_AOT_MAX_PREFIX) " bytes";
+    /* The files declare PREFIX_* and include wrapbake.h, whose names are
+       wb_*, under the guard WRAPBAKE_H. */
+    if (strcmp(prefix, "wb") == 0 ||
+        (strncmp(prefix, "wb_", 3) == 0 && strncmp(prefix, "wb_aot", 6) != 0))
+        return "names the library's own (wb_*)";
+    if (strcasecmp(prefix, "wrapbake") == 0)
+        return "would make a second wrapbake.h";
+    return NULL;
 }
 
 /* ---- text ---- */
@@ -627,7 +640,7 @@ static const char wb_aot_unit_api[] =
    (or part of one) each. */
 static void wb_aot_text_pieces(wb_buf *b, const wb_aot *a, int i)
 {
-    wb_buf_printf(b, "static const char *const %s_text_%d[] = {\n",
+    wb_buf_printf(b, "static const char *const %s_%d_text[] = {\n",
                   a->prefix, i);
     for (const char *p = a->g[i].text; *p;) {
         const char *end = strchr(p, '\n');
@@ -666,7 +679,7 @@ static char *wb_aot_unit(const wb_aot *a, const int *order)
     for (int i = 0; i < a->n; i++) {
         wb_buf_printf(&b, "    {");
         wb_aot_literal(&b, a->g[i].name, strlen(a->g[i].name));
-        wb_buf_printf(&b, ", %s_text_%d,\n     \"%s\",\n     %s},\n",
+        wb_buf_printf(&b, ", %s_%d_text,\n     \"%s\",\n     %s},\n",
                       a->prefix, i, a->g[i].fp, a->g[i].fn);
     }
     wb_buf_printf(&b, "};\n\n/* The graphs in the byte order of their names, "
@@ -680,39 +693,62 @@ static char *wb_aot_unit(const wb_aot *a, const int *order)
     return wb_buf_take(&b);
 }
 
-/* Writes text to dir/name unless the file already holds exactly it; a new
-   content goes to a temporary file first and is renamed over the old, so a
-   build never sees half a file. */
-static int wb_aot_write(const char *dir, const char *name, const char *text)
+/* A file of the output: its path, and the temporary file that holds its
+   new text until every file is written (NULL when the file already holds
+   exactly that text, which is then left as it is, so that a build does
+   not recompile it). */
+typedef struct wb_aot_out {
+    char *path, *tmp;
+} wb_aot_out;
+
+/* Stages text for dir/name in o: -1 with a message on failure, when no
+   temporary file is left. */
+static int wb_aot_stage(const char *dir, const char *name, const char *text,
+                        wb_aot_out *o)
 {
-    char path[4096], tmp[4200];
-    size_t len = strlen(text);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    size_t old_len = 0;
-    char *old = wb_cli_slurp(path, &old_len);
+    size_t len = strlen(text), old_len = 0;
+    size_t np = strlen(dir) + strlen(name) + 2, nt = np + 32;
+    if (!(o->path = malloc(np)) || !(o->tmp = malloc(nt))) {
+        wb_cli_error("wrapbake: out of memory\n");
+        return -1;
+    }
+    snprintf(o->path, np, "%s/%s", dir, name);
+    struct stat st;
+    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        wb_cli_error("wrapbake: cannot write %s: it is not a file\n",
+                     o->path);
+        free(o->tmp);
+        o->tmp = NULL;
+        return -1;
+    }
+    char *old = wb_cli_slurp(o->path, &old_len);
     bool same = old && old_len == len && memcmp(old, text, len) == 0;
     free(old);
-    if (!same) {
-        snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
-        FILE *f = fopen(tmp, "wb");
-        if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
-            wb_cli_error("wrapbake: cannot write %s: %s\n", tmp,
-                         strerror(errno));
-            if (f)
-                remove(tmp);
-            return -1;
-        }
-        if (rename(tmp, path) != 0) {
-            wb_cli_error("wrapbake: cannot write %s: %s\n", path,
-                         strerror(errno));
-            remove(tmp);
-            return -1;
-        }
+    if (same) {
+        free(o->tmp);
+        o->tmp = NULL;
+        return 0;
     }
-    printf("%s\n", path);
+    snprintf(o->tmp, nt, "%s/.%s.%ld.tmp", dir, name, (long)getpid());
+    FILE *f = fopen(o->tmp, "wb");
+    bool written = f && fwrite(text, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        written = false;
+    if (!written) {
+        wb_cli_error("wrapbake: cannot write %s: %s\n", o->tmp,
+                     strerror(errno));
+        if (f)
+            remove(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+        return -1;
+    }
     return 0;
 }
 
+/* The header, the dispatch unit and a file per graph, each staged; then,
+   only when all are, each moved into place and its path printed: a run
+   that fails in between leaves the directory as it was. */
 static int wb_aot_write_all(wb_aot *a, const int *order)
 {
     char name[256];
@@ -727,26 +763,43 @@ static int wb_aot_write_all(wb_aot *a, const int *order)
         wb_cli_error("wrapbake: %s is not a directory\n", a->dir);
         return -1;
     }
-    char *h = wb_aot_header(a), *c = wb_aot_unit(a, order);
-    int rc = h && c ? 0 : -1;
-    if (rc)
+    int nout = a->n + 2, rc = 0;
+    wb_aot_out *out = calloc((size_t)nout, sizeof *out);
+    if (!out) {
         wb_cli_error("wrapbake: out of memory\n");
-    snprintf(name, sizeof name, "%s.h", a->prefix);
-    if (!rc)
-        rc = wb_aot_write(a->dir, name, h);
-    snprintf(name, sizeof name, "%s.c", a->prefix);
-    if (!rc)
-        rc = wb_aot_write(a->dir, name, c);
-    free(h);
-    free(c);
-    for (int i = 0; i < a->n && !rc; i++) {
-        char *text = wb_aot_graph_file(a, i);
-        snprintf(name, sizeof name, "%s.c", a->g[i].fn);
-        rc = text ? wb_aot_write(a->dir, name, text) : -1;
+        return -1;
+    }
+    for (int k = 0; k < nout && !rc; k++) {
+        char *text = k == 0 ? wb_aot_header(a)
+                   : k == 1 ? wb_aot_unit(a, order)
+                            : wb_aot_graph_file(a, k - 2);
+        if (k < 2)
+            snprintf(name, sizeof name, "%s.%c", a->prefix, k ? 'c' : 'h');
+        else
+            snprintf(name, sizeof name, "%s.c", a->g[k - 2].fn);
         if (!text)
             wb_cli_error("wrapbake: out of memory\n");
+        rc = text ? wb_aot_stage(a->dir, name, text, &out[k]) : -1;
         free(text);
     }
+    for (int k = 0; k < nout && !rc; k++)
+        if (out[k].tmp && rename(out[k].tmp, out[k].path) != 0) {
+            wb_cli_error("wrapbake: cannot write %s: %s\n", out[k].path,
+                         strerror(errno));
+            rc = -1;
+        } else {
+            free(out[k].tmp);
+            out[k].tmp = NULL;
+        }
+    for (int k = 0; k < nout; k++) {
+        if (out[k].tmp)
+            remove(out[k].tmp);
+        else if (!rc)
+            printf("%s\n", out[k].path);
+        free(out[k].path);
+        free(out[k].tmp);
+    }
+    free(out);
     return rc;
 }
 

@@ -16,9 +16,11 @@
 #define WB_AOT_PREFIX "wb_aot"
 #define WB_AOT_MAX_PREFIX 24
 
-/* Whether prefix can prefix C identifiers: [A-Za-z_][A-Za-z0-9_]*, at most
-   WB_AOT_MAX_PREFIX bytes. */
-bool wb_cli_aot_prefix_ok(const char *prefix);
+/* NULL when prefix can prefix the files' C identifiers: [A-Za-z_]
+   [A-Za-z0-9_]*, at most WB_AOT_MAX_PREFIX bytes, none of the library's
+   (wb, wb_* but wb_aot*) and not wrapbake in any case; else what is wrong
+   with it. */
+const char *wb_cli_aot_prefix_bad(const char *prefix);
 
 /* Generates the files for the specs of files[0..nfiles) into dir (created
    when missing, its parent must exist), taking only the specs al takes when

@@ -859,10 +859,10 @@ static int wb_cli_main_aot(const char *dir, const char *prefix,
         return wb_cli_usage_error("emit --aot: no output directory (-o DIR)");
     if (!prefix)
         prefix = WB_AOT_PREFIX;
-    if (!wb_cli_aot_prefix_ok(prefix))
-        return wb_cli_usage_error("emit --aot: the prefix '%s' is not a C "
-                                  "identifier of at most %d bytes", prefix,
-                                  WB_AOT_MAX_PREFIX);
+    const char *bad = wb_cli_aot_prefix_bad(prefix);
+    if (bad)
+        return wb_cli_usage_error("emit --aot: the prefix '%s' %s", prefix,
+                                  bad);
     if (nfiles < 1)
         return wb_cli_usage_error("emit: no FILE given ('-' reads standard "
                                   "input)");

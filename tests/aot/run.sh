@@ -209,6 +209,11 @@ printf 'int x;\n' >"$tmp/pre/my_graphs_gone_7.c"
 check leftover 0 "$wb" emit --aot -o "$tmp/pre" --prefix my_graphs -a "$tmp/allow.txt" $specs
 has leftover.err "my_graphs_gone_7.c is not one of the files generated now"
 
+# A spec whose name is one the dispatch unit also forms from the prefix.
+printf 'text(Tensor(a!) x) -> Tensor(a!)\n' >"$tmp/text.txt"
+check text_gen 0 "$wb" emit --aot -o "$tmp/text" "$tmp/text.txt"
+check text_build 0 sh -c "cd '$tmp/text' && $cc $strict -I'$PWD/include' -I. -fsyntax-only ./*.c"
+
 # ---- failures: reported, nothing written -------------------------------------------
 check bad_spec 1 "$wb" emit --aot -o "$tmp/bad" tests/cli/specs.txt
 has bad_spec.err "tests/cli/specs.txt:21: spec 'index.Tensor' cannot be wrapped" \
@@ -224,6 +229,30 @@ check no_dir 2 "$wb" emit --aot $specs
 has no_dir.err 'no output directory (-o DIR)'
 check bad_prefix 2 "$wb" emit --aot -o "$tmp/x" --prefix 9lives $specs
 has bad_prefix.err "the prefix '9lives' is not a C identifier"
+# Prefixes whose names or header would be the library's.
+for p in wb wb_spec WRAPBAKE; do
+    check "lib_prefix_$p" 2 "$wb" emit --aot -o "$tmp/x" --prefix "$p" $specs
+done
+has lib_prefix_wb.err "the prefix 'wb' names the library's own (wb_*)"
+has lib_prefix_wb_spec.err "the prefix 'wb_spec' names the library's own"
+has lib_prefix_WRAPBAKE.err "would make a second wrapbake.h"
+if [ -e "$tmp/x" ]; then fail "a refused prefix created its directory"; else pass; fi
+# A file that cannot be written fails the run before any file changes:
+# the header and the unit of an earlier run stay as they were.
+printf 'add_one_(Tensor(a!) x) -> Tensor(a!)\n' >"$tmp/one.txt"
+check one 0 "$wb" emit --aot -o "$tmp/one" "$tmp/one.txt"
+cp "$tmp/one/wb_aot.c" "$tmp/one_unit.c"
+printf 'add_one_(Tensor(a!) x) -> Tensor(a!)\nadd_two_(Tensor(a!) x) -> Tensor(a!)\n' >"$tmp/two.txt"
+mkdir "$tmp/one/wb_aot_add_two__1.c"
+check unwritable 1 "$wb" emit --aot -o "$tmp/one" "$tmp/two.txt"
+has unwritable.err "cannot write $tmp/one/wb_aot_add_two__1.c: it is not a file"
+if [ -s "$tmp/unwritable.out" ]; then fail "a failed run printed paths"; else pass; fi
+if cmp -s "$tmp/one/wb_aot.c" "$tmp/one_unit.c" &&
+    [ -z "$(find "$tmp/one" -name '.*.tmp')" ]; then
+    pass
+else
+    fail "a failed run changed the unit or left a temporary file"
+fi
 check aot_name 2 "$wb" emit --aot -o "$tmp/x" --name mul $specs
 check output_alone 2 "$wb" emit -o "$tmp/x" $specs
 has output_alone.err 'go with --aot'

@@ -27,7 +27,7 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *args, int nargs,
 
 /* The specs, as their text. */
 /* 0: from tests/cli/specs.txt:6 */
-static const char *const wb_aot_text_0[] = {
+static const char *const wb_aot_0_text[] = {
     "decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))",
     NULL
 };
@@ -38,7 +38,7 @@ static const struct wb_aot_graph {
     const char *fingerprint;
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
-    {"decode_step", wb_aot_text_0,
+    {"decode_step", wb_aot_0_text,
      "b97f050873a5cacdc0e245e767b107ab67447885cd9233304bba2c7a398fe990",
      wb_aot_decode_step_0},
 };
