@@ -653,7 +653,13 @@ bool wb_cli_name_matches(const char *want, const char *name)
     const char *want_ns = strstr(want, "::");
     const char *subject = want_ns ? name : bare;
     const char *want_tail = want_ns ? want_ns + 2 : want;
-    if (strchr(want_tail, '.'))
+    const char *want_dot = strchr(want_tail, '.');
+    /* ATen names the overload-less op NAME.default. */
+    if (want_dot && !dot && strcmp(want_dot, ".default") == 0) {
+        size_t n = (size_t)(want_dot - want);
+        return strlen(subject) == n && strncmp(want, subject, n) == 0;
+    }
+    if (want_dot)
         return strcmp(want, subject) == 0;
     /* Without an overload: the subject up to the end of its base name. */
     size_t n = (size_t)(bare - subject) + base_len;

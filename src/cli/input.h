@@ -50,7 +50,8 @@ struct wb_schema;
 char *wb_cli_full_name(const struct wb_schema *sc);
 
 /* Whether want names the spec named name: "add.Tensor" names that overload
-   only, "add" every overload of add; a want without a namespace ignores
+   only, "add" every overload of add, "abs.default" the abs without an
+   overload (ATen's name for it); a want without a namespace ignores
    the name's ("aten::add" is "add"), one with a namespace must match it. */
 bool wb_cli_name_matches(const char *want, const char *name);
 

@@ -366,6 +366,12 @@ same emit_fwd.out tier_fwd.out
 # A base name picks its one overload.
 run emit_base 0 "$wb" emit --name add_ $s
 has emit_base.out "from spec 'add_.Tensor'"
+# NAME.default picks the spec without an overload among its overloads.
+printf 'abs(Tensor self) -> Tensor\nabs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n' >"$tmp/abs.txt"
+run emit_many_abs 1 "$wb" emit --name abs "$tmp/abs.txt"
+has emit_many_abs.err "several specs in $tmp/abs.txt are named 'abs'"
+run emit_default 0 "$wb" emit --name abs.default "$tmp/abs.txt"
+has emit_default.out "from spec 'abs'"
 # Several specs and no --name: a usage error that lists them.
 run emit_unnamed 2 "$wb" emit $s
 has emit_unnamed.err 'holds 26 specs; pick one with --name' \
