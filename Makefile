@@ -95,8 +95,8 @@ BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 # names its files after the specs of bench/cases.txt (PREFIX_NAME_INDEX.c),
 # and the rule that runs it fails when they are not these.
 BENCH_AOT     := $(BUILD)/bench-aot
-BENCH_AOT_SRC := $(BENCH_AOT)/wb_bench_aot.c \
-                 $(patsubst %,$(BENCH_AOT)/wb_bench_aot_%.c,A_0 B_1 C_2 D_3 E_4)
+BENCH_AOT_SRC := $(BENCH_AOT)/bench_cases.c \
+                 $(patsubst %,$(BENCH_AOT)/bench_cases_%.c,A_0 B_1 C_2 D_3 E_4)
 BENCH_AOT_OBJ := $(BENCH_AOT_SRC:$(BENCH_AOT)/%.c=$(BUILD)/obj/bench-aot/%.o)
 CLI_SRC   := $(wildcard src/cli/*.c)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
@@ -262,20 +262,20 @@ $(TESTS): $(TEST_OBJ) $(TEST_LIB)
 $(BENCH_AOT)/.stamp: bench/cases.txt $(CLI)
 	@mkdir -p $(@D)
 	$(say) GEN $(BENCH_AOT)
-	$(Q)$(CLI) emit --aot -o $(BENCH_AOT) --prefix wb_bench_aot bench/cases.txt \
+	$(Q)$(CLI) emit --aot -o $(BENCH_AOT) --prefix bench_cases bench/cases.txt \
 	    >$(BENCH_AOT)/files
-	@printf '%s\n' $(BENCH_AOT)/wb_bench_aot.h $(BENCH_AOT_SRC) | sort \
+	@printf '%s\n' $(BENCH_AOT)/bench_cases.h $(BENCH_AOT_SRC) | sort \
 	    >$(BENCH_AOT)/files.want
 	@sort $(BENCH_AOT)/files | cmp -s - $(BENCH_AOT)/files.want || { \
 	    echo 'Makefile: BENCH_AOT_SRC does not list the files written for' \
 	         'bench/cases.txt:' >&2; cat $(BENCH_AOT)/files >&2; exit 1; }
 	$(Q)touch $@
-$(BENCH_AOT)/wb_bench_aot.h $(BENCH_AOT_SRC): $(BENCH_AOT)/.stamp ;
-$(BUILD)/obj/bench-aot/%.o: $(BENCH_AOT)/%.c $(BENCH_AOT)/wb_bench_aot.h
+$(BENCH_AOT)/bench_cases.h $(BENCH_AOT_SRC): $(BENCH_AOT)/.stamp ;
+$(BUILD)/obj/bench-aot/%.o: $(BENCH_AOT)/%.c $(BENCH_AOT)/bench_cases.h
 	@mkdir -p $(@D)
 	$(say) CC $<
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
-$(BUILD)/obj/bench/aot.o: bench/aot.c $(BENCH_AOT)/wb_bench_aot.h
+$(BUILD)/obj/bench/aot.o: bench/aot.c $(BENCH_AOT)/bench_cases.h
 	@mkdir -p $(@D)
 	$(say) CC $<
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -I$(BENCH_AOT) -c $< -o $@

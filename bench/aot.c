@@ -1,7 +1,7 @@
 /*
  * aot.c -- the builtin cases as ahead-of-time code.
  *
- * The Makefile runs `wrapbake emit --aot --prefix wb_bench_aot` on
+ * The Makefile runs `wrapbake emit --aot --prefix bench_cases` on
  * bench/cases.txt and builds the files it writes into wrapbake-bench.  This
  * file is the one part of the benchmark that sees the generated header, so
  * that only it needs the generated directory on its include path.  The
@@ -11,20 +11,20 @@
  */
 #include "wrapbake.h"
 #include "bench.h"
-#include "wb_bench_aot.h"
+#include "bench_cases.h"
 
 int bench_aot_lookup(const char *name)
 {
-    return wb_bench_aot_lookup(name);
+    return bench_cases_lookup(name);
 }
 
 wb_status bench_aot_spec(int graph, wb_spec **out)
 {
-    return wb_bench_aot_spec(graph, out);
+    return bench_cases_spec(graph, out);
 }
 
 wb_status bench_aot_new(int graph, wb_graph_fn fn, void *ctx,
                         wb_wrapper **out)
 {
-    return wb_bench_aot_new(graph, fn, ctx, out);
+    return bench_cases_new(graph, fn, ctx, out);
 }

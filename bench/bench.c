@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
@@ -209,7 +210,9 @@ static int bench_file_cases(const char *path, bench_case **cases)
     wb_cli_entries es = {0};
     char *err = NULL;
     if (wb_cli_read_file(path, &es, &err) != 0)
-        bench_die(path, err ? err : "cannot read it");
+        bench_die("--spec", err ? err : "cannot read it");
+    if (es.n == 0)
+        bench_die(path, "holds no spec");
     *cases = calloc(es.n ? es.n : 1, sizeof **cases);
     if (!*cases)
         bench_die(path, "out of memory");
@@ -933,6 +936,72 @@ static void bench_usage(FILE *f)
         "  -h, --help         this text\n");
 }
 
+/* A usage error: what is wrong, then the usage; the exit status 2. */
+static int bench_usage_error(const char *why)
+{
+    fprintf(stderr, "wrapbake-bench: %s\n", why);
+    bench_usage(stderr);
+    return 2;
+}
+
+/* The options that decide what a run does, for bench_options_bad. */
+typedef struct bench_options {
+    const char *tier, *case_name, *spec_file, *device;
+    long calls, builds, cpu;
+    bool calls_given, batch, json, csv, wide, reps_given, stream, scale;
+} bench_options;
+
+/* What is wrong with options o together, or NULL. */
+static const char *bench_options_bad(const bench_options *o)
+{
+    bool builds = o->builds >= 0, cpu_device = !strcmp(o->device, "cpu");
+    if (o->json && o->csv)
+        return "--json and --csv exclude each other";
+    if (o->scale && (o->tier || o->case_name || o->spec_file || o->csv ||
+                     o->wide || o->calls_given || o->reps_given ||
+                     o->cpu >= 0 || !cpu_device))
+        return "--scale takes --json, --svg, --unfixed and --fresh alone";
+    if (o->tier && bench_tier_index(o->tier) < 0 &&
+        strcmp(o->tier, "libtcc"))
+        return "--tier takes direct, interp, tcc, cc, aot or libtcc";
+    if (o->tier && !o->case_name)
+        return "--tier counts one --case";
+    if (o->tier && o->calls_given == builds)
+        return "--tier counts --calls or --builds, one of them";
+    if (!o->tier && builds)
+        return "--builds counts the builds of one --tier";
+    if (!o->tier && o->calls < 1)
+        return "the table takes at least one call a run (--calls)";
+    if (o->tier && !builds && bench_tier_index(o->tier) < 0)
+        return "--tier libtcc counts builds alone (--builds)";
+    if (builds && !bench_builds_tier(o->tier))
+        return "--builds counts tcc, cc, aot or libtcc builds";
+    if (o->batch && (!builds || strcmp(o->tier, "tcc")))
+        return "--batch goes with --builds on --tier tcc";
+    if (o->stream && cpu_device)
+        return "--stream needs --device cuda";
+    if (o->stream && builds)
+        return "--stream enqueues calls, and --builds makes none";
+    return NULL;
+}
+
+/* The value of option opt, arg, as a whole number from min to max, in
+   *out; false, saying why, when it is not one. */
+static bool bench_number(const char *opt, const char *arg, long min,
+                         long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || errno || v < min || v > max) {
+        fprintf(stderr, "wrapbake-bench: %s takes a whole number from %ld "
+                "to %ld, not '%s'\n", opt, min, max, arg);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -958,8 +1027,8 @@ int main(int argc, char **argv)
     };
     const char *only = NULL, *spec_file = NULL, *svg = NULL, *tier = NULL;
     const char *device = "cpu";
-    long calls = 20000, reps = 31, builds = -1;
-    int cpu = -1, opt;
+    long calls = 20000, reps = 31, builds = -1, cpu = -1;
+    int opt;
     bool json = false, csv = false, counting_calls_given = false;
     bool batch = false, wide = false, reps_given = false, stream = false;
     int scale = 0;  /* with --scale, the sizes it counts */
@@ -968,16 +1037,30 @@ int main(int argc, char **argv)
         switch (opt) {
         case 'c': only = optarg; break;
         case 's': spec_file = optarg; break;
-        case 'n': calls = strtol(optarg, NULL, 10); counting_calls_given = true; break;
-        case 'r': reps = strtol(optarg, NULL, 10); reps_given = true; break;
-        case 'p': cpu = atoi(optarg); break;
+        case 'n':
+            if (!bench_number("--calls", optarg, 0, 1000000000, &calls))
+                return 2;
+            counting_calls_given = true;
+            break;
+        case 'r':
+            if (!bench_number("--reps", optarg, 1, 1000000, &reps))
+                return 2;
+            reps_given = true;
+            break;
+        case 'p':
+            if (!bench_number("--cpu", optarg, 0, CPU_SETSIZE - 1, &cpu))
+                return 2;
+            break;
         case 'w': wide = true; break;
         case 'j': json = true; break;
         case 'v': csv = true; break;
         case 'g': svg = optarg; break;
         case 't': tier = optarg; break;
         case 'd': device = optarg; break;
-        case 'b': builds = strtol(optarg, NULL, 10); break;
+        case 'b':
+            if (!bench_number("--builds", optarg, 0, 1000000000, &builds))
+                return 2;
+            break;
         case 'B': batch = true; break;
         case 'T': stream = true; break;
         case 'S':
@@ -1005,22 +1088,22 @@ int main(int argc, char **argv)
             bench_mode = opt == 'F' ? BENCH_FRESH : BENCH_KEPT;
             break;
         case 'h': bench_usage(stdout); return 0;
-        default: bench_usage(stderr); return 2;
+        default: return bench_usage_error("an option it does not know, or "
+                                          "one without its value");
         }
     }
     bool counting_builds = builds >= 0;
-    if (optind < argc || calls < 0 || reps < 1 || (json && csv) ||
-        (!tier && (calls < 1 || counting_builds)) ||
-        (tier && (!only || counting_calls_given == counting_builds)) ||
-        (counting_builds && !bench_builds_tier(tier)) ||
-        (batch && (!counting_builds || strcmp(tier, "tcc"))) ||
-        (stream && (!strcmp(device, "cpu") || counting_builds)) ||
-        (scale && (tier || only || spec_file || csv || wide ||
-                   counting_calls_given || reps_given || cpu >= 0 ||
-                   strcmp(device, "cpu")))) {
-        bench_usage(stderr);
-        return 2;
-    }
+    const char *bad = bench_options_bad(
+        &(bench_options){.tier = tier, .case_name = only, .spec_file = spec_file,
+                         .device = device, .calls = calls, .calls_given =
+                         counting_calls_given, .builds = builds, .batch = batch,
+                         .json = json, .csv = csv, .wide = wide, .reps_given =
+                         reps_given, .cpu = cpu, .stream = stream,
+                         .scale = scale > 0});
+    if (optind < argc)
+        return bench_usage_error("an operand, where options alone go");
+    if (bad)
+        return bench_usage_error(bad);
     if (cpu >= 0) {
         cpu_set_t set;
         CPU_ZERO(&set);
@@ -1080,10 +1163,6 @@ int main(int argc, char **argv)
     } else if (tier) {
         /* Counting mode: exactly `calls` calls, nothing printed. */
         int x = bench_tier_index(tier);
-        if (x < 0) {
-            bench_usage(stderr);
-            return 2;
-        }
         bench_world world;
         bench_world_make(&world, cases[0].spec);
         wb_wrapper *w = NULL;

@@ -206,6 +206,32 @@ for bad in "--tier interp --builds 2" "--tier tcc --builds 2 --calls 2" "--tier 
     "$bench" --case C $bad >/dev/null 2>&1
     check "counting refuses $bad" '[ $? -eq 2 ]'
 done
+# A usage error says what is wrong before the usage.
+while IFS='|' read -r args why; do
+    # shellcheck disable=SC2086
+    "$bench" $args >/dev/null 2>"$tmp/usage.err"
+    st=$?
+    printf '%s\n' "$why" >"$tmp/why"
+    check "refuses $args" "[ $st -eq 2 ] && grep -qF -f '$tmp/why' '$tmp/usage.err'"
+done <<'EOF2'
+--case A --tier tcc --calls abc|--calls takes a whole number from 0 to 1000000000, not 'abc'
+--case A --tier tcc --calls 10x|not '10x'
+--case A --tier tcc --builds -1|--builds takes a whole number
+--cpu -7|--cpu takes a whole number from 0 to
+--reps 0|--reps takes a whole number from 1
+--json --csv|--json and --csv exclude each other
+--case A --tier bogus --calls 1|--tier takes direct, interp, tcc, cc, aot or libtcc
+--case A --tier libtcc --calls 3|--tier libtcc counts builds alone
+--builds 3|--builds counts the builds of one --tier
+--calls 0|the table takes at least one call a run
+--scale --case A|--scale takes --json, --svg, --unfixed and --fresh alone
+operand|an operand, where options alone go
+EOF2
+printf '# no spec\n' >"$tmp/nospec.txt"
+"$bench" --spec "$tmp/nospec.txt" >/dev/null 2>"$tmp/nospec.err"
+check "--spec of a file without specs fails" "[ \$? -eq 1 ] && grep -q 'holds no spec' '$tmp/nospec.err'"
+"$bench" --spec "$tmp" >/dev/null 2>"$tmp/dirspec.err"
+check "--spec of a directory names it once" "[ \$? -eq 1 ] && [ \$(grep -o '$tmp' '$tmp/dirspec.err' | wc -l) -eq 1 ]"
 "$bench" --help >"$tmp/help.out"
 check "--help names the aot tier" "grep -q 'direct, interp, tcc, cc, aot' '$tmp/help.out'"
 check "--help names --fresh and --unfixed" "grep -q -- '--fresh ' '$tmp/help.out' && grep -q -- '--unfixed ' '$tmp/help.out'"
