@@ -390,9 +390,44 @@ static void wb_cli_print_ret(FILE *f, const wb_schema *sc, int k, int width)
             named ? name : "", width - wb_cli_ret_width(sc, k), "");
 }
 
+/* Whether return j views return k as its [base]. */
+static bool wb_cli_ret_views(const wb_schema *sc, int j, int k)
+{
+    return j != k &&
+           wb_schema_return_kind(sc, j) ==
+               WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT &&
+           wb_schema_return_spec_base(sc, j) == k;
+}
+
+/* Which returns other returns view, one flag a return, in one pass; NULL
+   when out of memory, and then wb_cli_ret_viewed looks at every return. */
+static bool *wb_cli_rets_viewed(const wb_schema *sc)
+{
+    int nret = wb_schema_num_returns(sc);
+    bool *viewed = calloc((size_t)nret + 1, sizeof *viewed);
+    for (int j = 0; viewed && j < nret; j++) {
+        int k = wb_schema_return_spec_base(sc, j);
+        if (k >= 0 && k < nret && wb_cli_ret_views(sc, j, k))
+            viewed[k] = true;
+    }
+    return viewed;
+}
+
+static bool wb_cli_ret_viewed(const wb_schema *sc, const bool *viewed, int k)
+{
+    if (viewed)
+        return viewed[k];
+    for (int j = 0; j < wb_schema_num_returns(sc); j++)
+        if (wb_cli_ret_views(sc, j, k))
+            return true;
+    return false;
+}
+
 /* How a return relates to the rest, in words: its alias kind, what it
-   aliases, and the spec's variant of the kind when there is one. */
-static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
+   aliases, and the spec's variant of the kind when there is one; viewed
+   from wb_cli_rets_viewed. */
+static void wb_cli_ret_relation(FILE *f, const wb_schema *sc,
+                                const bool *viewed, int k)
 {
     int nargs = wb_schema_num_args(sc), nret = wb_schema_num_returns(sc);
     wb_schema_alias a = wb_schema_return_alias(sc, k);
@@ -436,14 +471,8 @@ static void wb_cli_ret_relation(FILE *f, const wb_schema *sc, int k)
         fputs(" (a custom-function view)", f);
     }
     /* A [base] return is a plain output that other returns view. */
-    for (int j = 0; j < nret; j++)
-        if (j != k &&
-            wb_schema_return_kind(sc, j) ==
-                WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT &&
-            wb_schema_return_spec_base(sc, j) == k) {
-            fputs(" (the base its alias set views)", f);
-            break;
-        }
+    if (wb_cli_ret_viewed(sc, viewed, k))
+        fputs(" (the base its alias set views)", f);
 }
 
 /* The block a person reads: the verdict first, then what the wrapper's
@@ -550,13 +579,15 @@ static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,
     }
     if (nret == 0)
         fputs("  returns    (none)\n", f);
+    bool *viewed = wb_cli_rets_viewed(sc);
     for (int k = 0; k < nret; k++) {
         fprintf(f, "%s%*d  ", k ? "             " : "  returns    ", widx, k);
         wb_cli_print_ret(f, sc, k, wret);
         fputs("  ", f);
-        wb_cli_ret_relation(f, sc, k);
+        wb_cli_ret_relation(f, sc, viewed, k);
         putc('\n', f);
     }
+    free(viewed);
     fputs("  signature  (", f);
     bool first = true;
     for (int i = 0; i < nargs; i++) {
@@ -815,7 +846,13 @@ static int wb_cli_bad_option(const char *cmd, int c, char **argv)
     if (c == ':')
         return wb_cli_usage_error("%s%soption '%s' needs an argument", cmd,
                                   sep, arg);
-    if (optopt)
+    /* A long option given a value it does not take names itself up to
+       the '='; getopt_long then sets optopt to the option's code. */
+    const char *eq = strchr(arg, '=');
+    if (strncmp(arg, "--", 2) == 0 && eq && optopt)
+        return wb_cli_usage_error("%s%soption '%.*s' takes no argument", cmd,
+                                  sep, (int)(eq - arg), arg);
+    if (strncmp(arg, "--", 2) != 0 && optopt > ' ' && optopt < 127)
         return wb_cli_usage_error("%s%sunknown option '-%c'", cmd, sep,
                                   optopt);
     return wb_cli_usage_error("%s%sunknown option '%s'", cmd, sep, arg);

@@ -462,6 +462,10 @@ run usage_check_option 2 "$wb" check --frobnicate $s
 has usage_check_option.err "check: unknown option '--frobnicate'"
 run usage_check_short 2 "$wb" check -x $s
 has usage_check_short.err "check: unknown option '-x'"
+run usage_check_value 2 "$wb" check --json=1 $s
+has usage_check_value.err "check: option '--json' takes no argument"
+run usage_emit_value 2 "$wb" emit --libtcc=x $s
+has usage_emit_value.err "emit: option '--libtcc' takes no argument"
 run usage_check_nofile 2 "$wb" check --json
 has usage_check_nofile.err 'check: no FILE given'
 run usage_allow_noarg 2 "$wb" check $s --allowlist
