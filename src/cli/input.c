@@ -442,11 +442,17 @@ static int wb_cli_yaml_item(wb_cli_yaml *y, const yaml_event_t *start)
         const char *k = is_scalar ? (const char *)key.data.scalar.value : "";
         bool is_func = is_scalar && strcmp(k, "func") == 0;
         bool is_tags = is_scalar && strcmp(k, "tags") == 0;
+        yaml_mark_t at = key.start_mark;
         int rc = wb_cli_yaml_skip(y, &key);
         yaml_event_delete(&key);
         if (rc != 0 || wb_cli_yaml_next(y, &val) != 0)
             return -1;
-        if (is_func && !found) {
+        if (is_func && found) {
+            rc = wb_cli_yaml_entry_error(y, at, "a second `func:` key in "
+                                         "this entry");
+            if (rc == 0)
+                rc = wb_cli_yaml_skip(y, &val);
+        } else if (is_func) {
             found = true;
             entry = y->out->n;
             rc = val.type == YAML_SCALAR_EVENT

@@ -255,6 +255,10 @@ lines check_bad_yaml.out 3
 has check_bad_yaml.out '{"name": "relu", "ok": true' '{"name": "relu_", "ok": true' \
     '{"name": null, "ok": false, "error": "tests/cli/bad.yaml:3:9: expected a spec after `func:`, as text"}'
 has check_bad_yaml.err 'tests/cli/bad.yaml:4:7: not valid YAML: '
+# A second func: in one entry is an error of its own.
+printf -- '- func: a(Tensor x) -> Tensor\n  func: b(Tensor x) -> Tensor\n' >"$tmp/dup.yaml"
+run check_dup_func 1 "$wb" check "$tmp/dup.yaml"
+has check_dup_func.err "$tmp/dup.yaml:2:3: a second \`func:\` key in this entry"
 lacks check_bad_yaml.out sigmoid
 run check_not_list 1 "$wb" check tests/cli/notlist.yaml
 has check_not_list.err 'tests/cli/notlist.yaml:1:1: expected a list of mappings'
