@@ -29,9 +29,11 @@ How the spec is derived follows AOTAutograd's trace-time analysis
   derives from, except for ``set_`` (a storage mutation, when applied to
   the input object itself) and the ops that only re-view their argument
   (tagged ``inplace_view``, and the ``resize_`` family).
-* An argument that *is* an earlier one (the same tensor object) is a
-  duplicate of its first occurrence, as ``aot_wrapper_dedupe`` decides
-  (``[duplicate=xJ]`` in the spec): the graph gets the kept inputs alone,
+* An argument that *is* an earlier one (the same tensor object) that the
+  call mutates is a duplicate of its first occurrence, as
+  ``aot_wrapper_dedupe`` decides (``[duplicate=xJ]`` in the spec; one that
+  no name mutates stays an input of its own): the graph gets the kept
+  inputs alone,
   and a duplicate has no mutation or output of its own.  Every write
   through either name is the one tensor's, so the kept input's kind below
   describes their combined effect, and outputs that are or alias the
@@ -581,12 +583,17 @@ class Derivation:
         return self.kept[i] != i
 
 
-def dedupe(inputs):
+def dedupe(run):
     """Per input, the input it keeps, as aot_wrapper_dedupe decides: an
     argument that `is` an earlier one duplicates the first occurrence of
-    its object, and the graph gets the first occurrences alone."""
+    its object when the call mutates that object, and the graph gets the
+    first occurrences alone; an object no name mutates stays an input per
+    argument (AOTAutograd makes each later one a leaf of its own)."""
+    mutated = {id(t) for i, t in enumerate(run.inputs)
+               if mutation_kind(run, i) is not None}
     first = {}
-    return [first.setdefault(id(t), i) for i, t in enumerate(inputs)]
+    return [first.setdefault(id(t), i) if id(t) in mutated else i
+            for i, t in enumerate(run.inputs)]
 
 
 def mutation_kind(run, i):
@@ -710,7 +717,7 @@ def derive(run):
     the graph returns one updated value for it.  Inputs merged into a
     synthetic base give the graph's base value first, and the members
     whose view changes their views after the intermediate bases."""
-    kept = dedupe(run.inputs)
+    kept = dedupe(run)
     kinds = [mutation_kind(run, i) if kept[i] == i else None
              for i in range(len(run.inputs))]
     groups = synthetic_groups(run, kept)
@@ -1061,8 +1068,11 @@ def replay(case, d, dversion):
     storages, inputs = build(case)
     kept = [i for i in range(len(inputs)) if d.kept[i] == i]
     args = [inputs[i] for i in kept]
-    assert len({id(t) for t in inputs}) == len(args), \
-        "the graph would get one tensor twice, or miss one"
+    assert {id(t) for t in inputs} == {id(t) for t in args}, \
+        "the graph would miss a tensor"
+    assert all(sum(inputs[i] is u for u in args) == 1
+               for i, kind in enumerate(d.kinds) if kind), \
+        "the graph would get a mutated tensor twice"
     assert all(d.kept[i] == i for i in d.updated), "a duplicate is mutated"
     # A value names the user's input I: the graph's argument of I's kept
     # input, which is I's very object.
@@ -1164,13 +1174,15 @@ def check_case(case, spec, d, lines):
     """Invariants of the written case: the values fit the spec, and the
     driver can make each of them before the call."""
     assert len(d.values) == spec_value_count(spec), "values do not fit spec"
-    # The spec's duplicates are the case's same inputs, each naming the
-    # first input of its tensor object, which is kept.
+    # The spec's duplicates are the case's same inputs whose tensor the
+    # call mutates, each naming the first input of its tensor object,
+    # which is kept; the others are inputs of their own.
     roots = [i if x.same is None else x.same
              for i, x in enumerate(case.inputs)]
-    assert spec_duplicates(spec) == {i: r for i, r in enumerate(roots)
-                                     if r != i}, "duplicates do not fit"
-    assert d.kept == roots, "the eager objects do not fit the case"
+    assert spec_duplicates(spec) == {i: k for i, k in enumerate(d.kept)
+                                     if k != i}, "duplicates do not fit"
+    assert all(k in (i, roots[i]) for i, k in enumerate(d.kept)), \
+        "the eager objects do not fit the case"
     new = {k for k, v in enumerate(d.values) if v.kind == "new"}
     for k, v in enumerate(d.values):
         if v.kind == "of":
