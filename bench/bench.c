@@ -1093,13 +1093,13 @@ int main(int argc, char **argv)
         }
     }
     bool counting_builds = builds >= 0;
-    const char *bad = bench_options_bad(
-        &(bench_options){.tier = tier, .case_name = only, .spec_file = spec_file,
-                         .device = device, .calls = calls, .calls_given =
-                         counting_calls_given, .builds = builds, .batch = batch,
-                         .json = json, .csv = csv, .wide = wide, .reps_given =
-                         reps_given, .cpu = cpu, .stream = stream,
-                         .scale = scale > 0});
+    bench_options o = {
+        .tier = tier, .case_name = only, .spec_file = spec_file,
+        .device = device, .calls = calls, .builds = builds, .cpu = cpu,
+        .calls_given = counting_calls_given, .batch = batch, .json = json,
+        .csv = csv, .wide = wide, .reps_given = reps_given, .stream = stream,
+        .scale = scale > 0};
+    const char *bad = bench_options_bad(&o);
     if (optind < argc)
         return bench_usage_error("an operand, where options alone go");
     if (bad)

@@ -57,14 +57,16 @@ typedef struct wb_aot {
 
 const char *wb_cli_aot_prefix_bad(const char *prefix)
 {
+    static const char not_ident[] = "is not a C identifier of at most "
+                                    WB_AOT_XSTR(WB_AOT_MAX_PREFIX) " bytes";
     size_t n = strlen(prefix);
     const char *p = prefix;
     if (n == 0 || n > WB_AOT_MAX_PREFIX || (p[0] >= '0' && p[0] <= '9'))
-        return "is not a C identifier of at most " WB_AOT_XSTR(WB_AOT_MAX_PREFIX) " bytes";
+        return not_ident;
     for (; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
               (*p >= '0' && *p <= '9') || *p == '_'))
-            return "is not a C identifier of at most " WB_AOT_XSTR(WB_AOT_MAX_PREFIX) " bytes";
+            return not_ident;
     /* The files declare PREFIX_* and include wrapbake.h, whose names are
        wb_*, under the guard WRAPBAKE_H. */
     if (strcmp(prefix, "wb") == 0 ||
