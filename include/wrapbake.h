@@ -362,7 +362,8 @@ WB_API wb_status wb_spec_declare_device(wb_spec *spec, int index,
 /* User-visible outputs, in return order.  base is the input, intermediate
    base or output index the alias kind refers to, -1 for non-aliases.
    requires_grad is set or cleared on every output except is-input ones;
-   dynamic_dims is or-ed into the returned tensor's mask. */
+   dynamic_dims is or-ed into the returned tensor's mask (bits 0 to 15,
+   one a dim; a higher bit is refused with WB_ERR_SPEC). */
 WB_API wb_status wb_spec_add_output(wb_spec *spec, const char *name,
                                     wb_alias kind, int base,
                                     bool requires_grad, uint64_t dynamic_dims,

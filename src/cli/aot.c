@@ -67,13 +67,23 @@ const char *wb_cli_aot_prefix_bad(const char *prefix)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
               (*p >= '0' && *p <= '9') || *p == '_'))
             return not_ident;
-    /* The files declare PREFIX_* and include wrapbake.h, whose names are
-       wb_*, under the guard WRAPBAKE_H. */
+    /* The files declare PREFIX_* and PREFIX.h, which a build finds on
+       its include path before the library's wrapbake.h (guard WRAPBAKE_H,
+       names wb_*) and the C library's headers. */
+    static const char *const headers[] = {
+        "wrapbake", "dlpack", "assert", "complex", "ctype", "errno", "fenv",
+        "float", "inttypes", "iso646", "limits", "locale", "math", "setjmp",
+        "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef",
+        "stdint", "stdio", "stdlib", "stdnoreturn", "string", "tgmath",
+        "threads", "time", "uchar", "wchar", "wctype"};
+    if (prefix[0] == '_')
+        return "starts with '_', as names the C library keeps do";
     if (strcmp(prefix, "wb") == 0 ||
         (strncmp(prefix, "wb_", 3) == 0 && strncmp(prefix, "wb_aot", 6) != 0))
         return "names the library's own (wb_*)";
-    if (strcasecmp(prefix, "wrapbake") == 0)
-        return "would make a second wrapbake.h";
+    for (size_t i = 0; i < sizeof headers / sizeof *headers; i++)
+        if (strcasecmp(prefix, headers[i]) == 0)
+            return "would make a header that hides one the files include";
     return NULL;
 }
 
@@ -731,7 +741,7 @@ static int wb_aot_stage(const char *dir, const char *name, const char *text,
         o->tmp = NULL;
         return 0;
     }
-    snprintf(o->tmp, nt, "%s/.%s.%ld.tmp", dir, name, (long)getpid());
+    snprintf(o->tmp, nt, "%s/.%s.tmp", dir, name);
     FILE *f = fopen(o->tmp, "wb");
     bool written = f && fwrite(text, 1, len, f) == len;
     if (f && fclose(f) != 0)
@@ -749,18 +759,22 @@ static int wb_aot_stage(const char *dir, const char *name, const char *text,
 }
 
 /* The header, the dispatch unit and a file per graph, each staged; then,
-   only when all are, each moved into place and its path printed: a run
-   that fails in between leaves the directory as it was. */
+   only when all are, each moved into place and its path printed.  A run
+   that fails before the moves changes no file, and removes the directory
+   it made; a move that fails (a file another user owns in a sticky
+   directory, say) leaves the files moved before it. */
 static int wb_aot_write_all(wb_aot *a, const int *order)
 {
     char name[256];
     struct stat st;
+    bool made = false;
     if (stat(a->dir, &st) != 0) {
         if (errno != ENOENT || mkdir(a->dir, 0777) != 0) {
             wb_cli_error("wrapbake: cannot create the directory %s: %s\n",
                          a->dir, strerror(errno));
             return -1;
         }
+        made = true;
     } else if (!S_ISDIR(st.st_mode)) {
         wb_cli_error("wrapbake: %s is not a directory\n", a->dir);
         return -1;
@@ -802,6 +816,8 @@ static int wb_aot_write_all(wb_aot *a, const int *order)
         free(out[k].tmp);
     }
     free(out);
+    if (rc && made)
+        rmdir(a->dir);
     return rc;
 }
 

@@ -16,9 +16,10 @@
 #define WB_AOT_PREFIX "wb_aot"
 #define WB_AOT_MAX_PREFIX 24
 
-/* NULL when prefix can prefix the files' C identifiers: [A-Za-z_]
+/* NULL when prefix can prefix the files' C identifiers: [A-Za-z]
    [A-Za-z0-9_]*, at most WB_AOT_MAX_PREFIX bytes, none of the library's
-   (wb, wb_* but wb_aot*) and not wrapbake in any case; else what is wrong
+   (wb, wb_* but wb_aot*), and in any case not the name of a header the
+   files include (wrapbake, dlpack, the C library's); else what is wrong
    with it. */
 const char *wb_cli_aot_prefix_bad(const char *prefix);
 

@@ -229,13 +229,17 @@ check no_dir 2 "$wb" emit --aot $specs
 has no_dir.err 'no output directory (-o DIR)'
 check bad_prefix 2 "$wb" emit --aot -o "$tmp/x" --prefix 9lives $specs
 has bad_prefix.err "the prefix '9lives' is not a C identifier"
-# Prefixes whose names or header would be the library's.
-for p in wb wb_spec WRAPBAKE; do
+# Prefixes whose names or header would be the library's, the C
+# library's, or a header's the files include.
+for p in wb wb_spec WRAPBAKE stdint Dlpack _x; do
     check "lib_prefix_$p" 2 "$wb" emit --aot -o "$tmp/x" --prefix "$p" $specs
 done
 has lib_prefix_wb.err "the prefix 'wb' names the library's own (wb_*)"
 has lib_prefix_wb_spec.err "the prefix 'wb_spec' names the library's own"
-has lib_prefix_WRAPBAKE.err "would make a second wrapbake.h"
+has lib_prefix_WRAPBAKE.err "would make a header that hides one the files include"
+has lib_prefix_stdint.err "would make a header that hides one the files include"
+has lib_prefix_Dlpack.err "would make a header that hides one the files include"
+has lib_prefix__x.err "starts with '_'"
 if [ -e "$tmp/x" ]; then fail "a refused prefix created its directory"; else pass; fi
 # A file that cannot be written fails the run before any file changes:
 # the header and the unit of an earlier run stay as they were.
