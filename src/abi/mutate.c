@@ -306,14 +306,16 @@ WB_RT_DATA_ND(4)
 
 void wb_rt_commit_meta(wb_tensor *t, wb_tensor *v)
 {
-    wb_rt_take_view(t, v);
+    if (t != v)
+        wb_rt_take_view(t, v);
     wb_rt_bump_by(t, 1);
     wb_rt_release(v);
 }
 
 void wb_rt_commit_data_meta(wb_tensor *t, wb_tensor *v)
 {
-    wb_rt_take_view(t, v);
+    if (t != v)
+        wb_rt_take_view(t, v);
     wb_rt_copy(t, v);
     wb_rt_bump_by(t, 2);
     wb_rt_release(v);

@@ -309,12 +309,10 @@ static inline void wb_rt_take_small(wb_tensor *t, const wb_tensor *v)
 }
 
 /* Gives t the view of v (ndim, sizes, strides, offset), not its dtype or
-   storage.  t may be v (a tensor set_ or re-viewed to itself), which
-   has it already: the block copies must not overlap. */
+   storage.  t is not v, whose blocks would overlap (callers that may be
+   handed the tensor itself, which has its view already, test first). */
 static inline void wb_rt_take_view(wb_tensor *t, const wb_tensor *v)
 {
-    if (t == v)
-        return;
     t->ndim = v->ndim;
     t->offset = v->offset;
     if (v->ndim <= WB_RT_SMALL_DIMS)

@@ -1053,7 +1053,8 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     wb_rt_set_storage(t, wb_storage_retain(src->storage));
     t->keeper = NULL;
     t->dtype = src->dtype;
-    wb_rt_take_view(t, src);
+    if (t != src)
+        wb_rt_take_view(t, src);
     wb_rt_bump_by(t, 1);
     /* What t held of its old storage: a reference, or the tensor it kept,
        which holds the storage for it. */
