@@ -258,7 +258,7 @@ void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
         if (t->storage->device.device_type == kDLCPU &&                     \
             wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
             /* The check phase saw one dtype on both sides. */              \
-            size_t es = wb_rt_esize(t->dtype), n = es;                      \
+            size_t es = wb_rt_tensor_esize(t), n = es;                      \
             for (int d = 0; d < D; d++)                                     \
                 n *= (size_t)t->sizes[d];                                   \
             if (n)                                                          \

@@ -245,10 +245,18 @@ static inline size_t wb_rt_esize(DLDataType d)
     return (size_t)d.bits / 8 * d.lanes;
 }
 
+/* A tensor's element size: every tensor's dtype is byte-addressable (the
+   functions that make tensors refuse any other), so it needs no test. */
+static inline size_t wb_rt_tensor_esize(const wb_tensor *t)
+{
+    return (size_t)t->dtype.bits / 8 * t->dtype.lanes;
+}
+
 /* The address of element 0 (wb_tensor_data without the NULL check). */
 static inline char *wb_rt_data(const wb_tensor *t)
 {
-    return (char *)t->storage->data + t->offset * (int64_t)wb_rt_esize(t->dtype);
+    return (char *)t->storage->data +
+           t->offset * (int64_t)wb_rt_tensor_esize(t);
 }
 
 static inline wb_storage *wb_rt_storage_retain(wb_storage *s)
