@@ -706,7 +706,9 @@ WB_API void wb_cache_stats_get(wb_cache_stats *out);
    not one the cache trusts.  In-process code stays until its last wrapper
    goes. */
 WB_API wb_status wb_cache_clear(void);
-/* The disk cache's directory; owned by the library. */
+/* The disk cache's directory, NULL when the environment names none: in a
+   buffer of the calling thread's, which its next call rewrites and which
+   lasts until the thread exits. */
 WB_API const char *wb_cache_dir(void);
 /* Why a cc wrapper for spec with options would hit or miss the disk cache:
    the entry it would load, or the nearest entry and which part of the key
