@@ -230,6 +230,41 @@ static void disk_victim(const disk_kit *k, wb_spec *s, const char *dir,
     cr_assert_eq(disk_count(dir), before, "the directory changed");
 }
 
+Test(disk, sha256_gives_the_fips_digests)
+{
+    /* FIPS 180-4's examples, a message of two blocks whose padding takes
+       a third, and a million bytes through many updates. */
+    static const struct {
+        const char *text, *digest;
+    } cases[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc",
+         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    char hex[WB_FINGERPRINT_LEN + 1];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        wb_sha256_str(cases[i].text, strlen(cases[i].text), hex);
+        cr_assert_str_eq(hex, cases[i].digest, "sha256(\"%s\")",
+                         cases[i].text);
+    }
+    /* A million 'a's, in pieces of 1 to 997 bytes, so that the pieces
+       end at every offset of a block. */
+    wb_sha256 s;
+    char a[997];
+    memset(a, 'a', sizeof a);
+    wb_sha256_init(&s);
+    for (size_t left = 1000000, n = 1; left > 0; n = n % sizeof a + 1) {
+        size_t take = n < left ? n : left;
+        wb_sha256_update(&s, a, take);
+        left -= take;
+    }
+    wb_sha256_hex(&s, hex);
+    cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67"
+                          "f1809a48a497200e046d39ccc7112cd0");
+}
+
 Test(disk, a_directory_others_can_write_is_not_used, .timeout = 60)
 {
     disk_kit k;
