@@ -153,6 +153,7 @@ WB_API uint64_t wb_storage_version(const wb_storage *s);
 WB_API long wb_storage_refcount(const wb_storage *s);
 /* CUDA: ties s to a stream (a cudaStream_t): a call that would write s on
    another stream fails with WB_ERR_DEVICE before anything is mutated.
+   NULL and cudaStreamLegacy name one stream, the legacy default one.
    Untied (the default), s may be written on any stream. */
 WB_API void wb_storage_set_stream(wb_storage *s, void *stream);
 WB_API void wb_storage_unset_stream(wb_storage *s);

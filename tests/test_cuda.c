@@ -588,6 +588,104 @@ Test(cuda, launch_failure_and_old_driver)
     cu.stream_destroy(st);
 }
 
+Test(cuda, a_failed_batch_is_reported_and_the_batch_stays)
+{
+    /* cudaMemcpyBatchAsync refusing the copies (not the driver refusing
+       the call) fails the call with its own error, naming the spec, and
+       later calls still batch. */
+    tc_need_cuda();
+    if (!cu.fake)
+        cr_skip_test("needs the emulated device (fakecuda) to inject faults");
+    cudaStream_t st;
+    cr_assert_eq(cu.stream_create(&st), cudaSuccess);
+    wb_tensor *x = tc_vec(0, 4, 0);
+    wb_value out = {NULL};
+    tc_graph g = {.n = 2, .values = {tc_vec(0, 4, 3), tc_vec(0, 4, 0)}};
+    wb_spec *s = tc_mut_spec(1, (DLDevice){0, 0});
+    wb_options o = {.tier = WB_TIER_TCC, .stream = st};
+    wb_wrapper *w = NULL;
+    WBT_OK(wb_wrapper_new(s, tc_graph_fn, &g, &o, &w));
+    cu.fake->fail_batch = true;
+    WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), WB_ERR_DEVICE,
+              "the write-back: cannot enqueue the batched copy");
+    cr_assert(strstr(wb_last_error(), "spec '"), "'%s' names no spec",
+              wb_last_error());
+    cr_assert_null(out.t, "a failed write-back left an output");
+    cu.fake->fail_batch = false;
+    long batches = cu.fake->batch_copies;
+    WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+    cr_assert_eq(cu.fake->batch_copies - batches, 1, "the batch was given up");
+    tc_expect(x, 4, 3);
+    wb_tensor_release(out.t);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tc_graph_free(&g);
+    wb_tensor_release(x);
+    cu.stream_destroy(st);
+}
+
+Test(cuda, the_legacy_stream_has_two_names)
+{
+    /* A storage tied to NULL, the legacy default stream, takes a call on
+       cudaStreamLegacy, the same stream. */
+    tc_need_cuda();
+    wb_tensor *x = tc_vec(0, 4, 0);
+    wb_value out = {NULL};
+    tc_graph g = {.n = 2, .values = {tc_vec(0, 4, 3), tc_vec(0, 4, 0)}};
+    wb_spec *s = tc_mut_spec(1, (DLDevice){0, 0});
+    wb_wrapper *w = wbt_wrap(s, tc_graph_fn, &g, WB_TIER_TCC);
+    wb_storage_set_stream(wb_tensor_storage(x), NULL);
+    wb_set_call_stream(cudaStreamLegacy);
+    WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+    wb_clear_call_stream();
+    tc_expect(x, 4, 3);
+    wb_tensor_release(out.t);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tc_graph_free(&g);
+    wb_tensor_release(x);
+}
+
+Test(cuda, an_empty_copy_of_huge_sizes_copies_nothing)
+{
+    /* Sizes whose product overflows, with a 0 among them: no element. */
+    tc_need_cuda();
+    int64_t sizes[3] = {INT64_C(1) << 62, 4, 0}, strides[3] = {1, 1, 1};
+    wb_tensor *base = tc_vec(0, 4, 0), *x = NULL, *v = NULL;
+    WBT_OK(wb_tensor_as_strided(base, 3, sizes, strides, 0, &x));
+    WBT_OK(wb_tensor_as_strided(base, 3, sizes, strides, 1, &v));
+    WBT_OK(wb_tensor_copy_(x, v));
+    tc_expect(base, 4, 0);
+    wb_tensor_release(v);
+    wb_tensor_release(x);
+    wb_tensor_release(base);
+}
+
+Test(cuda, a_runtime_of_another_major_version_is_refused)
+{
+    /* CUDA 12's runtime has every function, some with other arguments. */
+    const char *rt = getenv("WRAPBAKE_CUDART");
+    if (!rt || !strstr(rt, "fakecuda"))
+        cr_skip_test("needs the emulated runtime, which can say another "
+                     "version");
+    setenv("FAKECUDA_RUNTIME_VERSION", "12090", 1);
+    int n = -1;
+    WBT_FAILS(wb_cuda_devices(&n), WB_ERR_DEVICE,
+              "the CUDA runtime is version 12.9; wrapbake needs CUDA 13");
+}
+
+Test(cuda, a_runtime_path_is_shown_printable)
+{
+    setenv("WRAPBAKE_CUDART", "/nonexistent/cu\n\x1b[31mdart.so", 1);
+    int n = -1;
+    cr_assert_neq(wb_cuda_devices(&n), WB_OK);
+    for (const char *p = wb_last_error(); *p; p++)
+        cr_assert(*p >= 0x20 && *p <= 0x7e, "byte 0x%02x in '%s'",
+                  (unsigned char)*p, wb_last_error());
+    cr_assert(strstr(wb_last_error(), "cu\\x0a\\x1b[31mdart.so"),
+              "'%s' does not show the path", wb_last_error());
+}
+
 #else /* !WB_WITH_CUDA */
 
 Test(cuda, built_without_cuda)

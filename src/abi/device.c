@@ -2,6 +2,8 @@
  * device.c -- the helpers a call's CUDA write-back goes through: the spec's
  * words around what src/core/cuda.c decides.
  */
+#include <stdio.h>
+
 #include "abi.h"
 #include "../spec/spec.h"
 
@@ -45,6 +47,12 @@ void wb_rt_drop_copies(const wb_env *e)
 int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts)
 {
     wb_status st = wb_rt_device_flush(e);
+    if (st != WB_OK) {
+        /* The message names the spec, as every call's does. */
+        char why[600];
+        snprintf(why, sizeof why, "%s", wb_last_error());
+        st = wb_rt_callf(e, st, "the write-back: %s", why);
+    }
     if (st != WB_OK)
         for (int k = 0; k < nouts; k++) {
             if (e->spec->outs[k].scalar)

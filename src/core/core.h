@@ -411,6 +411,9 @@ extern _Thread_local int wb_rt_inside_dependency;
    its user lacks (secure_getenv).  The library reads its environment
    through nothing else. */
 const char *wb_rt_getenv(const char *name);
+/* text as a message may show it, in buf: every byte that is not printable
+   ASCII, and the backslash, as \xHH.  Returns buf. */
+const char *wb_rt_printable(const char *text, char *buf, size_t n);
 /* Whether the process runs with privileges its user lacks (setuid,
    setgid, file capabilities): the kernel's AT_SECURE, which makes
    wb_rt_getenv read nothing. */

@@ -63,7 +63,8 @@ uint64_t wb_cuda_launches(void) { return wb_rt_launches; }
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice)                 \
     X(cudaGetErrorString) X(cudaGetLastError) X(cudaMalloc) X(cudaFree)     \
     X(cudaMemset) X(cudaStreamSynchronize) X(cudaMemcpyBatchAsync)          \
-    X(cudaLibraryLoadData) X(cudaLibraryGetKernel) X(cudaLaunchKernel)
+    X(cudaLibraryLoadData) X(cudaLibraryGetKernel) X(cudaLaunchKernel)      \
+    X(cudaRuntimeGetVersion)
 
 static struct {
     pthread_once_t once;
@@ -91,18 +92,32 @@ static void wb_cu_load(void)
         wb_cu.lib = dlopen(WB_CUDA_LIBDIR "/" WB_CUDART,
                            RTLD_NOW | RTLD_LOCAL);
     if (!wb_cu.lib) {
+        /* The path and the loader's words come from the environment and
+           the file: shown printable. */
         const char *e = dlerror();
+        char shown[200];
         snprintf(wb_cu.why, sizeof wb_cu.why, "cannot load the CUDA runtime: "
-                 "%s", e ? e : (path && *path ? path : WB_CUDART));
+                 "%s", wb_rt_printable(e ? e : (path && *path ? path
+                                                             : WB_CUDART),
+                                       shown, sizeof shown));
         wb_rt_inside_dependency--;
         return;
     }
 #define WB_CUDA_RESOLVE(f)                                                  \
     if (!wb_cu.why[0] && !(*(void **)&wb_cu.f = dlsym(wb_cu.lib, #f)))      \
         snprintf(wb_cu.why, sizeof wb_cu.why, "the CUDA runtime has no %s "  \
-                 "(wrapbake needs CUDA %d or newer)", #f, WB_CUDART_MAJOR);
+                 "(wrapbake needs CUDA %d)", #f, WB_CUDART_MAJOR);
     WB_CUDA_FUNCTIONS(WB_CUDA_RESOLVE)
 #undef WB_CUDA_RESOLVE
+    /* Another major version names the same functions with other
+       arguments (CUDA 12's cudaMemcpyBatchAsync takes one more). */
+    int version = 0;
+    if (!wb_cu.why[0] &&
+        (wb_cu.cudaRuntimeGetVersion(&version) != cudaSuccess ||
+         version / 1000 != WB_CUDART_MAJOR))
+        snprintf(wb_cu.why, sizeof wb_cu.why, "the CUDA runtime is version "
+                 "%d.%d; wrapbake needs CUDA %d", version / 1000,
+                 version % 1000 / 10, WB_CUDART_MAJOR);
     wb_rt_inside_dependency--;
 }
 
@@ -253,13 +268,26 @@ typedef struct wb_rt_pending {
 static _Thread_local wb_rt_pending wb_rt_pend;
 
 /* Merges the dims of dst and src (same sizes) where both are dense across
-   them; false when more than WB_CUDA_ND remain. */
+   them; false when more than WB_CUDA_ND remain.  A copy of no element is
+   one of numel 0, whatever its sizes (which may then be huge). */
 static bool wb_rt_describe(wb_cuda_copy *c, const wb_tensor *dst,
                            const wb_tensor *src)
 {
     size_t es = wb_rt_esize(dst->dtype);
     int n = 0;
     c->numel = 1;
+    for (int d = 0; d < dst->ndim; d++)
+        if (dst->sizes[d] == 0)
+            c->numel = 0;
+    if (c->numel == 0) {
+        c->ndim = 1;
+        c->sizes[0] = 0;
+        c->dstrides[0] = c->sstrides[0] = 1;
+        c->esize = (int32_t)es;
+        c->dst = NULL;
+        c->src = NULL;
+        return true;
+    }
     for (int d = 0; d < dst->ndim; d++) {
         int64_t size = dst->sizes[d];
         c->numel *= size;
@@ -400,12 +428,23 @@ static wb_status wb_rt_memcpy_batch(const wb_cuda_copy *c, int n, int dev,
         wb_rt_launches++;
         return WB_OK;
     }
-    /* A driver older than the runtime refuses it; the kernel does the
-       same work. */
     (void)wb_cu.cudaGetLastError();
+    if (err != cudaErrorNotSupported &&
+        err != cudaErrorCallRequiresNewerDriver)
+        return wb_rt_cuda_fail(WB_ERR_DEVICE, "cannot enqueue the batched "
+                               "copy", err);
+    /* A driver older than the runtime refuses it, for good; the kernel
+       does the same work. */
     atomic_store_explicit(&wb_rt_kernel.no_batch_api, true,
                           memory_order_relaxed);
     return WB_ERR_UNSUPPORTED;
+}
+
+/* A stream as one stream: NULL and cudaStreamLegacy both name the legacy
+   default stream. */
+static void *wb_rt_stream_id(void *stream)
+{
+    return stream == cudaStreamLegacy ? NULL : stream;
 }
 
 /* Enqueues the recorded copies and lets their sources go. */
@@ -459,7 +498,8 @@ wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
     *call_stream = p->stream;
     if (s->device.device_id != p->device)
         return WB_RT_COPY_OTHER_DEVICE;
-    if (s->has_stream && s->stream != p->stream)
+    if (s->has_stream && wb_rt_stream_id(s->stream) !=
+                             wb_rt_stream_id(p->stream))
         return WB_RT_COPY_OTHER_STREAM;
     if (!wb_rt_describe(&c, t, v))
         return WB_RT_COPY_TOO_MANY_DIMS;

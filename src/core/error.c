@@ -27,6 +27,21 @@ const char *wb_rt_getenv(const char *name)
     return secure_getenv(name);
 }
 
+const char *wb_rt_printable(const char *text, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)text;
+         *p && k + 5 < n; p++) {
+        if (*p < 0x20 || *p > 0x7e || *p == '\\')
+            k += (size_t)snprintf(buf + k, n - k, "\\x%02x", *p);
+        else
+            buf[k++] = (char)*p;
+    }
+    if (n)
+        buf[k < n ? k : n - 1] = '\0';
+    return buf;
+}
+
 bool wb_rt_privileged(void)
 {
     return getauxval(AT_SECURE) != 0;

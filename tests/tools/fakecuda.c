@@ -67,6 +67,15 @@ static bool fake_legacy(cudaStream_t s)
 
 /* ---- devices and errors ---- */
 
+/* The version of the headers it was built with, or the one
+   $FAKECUDA_RUNTIME_VERSION gives (a test of another major version). */
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    const char *v = getenv("FAKECUDA_RUNTIME_VERSION");
+    *version = v ? atoi(v) : CUDART_VERSION;
+    return cudaSuccess;
+}
+
 cudaError_t cudaGetDeviceCount(int *count)
 {
     *count = fakecuda.devices;
@@ -188,6 +197,8 @@ cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs,
 {
     if (fakecuda.old_driver)
         return fake_err(cudaErrorNotSupported);
+    if (fakecuda.fail_batch)
+        return fake_err(cudaErrorInvalidValue);
     if (fake_legacy(stream) || !count || !numAttrs || numAttrs > count ||
         attrsIdxs[0] != 0)
         return fake_err(cudaErrorInvalidValue);

@@ -23,6 +23,7 @@ typedef struct fakecuda_state {
     long batch_copies;       /* cudaMemcpyBatchAsync calls that ran */
     long elements_copied;    /* by the kernel */
     bool old_driver;         /* cudaMemcpyBatchAsync: not supported */
+    bool fail_batch;         /* cudaMemcpyBatchAsync: an invalid value */
     bool fail_launch;        /* cudaLaunchKernel fails */
     bool fail_malloc;        /* cudaMalloc fails */
 } fakecuda_state;
