@@ -189,7 +189,8 @@ WB_API wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
 WB_API wb_status wb_tensor_resize_(wb_tensor *t, int ndim,
                                    const int64_t *sizes);
 /* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);
-   t keeps its version counter, and bumps it. */
+   t keeps its version counter, and bumps it.  src has t's dtype
+   (WB_ERR_TYPE otherwise) and lies on t's device (WB_ERR_DEVICE). */
 WB_API wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src);
 /* Promises that t's storage is never replaced: from now on set_ on t, by
    wb_tensor_set_ or a wrapper's set_ mutation, fails with WB_ERR_INVALID.

@@ -1324,15 +1324,23 @@ Test(tensor, set_releases_the_old_storage_when_last)
     WBT_OK(wb_storage_wrap(buf, 16, WBT_CPU, tt_deleter, &log, &s));
     WBT_OK(wb_tensor_from_storage(s, WBT_F32, 1, four, NULL, 0, &t));
     wb_storage_release(s);
-    wb_tensor *src = NULL;
+    wb_tensor *src = NULL, *other = NULL;
     int64_t sz[1] = {2};
-    WBT_OK(wb_tensor_new(WBT_F64, WBT_CPU, 1, sz, &src));
+    /* A source of another dtype is refused, as torch.Tensor.set_
+       refuses it, and changes nothing. */
+    WBT_OK(wb_tensor_new(WBT_F64, WBT_CPU, 1, sz, &other));
+    WBT_FAILS(wb_tensor_set_(t, other), WB_ERR_TYPE,
+              "wb_tensor_set_: the source has dtype float64; the tensor "
+              "float32");
+    cr_assert_eq(wb_tensor_storage(t), s);
+    cr_assert_eq(wb_tensor_version(t), 0);
+    wbt_release_last(other);
+    WBT_OK(wb_tensor_new(WBT_F32, WBT_CPU, 1, sz, &src));
     WBT_OK(wb_tensor_set_(t, src));
     cr_assert_eq(log.calls, 1, "the old storage was not freed");
     cr_assert_eq(wb_tensor_version(t), 1, "t's counter outlives the data "
                  "of the storage it lived in");
     cr_assert_eq(wb_tensor_version(src), 0);
-    cr_assert_eq(wb_tensor_dtype(t).bits, 64, "set_ kept the old dtype");
     cr_assert_eq(wb_tensor_numel(t), 2);
     wbt_release_last(t);
     wbt_release_last(src);

@@ -1043,6 +1043,19 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     if (t->fixed)
         return wb_rt_fail(WB_ERR_INVALID, "wb_tensor_set_: the tensor's "
                           "storage is fixed (wb_tensor_fix_storage)");
+    /* As torch.Tensor.set_, which takes a source of the tensor's dtype on
+       its device alone. */
+    char a[32], b[32];
+    if (!wb_rt_dtype_eq(t->dtype, src->dtype))
+        return wb_rt_fail(WB_ERR_TYPE, "wb_tensor_set_: the source has dtype "
+                          "%s; the tensor %s",
+                          wb_rt_dtype_str(src->dtype, a, sizeof a),
+                          wb_rt_dtype_str(t->dtype, b, sizeof b));
+    if (!wb_rt_device_eq(t->storage->device, src->storage->device))
+        return wb_rt_fail(WB_ERR_DEVICE, "wb_tensor_set_: the source is on "
+                          "%s; the tensor on %s",
+                          wb_rt_device_str(src->storage->device, a, sizeof a),
+                          wb_rt_device_str(t->storage->device, b, sizeof b));
     wb_storage *old = t->storage;
     wb_tensor *keeper = t->keeper;
     /* t keeps its counter: the old storage's object stays for it. */
@@ -1052,7 +1065,6 @@ wb_status wb_tensor_set_(wb_tensor *t, const wb_tensor *src)
     }
     wb_rt_set_storage(t, wb_storage_retain(src->storage));
     t->keeper = NULL;
-    t->dtype = src->dtype;
     if (t != src)
         wb_rt_take_view(t, src);
     wb_rt_bump_by(t, 1);
