@@ -25,7 +25,6 @@
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
-#include <limits.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdio.h>

@@ -62,8 +62,7 @@ static wb_status wb_rt_prep_copy(const wb_env *e, int input,
                                  const wb_tensor *after, const wb_tensor *v)
 {
     char lb[400];
-    if (after->ndim != v->ndim ||
-        memcmp(after->sizes, v->sizes, sizeof *v->sizes * (size_t)v->ndim))
+    if (!wb_rt_same_sizes(after, v))
         return wb_rt_err_sizes(e, input, after, v);
     bool within;
     wb_rt_overlap ov = wb_rt_copy_overlap(after, v, &within);
@@ -130,12 +129,6 @@ int wb_rt_prep_storage(const wb_env *e, int input, const wb_tensor *t,
                            "(wb_tensor_fix_storage), and set_ would replace "
                            "it", wb_rt_input_label(e, input, lb, sizeof lb));
     return wb_rt_prep_like(e, input, t, v);
-}
-
-static bool wb_rt_same_sizes(const wb_tensor *a, const wb_tensor *b)
-{
-    return a->ndim == b->ndim &&
-           !memcmp(a->sizes, b->sizes, sizeof *a->sizes * (size_t)a->ndim);
 }
 
 int wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,

@@ -49,8 +49,7 @@ static bool wb_rt_moves(wb_mutation kind, const wb_tensor *t,
                         const wb_tensor *v)
 {
     if (kind == WB_MUT_RESIZE)
-        return v->ndim != t->ndim ||
-               memcmp(v->sizes, t->sizes, sizeof *t->sizes * t->ndim) != 0;
+        return !wb_rt_same_sizes(v, t);
     return v != t && (v->storage != t->storage || !wb_rt_same_view(v, t));
 }
 

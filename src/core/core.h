@@ -187,6 +187,12 @@ wb_rt_overlap wb_rt_copy_overlap(const wb_tensor *dst, const wb_tensor *src,
                                  bool *within);
 /* Whether two views are the same: element 0, dtype, sizes and strides. */
 bool wb_rt_same_view(const wb_tensor *a, const wb_tensor *b);
+/* Whether two tensors have the same dims and sizes. */
+static inline bool wb_rt_same_sizes(const wb_tensor *a, const wb_tensor *b)
+{
+    return a->ndim == b->ndim &&
+           !memcmp(a->sizes, b->sizes, sizeof *a->sizes * (size_t)a->ndim);
+}
 const char *wb_rt_dtype_str(DLDataType d, char *buf, size_t n);
 /* "cpu", "cuda:N", else "device TYPE:ID". */
 const char *wb_rt_device_str(DLDevice d, char *buf, size_t n);

@@ -931,8 +931,7 @@ wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src)
                           wb_rt_dtype_str(dst->dtype, b, sizeof b));
     if (!wb_rt_device_eq(dst->storage->device, src->storage->device))
         return wb_rt_fail(WB_ERR_DEVICE, "copy across devices");
-    if (dst->ndim != src->ndim ||
-        memcmp(dst->sizes, src->sizes, sizeof *dst->sizes * (size_t)dst->ndim))
+    if (!wb_rt_same_sizes(dst, src))
         return wb_rt_fail(WB_ERR_SHAPE, "copy between different sizes");
     bool within;
     wb_rt_overlap ov = wb_rt_copy_overlap(dst, src, &within);
