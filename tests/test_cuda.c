@@ -652,6 +652,13 @@ Test(cuda, a_runtime_of_another_major_version_is_refused)
     int n = -1;
     WBT_FAILS(wb_cuda_devices(&n), WB_ERR_DEVICE,
               "the CUDA runtime is version 12.9; wrapbake needs CUDA 13");
+    /* and is not kept loaded */
+    char line[512];
+    FILE *maps = fopen("/proc/self/maps", "r");
+    cr_assert(maps);
+    while (fgets(line, sizeof line, maps))
+        cr_assert(!strstr(line, "fakecuda"), "still mapped: %s", line);
+    fclose(maps);
 }
 
 Test(cuda, a_runtime_path_is_shown_printable)

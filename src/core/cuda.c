@@ -118,6 +118,11 @@ static void wb_cu_load(void)
         snprintf(wb_cu.why, sizeof wb_cu.why, "the CUDA runtime is version "
                  "%d.%d; wrapbake needs CUDA %d", version / 1000,
                  version % 1000 / 10, WB_CUDART_MAJOR);
+    /* A runtime that cannot serve goes, rather than stay mapped unused. */
+    if (wb_cu.why[0]) {
+        dlclose(wb_cu.lib);
+        wb_cu.lib = NULL;
+    }
     wb_rt_inside_dependency--;
 }
 
