@@ -552,6 +552,18 @@ Test(cuda, launch_and_batch_failures_and_old_driver)
     wb_spec *s = tc_mut_spec(1, (DLDevice){0, 0});
     wb_wrapper *w = wbt_wrap(s, tc_graph_fn, &g, WB_TIER_TCC);
 
+    /* The kernel fails to load: the call says so, and the next call
+       loads it. */
+    cu.fake->fail_load = true;
+    WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), WB_ERR_DEVICE,
+              "cannot load the copy kernel");
+    cr_assert_null(out.t, "a failed write-back left an output");
+    cu.fake->fail_load = false;
+    WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+    tc_expect(x, 4, 3);
+    wb_tensor_release(out.t);
+    out.t = NULL;
+
     /* A launch the device refuses: the call says so and keeps nothing. */
     cu.fake->fail_launch = true;
     WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), WB_ERR_DEVICE,

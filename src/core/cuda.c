@@ -356,31 +356,47 @@ static bool wb_rt_conflict(const wb_cuda_copy *i, const wb_cuda_copy *j)
            wb_rt_meet(i, false, j, true);
 }
 
+/* The copy kernel, loaded at its first use; a load that fails is tried
+   again by the next launch, so that one transient failure (out of memory,
+   say) does not leave the process without it. */
 static struct {
-    pthread_once_t once;
-    cudaError_t err;
-    cudaKernel_t kernel;
-    _Atomic bool no_batch_api;   /* cudaMemcpyBatchAsync refused once */
-} wb_rt_kernel = {PTHREAD_ONCE_INIT, cudaSuccess, NULL, false};
+    pthread_mutex_t lock;
+    _Atomic(cudaKernel_t) kernel;  /* NULL until loaded */
+    _Atomic bool no_batch_api;     /* cudaMemcpyBatchAsync refused once */
+} wb_rt_kernel = {PTHREAD_MUTEX_INITIALIZER, NULL, false};
 
-static void wb_rt_kernel_once(void)
+static cudaError_t wb_rt_kernel_get(cudaKernel_t *kernel)
 {
-    cudaLibrary_t lib;
-    cudaError_t err = wb_cu.cudaLibraryLoadData(&lib, wb_cuda_fatbin, NULL,
-                                                NULL, 0, NULL, NULL, 0);
-    if (err == cudaSuccess)
-        err = wb_cu.cudaLibraryGetKernel(&wb_rt_kernel.kernel, lib,
-                                   "wb_cuda_copy_kernel");
-    wb_rt_kernel.err = err;
-    (void)wb_cu.cudaGetLastError();
+    cudaError_t err = cudaSuccess;
+    *kernel = atomic_load_explicit(&wb_rt_kernel.kernel,
+                                   memory_order_acquire);
+    if (*kernel)
+        return cudaSuccess;
+    pthread_mutex_lock(&wb_rt_kernel.lock);
+    if (!(*kernel = atomic_load_explicit(&wb_rt_kernel.kernel,
+                                         memory_order_relaxed))) {
+        cudaLibrary_t lib;
+        err = wb_cu.cudaLibraryLoadData(&lib, wb_cuda_fatbin, NULL, NULL, 0,
+                                        NULL, NULL, 0);
+        if (err == cudaSuccess)
+            err = wb_cu.cudaLibraryGetKernel(kernel, lib,
+                                             "wb_cuda_copy_kernel");
+        if (err == cudaSuccess)
+            atomic_store_explicit(&wb_rt_kernel.kernel, *kernel,
+                                  memory_order_release);
+        (void)wb_cu.cudaGetLastError();
+    }
+    pthread_mutex_unlock(&wb_rt_kernel.lock);
+    return err;
 }
 
 static wb_status wb_rt_launch(const wb_cuda_copy *c, int n, void *stream)
 {
-    pthread_once(&wb_rt_kernel.once, wb_rt_kernel_once);
-    if (wb_rt_kernel.err != cudaSuccess)
+    cudaKernel_t kernel;
+    cudaError_t err = wb_rt_kernel_get(&kernel);
+    if (err != cudaSuccess)
         return wb_rt_cuda_fail(WB_ERR_DEVICE, "cannot load the copy kernel",
-                               wb_rt_kernel.err);
+                               err);
     for (int i = 0; i < n; i += WB_CUDA_BATCH) {
         wb_cuda_batch b;
         int64_t most = 1;
@@ -394,9 +410,8 @@ static wb_status wb_rt_launch(const wb_cuda_copy *c, int n, void *stream)
                      (unsigned)b.n, 1};
         dim3 block = {WB_CUDA_THREADS, 1, 1};
         void *args[] = {&b};
-        const void *kernel = (const void *)wb_rt_kernel.kernel;
-        cudaError_t err = wb_cu.cudaLaunchKernel(kernel, grid, block, args, 0,
-                                                 stream);
+        err = wb_cu.cudaLaunchKernel((const void *)kernel, grid, block, args,
+                                     0, stream);
         wb_rt_launches++;
         if (err != cudaSuccess)
             return wb_rt_cuda_fail(WB_ERR_DEVICE, "cannot launch the copy "

@@ -260,6 +260,8 @@ cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
     (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
     if (memcmp(code, magic, sizeof magic) != 0)
         return fake_err(cudaErrorInvalidValue);  /* not a fatbin */
+    if (fakecuda.fail_load)
+        return fake_err(cudaErrorMemoryAllocation);
     *library = (cudaLibrary_t)(void *)&fake_library;
     return cudaSuccess;
 }

@@ -25,6 +25,7 @@ typedef struct fakecuda_state {
     bool old_driver;         /* cudaMemcpyBatchAsync: not supported */
     bool fail_batch;         /* cudaMemcpyBatchAsync: an invalid value */
     bool fail_launch;        /* cudaLaunchKernel fails */
+    bool fail_load;          /* cudaLibraryLoadData fails */
     bool fail_malloc;        /* cudaMalloc fails */
 } fakecuda_state;
 
