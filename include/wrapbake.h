@@ -53,7 +53,7 @@ extern "C" {
 /* Bumped whenever the layout of a public struct or a callback type changes:
    2 made the values a graph returns and a call hands back wb_value, so
    that an output may be a number as well as a tensor. */
-#define WB_ABI_VERSION 2
+#define WB_ABI_VERSION 3
 
 /* Documented limits; exceeding one is an error that names the limit. */
 #define WB_MAX_DIMS 16        /* dimensions of a tensor */
@@ -110,11 +110,12 @@ WB_API const char *wb_last_error(void);
  * one; wb_tensor_set_ and wb_tensor_resize_ keep the tensor's counter.
  * wb_tensor_copy_ and wb_tensor_set_ bump it by one.  A wrapper's call bumps
  * each mutated input as AOTAutograd's epilogue does: a data mutation once
- * (not at all when hidden from autograd), a metadata mutation once
- * (as_strided_), a data+metadata one twice, a set_ once, a resize once for
- * its copy and once more when the sizes change, an in-graph mutation once
- * before the call (when hidden, its version is put back after the call,
- * whatever the graph did to it).
+ * (hidden from autograd too: the epilogue copies through a detached alias,
+ * which shares the counter), a metadata mutation once (as_strided_), a
+ * data+metadata one twice, a set_ once, a resize once (resize_ bumps
+ * nothing, its copy once), an in-graph mutation once before the call (when
+ * hidden, its version is put back after the call, whatever the graph did
+ * to it).
  *
  * A tensor is a view of a storage: dtype, ndim, sizes, strides and an offset,
  * all in elements, plus flags and a dynamic-dims mask.  Tensors are reference
@@ -295,8 +296,9 @@ typedef enum wb_mutation {
 /* Input flags. */
 #define WB_INPUT_DETACH 0x1u          /* training: pass a detached alias */
 #define WB_INPUT_HIDDEN 0x2u          /* a data or in-graph mutation hidden
-                                         from autograd: its version stays
-                                         as it was before the call */
+                                         from autograd: an in-graph one's
+                                         version stays as it was before
+                                         the call */
 #define WB_INPUT_OUT 0x4u             /* keyword-only `out` argument */
 #define WB_INPUT_OPTIONAL 0x8u        /* Tensor?: may be NULL; then it can
                                          be neither mutated nor aliased */

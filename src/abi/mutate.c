@@ -159,9 +159,10 @@ int wb_rt_prep_resize(const wb_env *e, int input, const wb_tensor *t,
 /* ---- commit phase ---- */
 
 /* Each step bumps the input's version as AOTAutograd's epilogue does:
-   once for its copy_, once for its as_strided_ (a resize that changes the
-   view included), once for its set_; a data mutation hidden from
-   autograd not at all. */
+   once for its copy_ (through a detached alias for a mutation hidden from
+   autograd, which bumps all the same), once for its as_strided_, once for
+   its set_.  A resize bumps once, for its copy: resize_ bumps nothing, as
+   in PyTorch. */
 
 /* The copy of a data mutation: now on the CPU, at the end of the call on
    a CUDA device (wb_rt_flush). */
@@ -177,12 +178,6 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
 {
     wb_rt_copy(t, v);
     wb_rt_bump_by(t, 1);
-    wb_rt_release(v);
-}
-
-void wb_rt_commit_data_hidden(wb_tensor *t, wb_tensor *v)
-{
-    wb_rt_copy(t, v);
     wb_rt_release(v);
 }
 
@@ -322,13 +317,10 @@ void wb_rt_commit_storage(wb_tensor *t, wb_tensor *v)
 
 void wb_rt_commit_resize(wb_tensor *t, wb_tensor *v, wb_rt_grow *g)
 {
-    unsigned bumps = 1;
-    if (!wb_rt_same_sizes(t, v)) {
+    if (!wb_rt_same_sizes(t, v))
         wb_rt_apply_resize(t, v->ndim, v->sizes, g);
-        bumps = 2;
-    }
     wb_rt_copy(t, v);
-    wb_rt_bump_by(t, bumps);
+    wb_rt_bump_by(t, 1);
     wb_rt_release(v);
 }
 void wb_rt_grow_free(wb_rt_grow *g)

@@ -577,7 +577,7 @@ static int wb_emit_nd(const wb_spec *s, const wb_spec_mut *m)
     if (wb_spec_synth(s, m->input) >= 0)
         return 0;  /* a synthetic base, declared nothing */
     const wb_input *in = &s->inputs[m->input];
-    return m->kind == WB_MUT_DATA && !m->hidden && in->ndim >= 1 &&
+    return m->kind == WB_MUT_DATA && in->ndim >= 1 &&
                    in->ndim <= WB_RT_MAX_ND &&
                    in->device.device_type != kDLCUDA
                ? in->ndim : 0;

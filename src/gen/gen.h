@@ -115,8 +115,6 @@ typedef struct wb_gen_step_table {
     /* By mutation kind (wb_spec_mut.kind); none and in-graph have no
        step after the call. */
     wb_gen_step mut[WB_MUT_IN_GRAPH + 1];
-    /* A data mutation hidden from autograd: its version stays. */
-    wb_gen_step data_hidden;
     /* Data mutations of inputs declared with nd dims, at nd (1 to
        WB_RT_MAX_ND), which the emitter uses for those not on a CUDA
        device: the primitives unrolled for that count, and their runs. */
@@ -130,7 +128,7 @@ extern const wb_gen_step_table wb_gen_steps;
    emitter alike (the emitter may take an unrolled data row instead). */
 static inline const wb_gen_step *wb_gen_mut_step(const wb_spec_mut *m)
 {
-    return m->hidden ? &wb_gen_steps.data_hidden : &wb_gen_steps.mut[m->kind];
+    return &wb_gen_steps.mut[m->kind];
 }
 
 /* The interpreter's entry point (a wb_entry_fn). */

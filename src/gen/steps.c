@@ -67,10 +67,6 @@ const wb_gen_step_table wb_gen_steps = {
             .commit = WB_GEN_HELPER(commit_grow, wb_rt_commit_resize),
         },
     },
-    .data_hidden = {
-        .check = WB_GEN_HELPER(prep, wb_rt_prep_data),
-        .commit = WB_GEN_HELPER(commit, wb_rt_commit_data_hidden),
-    },
     /* The data primitives unrolled for inputs of nd dims, and their
        runs over consecutive inputs. */
     .data_nd = {

@@ -896,7 +896,7 @@ static void wb_spec_derive_inputs(wb_spec *s)
     /* The bases' data mutations come first, as the graph's inputs do. */
     for (s->nupdated = 0; s->nupdated < s->ngroups; s->nupdated++)
         s->muts[s->nupdated] = (wb_spec_mut){s->nupdated - s->ngroups,
-                                             WB_MUT_DATA, false};
+                                             WB_MUT_DATA};
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         s->dirs[i] = wb_input_direction(in);
@@ -917,8 +917,7 @@ static void wb_spec_derive_inputs(wb_spec *s)
         if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_IN_GRAPH &&
             s->group_of[i] < 0) {
             s->mut_at[i] = s->nupdated;
-            s->muts[s->nupdated++] = (wb_spec_mut){
-                i, in->mutation, (in->flags & WB_INPUT_HIDDEN) != 0};
+            s->muts[s->nupdated++] = (wb_spec_mut){i, in->mutation};
         }
         if (wb_mutation_moves(in->mutation))
             s->reshaped[s->nreshaped++] = i;

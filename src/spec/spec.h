@@ -47,7 +47,6 @@ typedef struct wb_guard {
 typedef struct wb_spec_mut {
     int input;
     wb_mutation kind;
-    bool hidden;        /* a data mutation hidden from autograd */
 } wb_spec_mut;
 
 /* How one user output is produced. */

@@ -874,7 +874,7 @@ def spec_duplicates(text):
 # ---------------------------------------------------------------------------
 # What a caller observes
 
-BUMPS = {DATA: 1, METADATA: 1, DATA_METADATA: 2, STORAGE: 1}
+BUMPS = {DATA: 1, METADATA: 1, DATA_METADATA: 2, STORAGE: 1, RESIZE: 1}
 
 
 def version_deltas(case, run, d):
@@ -889,8 +889,6 @@ def version_deltas(case, run, d):
         kind = d.kinds[j]
         if j in members:  # its data is the base's; its view, as_strided_
             return 1 if kind in (METADATA, DATA_METADATA) else 0
-        if kind == RESIZE:
-            return 1 + (tuple(run.inputs[j].size()) != run.before[j].size)
         return BUMPS.get(kind, 0)
     deltas = [sum(bumps(j) for j in range(len(groups))
                   if groups[j] == groups[i] and d.kinds[j]

@@ -13,7 +13,7 @@
 
 /* The generated wrappers read the library's structures as ABI 2 lays
    them out. */
-#if WB_ABI_VERSION != 2
+#if WB_ABI_VERSION != 3
 #error "wb_aot.c was generated for wrapbake ABI 2; regenerate it with this wrapbake"
 #endif
 
