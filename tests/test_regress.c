@@ -48,6 +48,48 @@ Test(regress, resized_inputs_sharing_a_storage_are_refused)
     }
 }
 
+/* A resized input whose bytes a DLPack export hands out, imported back
+   as another input: the growth freed the bytes the other storage still
+   pointed at, and the data mutation after it wrote into freed memory.
+   A storage that an export holds does not grow: the call is refused in
+   its check, the graph's values released, nothing written. */
+Test(regress, growth_of_an_exported_storage_is_refused)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("exported", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_RESIZE, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA, 0, NULL));
+        wb_tensor *x = wbt_f32(0, 1, 4), *y = NULL;
+        DLManagedTensor *mt = NULL;
+        WBT_OK(wb_tensor_to_dlpack(x, &mt));
+        WBT_OK(wb_tensor_from_dlpack(mt, &y));
+        regress_vals[0] = wbt_f32(1, 1, 16);
+        regress_vals[1] = wbt_f32(5, 1, 4);
+        regress_nvals = 2;
+        wb_wrapper *w = wbt_wrap(s, regress_graph, NULL, tier);
+        wb_arg args[2] = {{.t = x}, {.t = y}};
+        WBT_FAILS(wb_call(w, args, 2, NULL, 0), WB_ERR_INVALID,
+                  "input 0 'x': cannot grow a storage that a DLPack export");
+        cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(x)), 16);
+        cr_assert_eq(wbt_at(y, 3), 3.0f, "a refused call wrote");
+        cr_assert_eq(wb_tensor_version(x), 0);
+        cr_assert_eq(wb_tensor_version(y), 0);
+        cr_assert_eq(wb_tensor_refcount(regress_vals[0]), 1);
+        /* Outside a call too, while the import lives; then it grows. */
+        WBT_FAILS(wb_tensor_resize_(x, 1, (int64_t[]){8}), WB_ERR_INVALID,
+                  "DLPack export");
+        wbt_release_last(y);
+        WBT_OK(wb_tensor_resize_(x, 1, (int64_t[]){8}));
+        cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(x)), 32);
+        wbt_release_last(x);
+        wbt_release_last(regress_vals[0]);
+        wbt_release_last(regress_vals[1]);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
 /* One tensor passed for a metadata-mutated input and for another input
    would be checked against its old view and then changed under the other. */
 Test(regress, reshaped_input_passed_twice_is_refused)

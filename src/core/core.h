@@ -42,6 +42,9 @@ struct wb_storage {
        with the last reference, the object with the last of these. */
     atomic_long counter_refs;
     atomic_bool counter_taken;  /* a tensor made on it took its counter */
+    /* DLPack exports alive (wb_tensor_to_dlpack): each hands out data
+       where it lies, so the storage does not grow while one lives. */
+    atomic_long exports;
     void *data;
     size_t nbytes;
     DLDevice device;

@@ -298,6 +298,7 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
     atomic_init(&s->version, 0);
     atomic_init(&s->counter_refs, 1);
     atomic_init(&s->counter_taken, false);
+    atomic_init(&s->exports, 0);
     s->data = data;
     s->nbytes = nbytes;
     s->device = device;
@@ -412,6 +413,7 @@ static wb_status wb_rt_counter_for(wb_storage *s, wb_storage **counter)
     atomic_init(&c->version, 0);
     atomic_init(&c->counter_refs, 1);
     atomic_init(&c->counter_taken, true);
+    atomic_init(&c->exports, 0);
     *counter = c;
     return WB_OK;
 }
@@ -971,6 +973,12 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
         return wb_rt_fail(WB_ERR_SHAPE, "resize to negative or overflowing sizes");
     if ((size_t)need <= t->storage->nbytes)
         return WB_OK;
+    /* Growth moves the data and frees the old buffer, which an export,
+       or a storage imported from one, still points at. */
+    if (atomic_load_explicit(&t->storage->exports, memory_order_acquire))
+        return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage that a "
+                          "DLPack export (wb_tensor_to_dlpack) holds: its "
+                          "data would move");
     if (t->storage->device.device_type != kDLCPU)
         return wb_rt_device_grow(t->storage, (size_t)need, g);
     if (!(g->data = calloc(1, (size_t)need)))
@@ -1291,7 +1299,9 @@ typedef struct wb_rt_export {
 static void wb_rt_export_free(DLManagedTensor *mt)
 {
     wb_rt_export *x = (wb_rt_export *)mt;
-    wb_storage_release(mt->manager_ctx);
+    wb_storage *s = mt->manager_ctx;
+    atomic_fetch_sub_explicit(&s->exports, 1, memory_order_release);
+    wb_storage_release(s);
     free(x);
 }
 
@@ -1312,6 +1322,7 @@ wb_status wb_tensor_to_dlpack(const wb_tensor *t, DLManagedTensor **out)
     x->mt.dl_tensor.strides = x->strides;
     x->mt.dl_tensor.byte_offset =
         (uint64_t)t->offset * wb_dtype_size(t->dtype);
+    atomic_fetch_add_explicit(&t->storage->exports, 1, memory_order_relaxed);
     x->mt.manager_ctx = wb_storage_retain(t->storage);
     x->mt.deleter = wb_rt_export_free;
     *out = &x->mt;
