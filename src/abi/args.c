@@ -277,10 +277,15 @@ static wb_status wb_rt_synth_base(const wb_env *e, int g, const wb_arg *args,
                            "byte-addressable",
                            wb_rt_input_label(e, first, la, sizeof la));
     int64_t numel = (int64_t)(wb_storage_nbytes(t->storage) / es), one = 1;
-    if (one_counter)
-        return wb_tensor_as_strided(t, 1, &numel, &one, 0, out);
-    return wb_tensor_from_storage(t->storage, t->dtype, 1, &numel, &one, 0,
-                                  out);
+    wb_status st = one_counter
+                       ? wb_tensor_as_strided(t, 1, &numel, &one, 0, out)
+                       : wb_tensor_from_storage(t->storage, t->dtype, 1,
+                                                &numel, &one, 0, out);
+    if (st != WB_OK)
+        return wb_rt_callf(e, st, "%s: its synthetic base: %s",
+                           wb_rt_input_label(e, first, la, sizeof la),
+                           wb_last_error());
+    return WB_OK;
 }
 
 int wb_rt_synth_bases(const wb_env *e, const wb_arg *args, wb_arg *bases)

@@ -554,6 +554,8 @@ static void af_call(wb_tier tier)
         AF_CHECK(wb_storage_nbytes(wb_tensor_storage(in[3])) >= 64,
                  "r did not grow");
     } else {
+        AF_CHECK(!strncmp(wb_last_error(), "spec '", 6), "the message "
+                 "names no spec: %s", wb_last_error());
         for (int k = 0; k < AF_NOUT; k++)
             AF_CHECK(outs[k].t == NULL, "output %d written on failure", k);
         for (int i = 0; i < 5; i++) {
@@ -628,6 +630,8 @@ static void af_call_synth(wb_tier tier)
         AF_CHECK(wb_tensor_offset(y) == 6, "y has not its new view");
         wb_tensor_release(outs[0].t);
     } else {
+        AF_CHECK(!strncmp(wb_last_error(), "spec '", 6), "the message "
+                 "names no spec: %s", wb_last_error());
         AF_CHECK(outs[0].t == NULL, "an output was written on failure");
         af_snap after[3] = {af_snap_of(x), af_snap_of(y), af_snap_of(all)};
         for (int i = 0; i < 3; i++)
