@@ -2578,6 +2578,42 @@ Test(schema, shared_alias_sets)
 /* with inplace_view: every '!' parameter without a mutation attribute of
    its own is a metadata mutation, as for the ops native_functions.yaml
    tags inplace_view. */
+/* ATen's set_ re-homes its self onto the source's storage, and resize_
+   and resize_as_ resize it, growing its storage: what they do to it, not
+   a data mutation (nor, for the resizes that 1.13 tags inplace_view, a
+   metadata one, whose view must fit the storage it has). */
+Test(schema, set_and_resize_ops_mutate_as_they_do)
+{
+    static const struct {
+        const char *text;
+        wb_mutation mut;
+    } ops[] = {
+        {"set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)",
+         WB_MUT_STORAGE},
+        {"aten::set_(Tensor(a!) self) -> Tensor(a!)", WB_MUT_STORAGE},
+        {"resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? "
+         "memory_format=None) -> Tensor(a!) with inplace_view",
+         WB_MUT_RESIZE},
+        {"resize_as_(Tensor(a!) self, Tensor the_template, *, "
+         "MemoryFormat? memory_format=None) -> Tensor(a!)", WB_MUT_RESIZE},
+        /* An attribute of the parameter's own wins. */
+        {"set_(Tensor(a!) self [data]) -> Tensor(a!)", WB_MUT_DATA},
+        /* Another namespace's set_ is no ATen op. */
+        {"mylib::set_(Tensor(a!) self) -> Tensor(a!)", WB_MUT_DATA},
+        {"set_x(Tensor(a!) self) -> Tensor(a!)", WB_MUT_DATA},
+    };
+    for (int i = 0; i < TSC_COUNT(ops); i++) {
+        wb_schema *sc = tsc_parse(ops[i].text);
+        cr_assert_eq(wb_schema_arg_mutation(sc, 0), ops[i].mut, "%s",
+                     ops[i].text);
+        wb_schema_free(sc);
+        wb_spec *s = tsc_spec(ops[i].text);
+        cr_assert_eq(s->inputs[0].mutation, ops[i].mut, "%s", ops[i].text);
+        wb_spec_free(s);
+        tsc_wraps(ops[i].text);
+    }
+}
+
 Test(schema, inplace_view_graph_attribute)
 {
     static const char *const views[] = {

@@ -1618,16 +1618,36 @@ static void wb_schema_find_owners(wb_schema *sc)
     }
 }
 
-/* Attributes whose meaning needs a graph attribute; inplace_view makes
-   each '!' parameter that has no mutation attribute of its own a metadata
-   mutation. */
+/* What ATen's ops that re-home or resize their '!' parameter do to it,
+   rather than write its data: set_ puts it on the source's storage,
+   resize_ and resize_as_ resize it, growing its storage (1.13 tags the
+   resizes inplace_view, set_ nothing).  WB_MUT_NONE for any other op. */
+static wb_mutation wb_schema_op_mutation(const wb_schema *sc)
+{
+    if (*sc->ns && strcmp(sc->ns, "aten"))
+        return WB_MUT_NONE;
+    if (!strcmp(sc->base_name, "set_"))
+        return WB_MUT_STORAGE;
+    if (!strcmp(sc->base_name, "resize_") ||
+        !strcmp(sc->base_name, "resize_as_"))
+        return WB_MUT_RESIZE;
+    return WB_MUT_NONE;
+}
+
+/* Attributes whose meaning needs a graph attribute; set_ and the resizes
+   make each '!' parameter that has no mutation attribute of its own what
+   they do to it (wb_schema_op_mutation), and inplace_view, for any other
+   op, a metadata mutation. */
 static wb_status wb_schema_check_graph_needs(const wb_schema_parser *p)
 {
     wb_schema *sc = p->sc;
+    wb_mutation op = wb_schema_op_mutation(sc);
     char who[340];
     for (int i = 0; i < sc->nargs; i++) {
         wb_schema_arg *a = &sc->args[i];
-        if (sc->inplace_view && a->type.write && !a->mut_attr)
+        if (op && a->type.write && !a->mut_attr)
+            a->mutation = op;
+        else if (sc->inplace_view && a->type.write && !a->mut_attr)
             a->mutation = WB_MUT_METADATA;
         if (a->mutation == WB_MUT_IN_GRAPH && a->mut_attr &&
             !sc->keep_input_mutations)

@@ -11,10 +11,10 @@
 
 #include "wb_aot.h"
 
-/* The generated wrappers read the library's structures as ABI 2 lays
+/* The generated wrappers read the library's structures as ABI 3 lays
    them out. */
 #if WB_ABI_VERSION != 3
-#error "wb_aot.c was generated for wrapbake ABI 2; regenerate it with this wrapbake"
+#error "wb_aot.c was generated for wrapbake ABI 3; regenerate it with this wrapbake"
 #endif
 
 /* The library's helper that sets wb_last_error() for this unit (see
