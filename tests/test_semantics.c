@@ -1273,6 +1273,51 @@ Test(semantics, training_detaches_and_enables_grad)
     }
 }
 
+/* A graph that turns grad mode on, as a graph may. */
+static int sem_graph_grad_on(void *ctx, const wb_arg *args, int nargs,
+                             wb_value *values, int nvalues)
+{
+    wb_set_grad_enabled(true);
+    return sem_graph(ctx, args, nargs, values, nvalues);
+}
+
+static int sem_hook_ok(void *ud)
+{
+    (void)ud;
+    return 0;
+}
+
+/* AOTAutograd's runtime wrapper turns grad mode off around an inference
+   call only when it is on, and then back on: called with it off, the
+   wrapper touches nothing, and a mode the graph set stays, on the call's
+   own path and on the one with a hook around the graph alike. */
+Test(semantics, inference_with_grad_off_keeps_the_graph_s_grad_mode)
+{
+    WBT_EACH_TIER(tier) {
+        for (int hooked = 0; hooked < 2; hooked++) {
+            wb_spec *s = sem_spec("grad_on");
+            WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+            if (hooked)
+                WBT_OK(wb_spec_set_before_call(s, sem_hook_ok, NULL));
+            wb_tensor *x = wbt_f32(0, 1, 2);
+            sem_ctx c = {.nvals = 0, .tensor_args = 0x1};
+            wb_wrapper *w = wbt_wrap(s, sem_graph_grad_on, &c, tier);
+            wb_arg a[1] = {{.t = x}};
+
+            wb_set_grad_enabled(false);
+            WBT_OK(wb_call(w, a, 1, NULL, 0));
+            cr_assert(wb_grad_enabled(), "the graph's mode was undone");
+            wb_set_grad_enabled(true);
+            WBT_OK(wb_call(w, a, 1, NULL, 0));
+            cr_assert(wb_grad_enabled());
+
+            wbt_release_last(x);
+            wb_wrapper_free(w);
+            wb_spec_free(s);
+        }
+    }
+}
+
 Test(semantics, inference_disables_grad_during_the_call)
 {
     WBT_EACH_TIER(tier) {

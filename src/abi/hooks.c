@@ -19,16 +19,21 @@ static _Thread_local bool wb_rt_grad_off;
 bool wb_grad_enabled(void) { return !wb_rt_grad_off; }
 void wb_set_grad_enabled(bool on) { wb_rt_grad_off = !on; }
 
+/* The mode to put back after the graph: the one before, but for an
+   inference call made with grad mode off, which, as AOTAutograd's runtime
+   wrapper does, touches nothing and keeps whatever the graph left (-1). */
 int wb_rt_grad_swap(int on)
 {
     int prev = !wb_rt_grad_off;
     wb_rt_grad_off = !on;
-    return prev;
+    return on || prev ? prev : -1;
 }
 
+/* Grad mode on or off; -1 leaves it. */
 void wb_rt_grad_set(int on)
 {
-    wb_rt_grad_off = !on;
+    if (on >= 0)
+        wb_rt_grad_off = !on;
 }
 
 static inline int wb_rt_call_graph(const wb_env *e, const wb_arg *a,
