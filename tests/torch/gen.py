@@ -53,8 +53,10 @@ How the spec is derived follows AOTAutograd's trace-time analysis
   the output the others view is marked ``[base]``, otherwise the set gets
   an intermediate base value.  Anything else is a non-alias output.
 * Input versions follow the epilogue's bumps (the table in the format),
-  not eager's version deltas; an output's version counter is found in
-  eager, by bumping each input's counter and watching which outputs move.
+  not eager's version deltas, and the replay below checks them against
+  what torch's own ``copy_``, ``as_strided_``, ``set_`` and ``resize_``
+  bump; an output's version counter is found in eager, by bumping each
+  input's counter and watching which outputs move.
 
 Every case is checked before it is written: the script replays wrapbake's
 epilogue in torch from the spec and the values (the graph's values made
@@ -1064,6 +1066,7 @@ def replay(case, d, dversion):
     the epilogue mutates once, and which every value naming either one
     views."""
     storages, inputs = build(case)
+    start = [t._version for t in inputs]
     kept = [i for i in range(len(inputs)) if d.kept[i] == i]
     args = [inputs[i] for i in kept]
     assert {id(t) for t in inputs} == {id(t) for t in args}, \
@@ -1110,6 +1113,12 @@ def replay(case, d, dversion):
     for k, i in enumerate(d.new_views):
         v = made[first_view + k]
         inputs[i].as_strided_(v.size(), v.stride(), v.storage_offset())
+    # The versions the cases expect are the bumps of the epilogue's own
+    # ops, as torch counts them: copy_, as_strided_, set_, resize_.
+    bumped = [t._version - n for t, n in zip(inputs, start)]
+    assert bumped == list(dversion), \
+        f"torch bumps the inputs by {bumped} in the epilogue's ops, " \
+        f"where the case expects {list(dversion)}"
     labels = {st._cdata: f"s{s}" for s, st in enumerate(storages)}
     for k, v in enumerate(d.values):
         if v.kind == "new":
