@@ -676,8 +676,9 @@ WB_API wb_status wb_wrapper_new_aot(const wb_spec *spec, wb_entry_fn entry,
  *
  * What the disk cache trusts (docs/disk-cache.md has the reasons):
  *   - The directory must belong to the effective user and be writable by
- *     nobody else, and every directory and link on the way to it to the
- *     user or root, writable by nobody else unless sticky.  Otherwise the
+ *     nobody else, and every directory and link met on the way to it
+ *     (inside links' targets too) to the user or root, the directories
+ *     writable by nobody else unless sticky.  Otherwise the
  *     disk cache is off: nothing in the directory is read, written or
  *     removed, and wb_wrapper_note() and wb_cache_explain() say why.  In a
  *     setuid or setcap process the environment is not read.

@@ -745,3 +745,80 @@ Test(disk, making_the_directory_follows_no_link_of_another_user)
     disk_rm(sticky);
     disk_rm(target);
 }
+
+/* A link met inside the target of one of the user's own links counts as
+   much as one on the way as written: the user's link to a link another
+   user planted in a sticky directory would otherwise name whatever
+   directory that user chose.  The way is resolved a link at a time, and
+   each link is checked. */
+Test(disk, a_link_of_another_user_inside_a_link_target_is_refused,
+     .timeout = 60)
+{
+    char sticky[64], mine[64], home[64], theirs[128], path[256];
+    char made[256], *explain = NULL;
+    if (geteuid() != 0)
+        cr_skip_test("needs root to make a link of another user's "
+                     "(uid 65534)");
+    disk_tmpdir(sticky, "sticky-way");
+    disk_tmpdir(mine, "mine-way");
+    disk_tmpdir(home, "home-way");
+    cr_assert_eq(chmod(sticky, 01777), 0);
+    snprintf(theirs, sizeof theirs, "%s/theirs", sticky);
+    cr_assert_eq(symlink(mine, theirs), 0);
+    cr_assert_eq(lchown(theirs, 65534, 65534), 0);
+    snprintf(path, sizeof path, "%s/cache", home);
+    cr_assert_eq(symlink(theirs, path), 0);
+    wb_spec *s = disk_spec();
+    /* The link as the cache directory, and in the middle of its way. */
+    for (int deeper = 0; deeper < 2; deeper++) {
+        snprintf(path, sizeof path, "%s/cache%s", home,
+                 deeper ? "/sub" : "");
+        setenv("WRAPBAKE_CACHE_DIR", path, 1);
+        wb_wrapper *w = disk_wrapper(s);
+        cr_assert_not_null(w, "%s", wb_last_error());
+        cr_assert(disk_works(w));
+        const char *note = wb_wrapper_note(w);
+        cr_assert_not_null(strstr(note, "could be moved by another user"),
+                           "note: %s", note);
+        cr_assert_not_null(strstr(note, "theirs belongs to uid 65534"),
+                           "note: %s", note);
+        wb_wrapper_free(w);
+        cr_assert_eq(disk_count(mine), 0, "the cache was used");
+        WBT_OK(wb_cache_explain(s, NULL, &explain));
+        cr_assert_eq(strncmp(explain, "off: ", 5), 0, "%s", explain);
+        cr_assert_not_null(strstr(explain, "belongs to uid 65534"), "%s",
+                           explain);
+        free(explain);
+        WBT_FAILS(wb_cache_clear(), WB_ERR_INVALID, "nothing was removed");
+    }
+    /* A $TMPDIR reached the same way is refused too. */
+    char cache[64];
+    disk_tmpdir(cache, "cache-way");
+    setenv("WRAPBAKE_CACHE_DIR", cache, 1);
+    snprintf(path, sizeof path, "%s/cache", home);
+    setenv("TMPDIR", path, 1);
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_SHARE};
+    wb_wrapper *w = NULL;
+    WBT_FAILS(wb_wrapper_new(s, disk_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "theirs belongs to uid 65534");
+    cr_assert_null(w);
+    cr_assert_eq(disk_count(mine), 0, "a compile used their directory");
+    unsetenv("TMPDIR");
+    /* The same way with the link the user's is followed: the refusal
+       above was for its owner alone. */
+    cr_assert_eq(lchown(theirs, 0, 0), 0);
+    snprintf(path, sizeof path, "%s/cache/sub", home);
+    setenv("WRAPBAKE_CACHE_DIR", path, 1);
+    w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    cr_assert_null(strstr(wb_wrapper_note(w), "disk cache off"), "note: %s",
+                   wb_wrapper_note(w));
+    wb_wrapper_free(w);
+    snprintf(made, sizeof made, "%s/sub", mine);
+    cr_assert_eq(disk_count(made), 2, "the entry was not stored");
+    wb_spec_free(s);
+    disk_rm(sticky);
+    disk_rm(mine);
+    disk_rm(home);
+    disk_rm(cache);
+}

@@ -423,6 +423,19 @@ const char *wb_rt_getenv(const char *name);
 /* text as a message may show it, in buf: every byte that is not printable
    ASCII, and the backslash, as \xHH.  Returns buf. */
 const char *wb_rt_printable(const char *text, char *buf, size_t n);
+/* Why another user could make path name another file, or NULL.  path is
+   resolved from the root a component at a time, each link read and
+   followed (up to 40), and everything met is checked: every directory
+   belongs to the user or to root and is writable by nobody else unless
+   sticky, and every link, those inside a link's target too, belongs to
+   the user or to root.  The last component is held to the rule of
+   directories only when self.  With real (PATH_MAX bytes) the whole path
+   must exist, and real receives it resolved, which the caller then uses;
+   without, the walk ends content where a component does not exist yet.
+   The reason goes to why (n bytes), its paths printable; errno is 0 after
+   a refusal, else what the failing call set. */
+const char *wb_rt_unsafe_path(const char *path, bool self, char *real,
+                              char *why, size_t n);
 /* Whether the process runs with privileges its user lacks (setuid,
    setgid, file capabilities): the kernel's AT_SECURE, which makes
    wb_rt_getenv read nothing. */

@@ -119,7 +119,7 @@ wb_status wb_cc_tmpdir(char dir[PATH_MAX])
         t = "/tmp";
     /* The files in it are reached by path (the compiler and dlopen take
        paths), so no one else may be able to rename it away. */
-    if (wb_disk_unsafe_path(t, true, real, why, sizeof why))
+    if (wb_rt_unsafe_path(t, true, real, why, sizeof why))
         return wb_rt_fail(WB_ERR_COMPILE, "no private directory for the "
                           "system compiler: %s", why);
     int n = snprintf(dir, PATH_MAX, "%s/wrapbake-XXXXXX",

@@ -17,7 +17,8 @@
  * ccache keep for their own files:
  *
  *   - The directory must belong to the effective user and be writable by
- *     nobody else.  Otherwise the disk cache is off: nothing in the
+ *     nobody else, and nobody else may be able to change its way
+ *     (wb_rt_unsafe_path).  Otherwise the disk cache is off: nothing in the
  *     directory is read, written or removed, and the wrapper's note and
  *     wb_cache_explain say why.
  *   - An entry is read only when it is a regular file of the user's,
@@ -220,79 +221,6 @@ const char *wb_cache_dir(void)
     return wb_disk_dir(dir, sizeof dir) ? NULL : dir;
 }
 
-/* Why a directory that p names could be made to name another, or NULL:
-   p is a directory (or a link) no one but the user or root may change,
-   which others may write only when sticky. */
-static const char *wb_disk_unsafe_dir(const char *p, const struct stat *sb,
-                                      char *why, size_t n)
-{
-    if (sb->st_uid != 0 && sb->st_uid != geteuid())
-        snprintf(why, n, "%s belongs to uid %u", p, (unsigned)sb->st_uid);
-    else if (!S_ISLNK(sb->st_mode) && (sb->st_mode & (S_IWGRP | S_IWOTH)) &&
-             !(sb->st_mode & S_ISVTX))
-        snprintf(why, n, "%s is writable by others and not sticky", p);
-    else
-        return NULL;
-    return why;
-}
-
-/* The way to dir as written: each directory on it that exists, dir too
-   when self, and each link met there, which another user could
-   otherwise point elsewhere. */
-static const char *wb_disk_unsafe_way(const char *dir, bool self, char *why,
-                                      size_t n)
-{
-    char p[PATH_MAX];
-    struct stat sb;
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0')
-            continue;
-        char end = *c;
-        *c = '\0';
-        if (lstat(p, &sb) == 0 &&
-            ((S_ISLNK(sb.st_mode) && wb_disk_unsafe_dir(p, &sb, why, n)) ||
-             ((end || self) && stat(p, &sb) == 0 &&
-              wb_disk_unsafe_dir(p, &sb, why, n))))
-            return why;
-        if (!(*c = end))
-            return NULL;
-    }
-}
-
-const char *wb_disk_unsafe_path(const char *dir, bool self,
-                                char real[PATH_MAX], char *why, size_t n)
-{
-    char p[PATH_MAX];
-    struct stat sb;
-    if (wb_disk_unsafe_way(dir, self, why, n))
-        return why;
-    /* As resolved: the directory (when self) and every one above it. */
-    if (!realpath(dir, p)) {
-        int e = errno;
-        snprintf(why, n, "%s: %s", dir, strerror(e));
-        errno = e;
-        return why;
-    }
-    memcpy(real, p, sizeof p);
-    for (bool check = self;; check = true) {
-        if (check && stat(p, &sb) != 0) {
-            snprintf(why, n, "%s: %s", p, strerror(errno));
-            return why;
-        }
-        if (check && wb_disk_unsafe_dir(p, &sb, why, n))
-            return why;
-        char *slash = strrchr(p, '/');
-        if (!slash || slash == p) {
-            if (p[1] == '\0')
-                return NULL;
-            p[1] = '\0';
-        } else {
-            *slash = '\0';
-        }
-    }
-}
-
 bool wb_disk_mkdirs(const char *path)
 {
     /* The way still to walk: path, or a link's target and what followed
@@ -357,57 +285,64 @@ bool wb_disk_open(wb_disk *d, bool create)
     d->fd = -1;
     d->absent = false;
     d->why[0] = '\0';
+    d->shown[0] = '\0';
     if ((no = wb_disk_dir(d->path, sizeof d->path)) != NULL) {
         d->path[0] = '\0';
         snprintf(d->why, sizeof d->why, "%s", no);
         return false;
     }
     /* Nothing is made, or trusted, where another user could move it: the
-       way to the directory as written is checked first, then it is made
-       if need be, its links resolved once, and it is opened by the path
-       that results, which is checked whole.  Every later use goes through
-       the descriptor. */
-    if (wb_disk_unsafe_way(d->path, false, unsafe, sizeof unsafe)) {
+       way to the directory is checked as far as it exists, the rest made
+       if need be, and the whole way then resolved and checked once more,
+       link by link; the directory is opened by the path that results.
+       Every later use goes through the descriptor. */
+    wb_rt_printable(d->path, d->shown, sizeof d->shown);
+    if (wb_rt_unsafe_path(d->path, false, NULL, unsafe, sizeof unsafe)) {
         snprintf(d->why, sizeof d->why, "the cache directory %s could be "
-                 "moved by another user: %s", d->path, unsafe);
+                 "moved by another user: %s", d->shown, unsafe);
         return false;
     }
-    bool found = realpath(d->path, real) != NULL;
+    bool found = !wb_rt_unsafe_path(d->path, false, real, unsafe,
+                                    sizeof unsafe);
     if (!found && create && errno == ENOENT) {
         if (!wb_disk_mkdirs(d->path)) {
             snprintf(d->why, sizeof d->why, "cannot create the cache "
-                     "directory %s: %s", d->path, strerror(errno));
+                     "directory %s: %s", d->shown, strerror(errno));
             return false;
         }
-        found = realpath(d->path, real) != NULL;
+        found = !wb_rt_unsafe_path(d->path, false, real, unsafe,
+                                   sizeof unsafe);
     }
     if (!found) {
+        /* errno is 0 when the way was refused, which only a change since
+           the first look can make it. */
         d->absent = errno == ENOENT;
-        snprintf(d->why, sizeof d->why, "cannot open the cache directory "
-                 "%s: %s", d->path, strerror(errno));
+        if (errno)
+            snprintf(d->why, sizeof d->why, "cannot open the cache "
+                     "directory %s: %s", d->shown, strerror(errno));
+        else
+            snprintf(d->why, sizeof d->why, "the cache directory %s could "
+                     "be moved by another user: %s", d->shown, unsafe);
         return false;
     }
     int fd = open(real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         snprintf(d->why, sizeof d->why, "cannot open the cache directory "
-                 "%s: %s", d->path, strerror(errno));
+                 "%s: %s", d->shown, strerror(errno));
         return false;
     }
     if (fstat(fd, &sb) != 0)
         snprintf(d->why, sizeof d->why, "cannot read the cache directory "
-                 "%s: %s", d->path, strerror(errno));
+                 "%s: %s", d->shown, strerror(errno));
     else if (sb.st_uid != geteuid())
         snprintf(d->why, sizeof d->why, "the cache directory %s belongs to "
-                 "uid %u, not to this user (uid %u)", d->path,
+                 "uid %u, not to this user (uid %u)", d->shown,
                  (unsigned)sb.st_uid, (unsigned)geteuid());
     else if (sb.st_mode & (S_IWGRP | S_IWOTH))
         snprintf(d->why, sizeof d->why, "the cache directory %s is writable "
-                 "by %s (mode %03o)", d->path,
+                 "by %s (mode %03o)", d->shown,
                  sb.st_mode & S_IWOTH ? "others" : "its group",
                  (unsigned)(sb.st_mode & 0777));
-    else if (wb_disk_unsafe_path(real, false, real, unsafe, sizeof unsafe))
-        snprintf(d->why, sizeof d->why, "the cache directory %s could be "
-                 "moved by another user: %s", d->path, unsafe);
     if (d->why[0]) {
         close(fd);
         return false;

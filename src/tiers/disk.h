@@ -21,12 +21,14 @@ typedef struct wb_disk {
     int fd;                       /* the directory; -1 when off */
     bool absent;                  /* off because it does not exist */
     char path[PATH_MAX];
+    char shown[PATH_MAX];         /* path as messages show it */
     char why[2 * PATH_MAX + 256]; /* why it is off, when it is */
 } wb_disk;
 
 /* Opens the cache directory, creating it (private to the user) when
    create is set, and checks that it may be trusted: it must belong to the
-   effective user and be writable by nobody else.  False, with d->why set,
+   effective user and be writable by nobody else, and its way pass
+   wb_rt_unsafe_path.  False, with d->why set,
    when the disk cache is off; wb_disk_close is needed either way. */
 bool wb_disk_open(wb_disk *d, bool create);
 void wb_disk_close(wb_disk *d);
@@ -89,20 +91,11 @@ bool wb_disk_store(const wb_disk *d, const wb_disk_key *k, const void *obj,
 wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
                           char **out);
 
-/* Why another user could make dir, or a directory above it, name
-   another one, or NULL: every directory on the way to it, as written and
-   as resolved into real (PATH_MAX bytes), dir itself when self, belongs
-   to the user or to root and is writable by nobody else unless sticky,
-   and every link on the way belongs to the user or to root.  Callers use
-   real, which was checked, not dir. */
-const char *wb_disk_unsafe_path(const char *dir, bool self,
-                                char real[PATH_MAX], char *why, size_t n);
-
 /* Creates the directory p, an absolute path, and its missing parents,
    private to the user; false with errno set.  The way is walked from the
    root, each directory held open and the next made in it (mkdirat), so
    that a link planted on the way after it was checked
-   (wb_disk_unsafe_path) cannot lead the walk elsewhere: a link is
+   (wb_rt_unsafe_path) cannot lead the walk elsewhere: a link is
    followed only where that check allows one, when it belongs to the user
    or to root. */
 bool wb_disk_mkdirs(const char *p);
