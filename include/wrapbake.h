@@ -253,12 +253,17 @@ WB_API void wb_thread_cache_flush(void);
  * aliases, versions and DLPack work as on the CPU.  A call writes its data
  * mutations of CUDA inputs back asynchronously on its stream, at its end:
  * one batched copy per 32 contiguous copies on a stream of its own, else
- * one launch of a gather-copy kernel per 8 copies (docs/cuda.md).
+ * one launch of a gather-copy kernel per 8 copies (docs/cuda.md).  The
+ * CUDA runtime is loaded on first use: libcudart.so.13, or the file
+ * $WRAPBAKE_CUDART names, which is loaded only when it is an absolute path
+ * to a regular file of the user's or root's, writable by nobody else, on
+ * a way (directories and links) that nobody else can change, as the disk
+ * cache asks of its directory.
  */
 
 /* The number of CUDA devices: WB_OK with *count >= 1; WB_ERR_UNSUPPORTED
    in a build without CUDA; WB_ERR_DEVICE, saying why, when none can be
-   used (no driver, no device). */
+   used (no driver, no device, a $WRAPBAKE_CUDART refused). */
 WB_API wb_status wb_cuda_devices(int *count);
 /* The stream (a cudaStream_t) this thread's calls enqueue their CUDA work
    on, over each wrapper's own (wb_options.stream), until cleared.  As

@@ -11,6 +11,8 @@
  */
 #include <criterion/criterion.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cuda_helpers.h"
 
@@ -684,6 +686,137 @@ Test(cuda, a_runtime_path_is_shown_printable)
                   (unsigned char)*p, wb_last_error());
     cr_assert(strstr(wb_last_error(), "cu\\x0a\\x1b[31mdart.so"),
               "'%s' does not show the path", wb_last_error());
+}
+
+/* A library standing for a CUDA runtime, which announces being loaded:
+   its constructor writes a marker file.  It is no runtime, so the
+   library refuses it once loaded; what matters is whether it ran. */
+typedef struct tc_rt {
+    char dir[64], so[128], marker[128];
+} tc_rt;
+
+static void tc_rt_make(tc_rt *r)
+{
+    char src[128], cmd[512];
+    snprintf(r->dir, sizeof r->dir, "/tmp/wbt-cudart-XXXXXX");
+    cr_assert_not_null(mkdtemp(r->dir));
+    snprintf(r->marker, sizeof r->marker, "%s/loaded", r->dir);
+    snprintf(src, sizeof src, "%s/rt.c", r->dir);
+    snprintf(r->so, sizeof r->so, "%s/rt.so", r->dir);
+    FILE *f = fopen(src, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#include <stdio.h>\n"
+               "__attribute__((constructor)) static void loaded(void)\n"
+               "{ FILE *f = fopen(\"%s\", \"w\"); if (f) fclose(f); }\n",
+            r->marker);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o '%s' '%s'", r->so, src);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(chmod(r->so, 0755), 0);
+}
+
+static void tc_rt_free(const tc_rt *r)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Points WRAPBAKE_CUDART at path: the library must refuse it, saying
+   why, without loading it.  The runtime is loaded once per process, and
+   Criterion runs each test in its own, so each test tries one path. */
+static void tc_rt_refused(const tc_rt *r, const char *path, const char *why)
+{
+    int n = -1;
+    setenv("WRAPBAKE_CUDART", path, 1);
+    WBT_FAILS(wb_cuda_devices(&n), WB_ERR_DEVICE, why);
+    cr_assert(strstr(wb_last_error(), "cannot load the CUDA runtime "
+                     "WRAPBAKE_CUDART names"), "%s", wb_last_error());
+    cr_assert_neq(access(r->marker, F_OK), 0, "the runtime was loaded");
+    tc_rt_free(r);
+}
+
+Test(cuda, a_runtime_the_checks_allow_is_loaded)
+{
+    /* What the refusals below stand between: this very file, kept as
+       the user keeps a library, runs when loaded. */
+    tc_rt r;
+    int n = -1;
+    tc_rt_make(&r);
+    setenv("WRAPBAKE_CUDART", r.so, 1);
+    WBT_FAILS(wb_cuda_devices(&n), WB_ERR_DEVICE, "has no cuda");
+    cr_assert_eq(access(r.marker, F_OK), 0, "the runtime was not loaded");
+    tc_rt_free(&r);
+}
+
+Test(cuda, a_runtime_others_can_write_is_not_loaded)
+{
+    tc_rt r;
+    tc_rt_make(&r);
+    cr_assert_eq(chmod(r.so, 0666), 0);
+    tc_rt_refused(&r, r.so, "it is writable by others (mode 666)");
+}
+
+Test(cuda, a_runtime_in_a_directory_others_can_write_is_not_loaded)
+{
+    tc_rt r;
+    tc_rt_make(&r);
+    cr_assert_eq(chmod(r.dir, 0777), 0);
+    tc_rt_refused(&r, r.so, "is writable by others and not sticky");
+}
+
+Test(cuda, a_runtime_path_that_is_relative_is_not_loaded)
+{
+    tc_rt r;
+    char cwd[512];
+    tc_rt_make(&r);
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    cr_assert_eq(chdir(r.dir), 0);
+    tc_rt_refused(&r, "rt.so", "it is not an absolute path");
+    cr_assert_eq(chdir(cwd), 0);
+}
+
+Test(cuda, a_runtime_path_naming_a_fifo_is_not_opened, .timeout = 20)
+{
+    /* dlopen would block opening it, waiting for a writer. */
+    tc_rt r;
+    char fifo[160];
+    tc_rt_make(&r);
+    snprintf(fifo, sizeof fifo, "%s/fifo.so", r.dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    tc_rt_refused(&r, fifo, "it is not a regular file");
+}
+
+Test(cuda, a_runtime_of_another_user_is_not_loaded)
+{
+    tc_rt r;
+    if (geteuid() != 0)
+        cr_skip_test("needs root to give a file to another user "
+                     "(uid 65534)");
+    tc_rt_make(&r);
+    cr_assert_eq(chown(r.so, 65534, 65534), 0);
+    tc_rt_refused(&r, r.so, "it belongs to uid 65534");
+}
+
+Test(cuda, a_runtime_through_a_link_of_another_user_is_not_loaded)
+{
+    /* The user's link to a link of theirs in a sticky directory: every
+       link met counts, not only the first. */
+    tc_rt r;
+    char sticky[160], theirs[200], mine[200];
+    if (geteuid() != 0)
+        cr_skip_test("needs root to make a link of another user's "
+                     "(uid 65534)");
+    tc_rt_make(&r);
+    snprintf(sticky, sizeof sticky, "%s/sticky", r.dir);
+    cr_assert_eq(mkdir(sticky, 01777), 0);
+    cr_assert_eq(chmod(sticky, 01777), 0);
+    snprintf(theirs, sizeof theirs, "%s/theirs.so", sticky);
+    cr_assert_eq(symlink(r.so, theirs), 0);
+    cr_assert_eq(lchown(theirs, 65534, 65534), 0);
+    snprintf(mine, sizeof mine, "%s/mine.so", r.dir);
+    cr_assert_eq(symlink(theirs, mine), 0);
+    tc_rt_refused(&r, mine, "theirs.so belongs to uid 65534");
 }
 
 #else /* !WB_WITH_CUDA */

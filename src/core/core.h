@@ -436,6 +436,12 @@ const char *wb_rt_printable(const char *text, char *buf, size_t n);
    a refusal, else what the failing call set. */
 const char *wb_rt_unsafe_path(const char *path, bool self, char *real,
                               char *why, size_t n);
+/* Why the file at path is not one to load code from, or NULL: path is
+   absolute, its way passes wb_rt_unsafe_path, and it is a regular file of
+   the user's or root's, writable by nobody else.  real (PATH_MAX bytes)
+   receives it resolved: the caller loads that. */
+const char *wb_rt_unsafe_file(const char *path, char *real, char *why,
+                              size_t n);
 /* Whether the process runs with privileges its user lacks (setuid,
    setgid, file capabilities): the kernel's AT_SECURE, which makes
    wb_rt_getenv read nothing. */

@@ -17,8 +17,8 @@
  *
  * The CUDA runtime is not linked: the first use of a CUDA device loads it
  * (libcudart.so.MAJOR of the toolkit the library was built with, or the
- * file $WRAPBAKE_CUDART names), so programs link nothing more and run where
- * CUDA is absent.  Built without CUDA (WB_WITH_CUDA unset), only CPU
+ * file $WRAPBAKE_CUDART names, when trust.c trusts it), so programs link
+ * nothing more and run where CUDA is absent.  Built without CUDA (WB_WITH_CUDA unset), only CPU
  * storages exist and the functions below say so.  What a call's helpers
  * make of these, with the spec's words in the messages, is src/abi/device.c.
  */
@@ -52,6 +52,7 @@ uint64_t wb_cuda_launches(void) { return wb_rt_launches; }
 #ifdef WB_WITH_CUDA
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <cuda_runtime_api.h>
 
@@ -69,7 +70,7 @@ uint64_t wb_cuda_launches(void) { return wb_rt_launches; }
 static struct {
     pthread_once_t once;
     void *lib;
-    char why[300];     /* why it could not be loaded */
+    char why[900];     /* why it could not be loaded */
 #define WB_CUDA_POINTER(f) __typeof__(f) *f;
     WB_CUDA_FUNCTIONS(WB_CUDA_POINTER)
 #undef WB_CUDA_POINTER
@@ -82,12 +83,30 @@ static struct {
 _Static_assert(CUDART_VERSION / 1000 == WB_CUDART_MAJOR,
                "WB_CUDART_MAJOR names the runtime of the headers");
 
+/* Whether the file $WRAPBAKE_CUDART names may be loaded, with the rules
+   the disk cache keeps for what it loads (wb_rt_unsafe_file): loading runs
+   its constructors in this process.  Its resolved path goes to real; why
+   it may not, to wb_cu.why. */
+static bool wb_cu_trusted(const char *path, char real[PATH_MAX])
+{
+    char why[600], shown[200];
+    if (!wb_rt_unsafe_file(path, real, why, sizeof why))
+        return true;
+    snprintf(wb_cu.why, sizeof wb_cu.why, "cannot load the CUDA runtime "
+             "WRAPBAKE_CUDART names (%s): %s",
+             wb_rt_printable(path, shown, sizeof shown), why);
+    return false;
+}
+
 static void wb_cu_load(void)
 {
     const char *path = wb_rt_getenv("WRAPBAKE_CUDART");
+    char real[PATH_MAX];
+    if (path && *path && !wb_cu_trusted(path, real))
+        return;
     wb_rt_inside_dependency++;
     if (path && *path)
-        wb_cu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        wb_cu.lib = dlopen(real, RTLD_NOW | RTLD_LOCAL);
     else if (!(wb_cu.lib = dlopen(WB_CUDART, RTLD_NOW | RTLD_LOCAL)))
         wb_cu.lib = dlopen(WB_CUDA_LIBDIR "/" WB_CUDART,
                            RTLD_NOW | RTLD_LOCAL);
@@ -95,7 +114,7 @@ static void wb_cu_load(void)
         /* The path and the loader's words come from the environment and
            the file: shown printable. */
         const char *e = dlerror();
-        char shown[200];
+        char shown[600];
         snprintf(wb_cu.why, sizeof wb_cu.why, "cannot load the CUDA runtime: "
                  "%s", wb_rt_printable(e ? e : (path && *path ? path
                                                              : WB_CUDART),

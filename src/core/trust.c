@@ -163,3 +163,33 @@ const char *wb_rt_unsafe_path(const char *path, bool self, char *real,
         snprintf(real, PATH_MAX, "%s", done[0] ? done : "/");
     return NULL;
 }
+
+const char *wb_rt_unsafe_file(const char *path, char *real, char *why,
+                              size_t n)
+{
+    struct stat sb;
+    if (path[0] != '/') {
+        errno = 0;
+        snprintf(why, n, "it is not an absolute path");
+        return why;
+    }
+    if (wb_rt_unsafe_path(path, false, real, why, n))
+        return why;
+    /* real holds no link: lstat looks at the file itself, and opening
+       nothing, cannot block on a FIFO or wake a device. */
+    if (lstat(real, &sb) != 0)
+        return wb_rt_way_error(real, why, n);
+    errno = 0;
+    if (!S_ISREG(sb.st_mode))
+        snprintf(why, n, "it is not a regular file");
+    else if (!wb_rt_trusted_uid(sb.st_uid))
+        snprintf(why, n, "it belongs to uid %u, neither this user (uid %u) "
+                 "nor root", (unsigned)sb.st_uid, (unsigned)geteuid());
+    else if (sb.st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(why, n, "it is writable by %s (mode %03o)",
+                 sb.st_mode & S_IWOTH ? "others" : "its group",
+                 (unsigned)(sb.st_mode & 0777));
+    else
+        return NULL;
+    return why;
+}
