@@ -221,6 +221,40 @@ Test(tiers, cc_reports_a_failing_compiler_with_its_diagnostics)
     wb_spec_free(s);
 }
 
+/* The compiler may leave anything at the name of its diagnostics file:
+   a FIFO nobody writes must not hang the build, and a link must not show
+   the file it leads to. */
+Test(tiers, cc_reads_diagnostics_only_from_a_regular_file, .timeout = 30)
+{
+    wb_spec *s = tiers_spec("cc_diag");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    char secret[] = "/tmp/wbt-secret-XXXXXX", body[512];
+    int fd = mkstemp(secret);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, "SECRET-TEXT\n", 12), 12);
+    close(fd);
+    static const char *const put[] = {"mkfifo \"$d/diagnostics.txt\"",
+                                      "ln -s %s \"$d/diagnostics.txt\""};
+    for (int i = 0; i < 2; i++) {
+        char what[200];
+        snprintf(what, sizeof what, put[i], secret);
+        snprintf(body, sizeof body,
+                 "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; "
+                 "done\nd=$(dirname \"$out\")\nrm -f \"$d/diagnostics.txt\""
+                 "\n%s\nexit 4", what);
+        o.cc = tiers_script(body);
+        WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w),
+                  WB_ERR_COMPILE, "(exit 4): no diagnostics");
+        cr_assert_null(strstr(wb_last_error(), "SECRET"), "%s",
+                       wb_last_error());
+        cr_assert_null(w);
+        unlink(o.cc);
+    }
+    unlink(secret);
+    wb_spec_free(s);
+}
+
 Test(tiers, cc_stops_a_compiler_past_its_time_limit, .timeout = 30)
 {
     wb_spec *s = tiers_spec("cc_slow");

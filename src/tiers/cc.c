@@ -159,16 +159,23 @@ static char *wb_cc_bind_header(void)
     return h;
 }
 
-/* The first bytes of a file, for a message. */
+/* The first bytes of the compiler's diagnostics file, for a message.  The
+   compiler may have left anything at its name: it is opened as the disk
+   cache opens entries, without following a link or blocking on a FIFO,
+   and read only when it is a regular file (of any size: only its head is
+   read). */
 static void wb_cc_read_head(const char *path, char *buf, size_t n)
 {
+    struct stat sb;
+    ssize_t k;
     buf[0] = '\0';
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = wb_disk_open_file(AT_FDCWD, path, -1, false, &sb);
+    if (fd < 0)
         return;
-    size_t k = fread(buf, 1, n - 1, f);
-    buf[k] = '\0';
-    fclose(f);
+    while ((k = read(fd, buf, n - 1)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    buf[k > 0 ? k : 0] = '\0';
     for (char *p = buf; *p; p++)
         if (*p == '\n' && p[1])
             *p = ' ';

@@ -107,7 +107,8 @@ int wb_disk_open_file(int dirfd, const char *name, off_t max, bool strict,
         return -1;
     if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode) ||
         sb->st_ino != first.st_ino || sb->st_dev != first.st_dev ||
-        sb->st_size > max || (strict && !wb_disk_owned(sb))) {
+        (max >= 0 && sb->st_size > max) ||
+        (strict && !wb_disk_owned(sb))) {
         close(fd);
         errno = EINVAL;
         return -1;

@@ -102,7 +102,7 @@ bool wb_disk_mkdirs(const char *p);
 
 /* Opens name under dirfd (AT_FDCWD for a path) for reading without
    following a link or blocking on a FIFO.  The file must be regular and
-   of at most max bytes; when strict, it must also belong to the effective
+   of at most max bytes (any size when max is negative); when strict, it must also belong to the effective
    user and be writable by nobody else.  The descriptor, with *sb filled,
    or -1 with errno set (EINVAL: a file the checks refuse). */
 int wb_disk_open_file(int dirfd, const char *name, off_t max, bool strict,
