@@ -911,6 +911,43 @@ Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
     tiers_rm(dir);
 }
 
+/* A directory of the compiler's name earlier on PATH is passed over, as
+   posix_spawnp passes over it: the key names the file that runs. */
+Test(tiers, the_disk_key_passes_over_a_directory_of_the_compilers_name)
+{
+    char *dir = tiers_cache_dir(), first[64], second[64], path[512];
+    char script[128], meta[512], text[4096], want[256];
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "/usr/bin:/bin");
+    snprintf(first, sizeof first, "/tmp/wbt-bin1-XXXXXX");
+    snprintf(second, sizeof second, "/tmp/wbt-bin2-XXXXXX");
+    cr_assert_not_null(mkdtemp(first));
+    cr_assert_not_null(mkdtemp(second));
+    snprintf(script, sizeof script, "%s/wbt-cc", first);
+    cr_assert_eq(mkdir(script, 0755), 0);
+    snprintf(script, sizeof script, "%s/wbt-cc", second);
+    tiers_write(script, "#!/bin/sh\nexec cc \"$@\"\n");
+    cr_assert_eq(chmod(script, 0755), 0);
+    snprintf(path, sizeof path, "%s:%s:%s", first, second, saved);
+    wb_spec *s = tiers_spec("pathdir");
+    wb_options o = {.tier = WB_TIER_CC, .cc = "wbt-cc"};
+    wb_wrapper *w = NULL;
+    setenv("PATH", path, 1);
+    wb_status st = wb_wrapper_new(s, tiers_graph, NULL, &o, &w);
+    setenv("PATH", saved, 1);
+    cr_assert_eq(st, WB_OK, "%s", wb_last_error());
+    wb_wrapper_free(w);
+    tiers_find(dir, ".meta", meta, sizeof meta);
+    tiers_read(meta, text, sizeof text);
+    snprintf(want, sizeof want, "\ncompiler-path %s\n", script);
+    cr_assert_not_null(strstr(text, want), "wanted%s in:\n%s", want, text);
+    free(saved);
+    wb_spec_free(s);
+    tiers_rm(first);
+    tiers_rm(second);
+    tiers_rm(dir);
+}
+
 Test(tiers, disk_cache_stays_under_its_size_bound)
 {
     char *dir = tiers_cache_dir();

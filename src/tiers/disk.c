@@ -361,6 +361,16 @@ void wb_disk_close(wb_disk *d)
 
 /* ---- keys and records ---- */
 
+/* Whether the spawn would run the file at path: a regular file it may
+   execute.  posix_spawnp, as execvp, goes past a directory of the name
+   (execve refuses it), so the key must too. */
+static bool wb_disk_runnable(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+           access(path, X_OK) == 0;
+}
+
 /* The compiler's identity: the command's words, and the binary it runs
    (resolved path, size, modification time), which changes whenever the
    compiler is replaced or upgraded. */
@@ -383,8 +393,8 @@ static void wb_disk_compiler(const wb_cc_opts *cc, wb_disk_key *k)
             int len = (int)strcspn(path, ":");
             int n = snprintf(cand, sizeof cand, "%.*s/%s", len ? len : 1,
                              len ? path : ".", cmd);
-            if (n > 0 && (size_t)n < sizeof cand &&
-                access(cand, X_OK) == 0 && !realpath(cand, found))
+            if (n > 0 && (size_t)n < sizeof cand && wb_disk_runnable(cand) &&
+                !realpath(cand, found))
                 snprintf(found, sizeof found, "%s", cand);
             if (found[0] || !path[len])
                 break;
