@@ -255,6 +255,40 @@ Test(tiers, cc_reads_diagnostics_only_from_a_regular_file, .timeout = 30)
     wb_spec_free(s);
 }
 
+/* What a compiler leaves in its private directory goes with it, however
+   deep, and a link there is removed, not followed. */
+Test(tiers, cc_removes_the_tree_a_compiler_leaves, .timeout = 60)
+{
+    wb_spec *s = tiers_spec("cc_tree");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    char tmp[] = "/tmp/wbt-tmp-XXXXXX", outside[] = "/tmp/wbt-out-XXXXXX";
+    char body[512], kept[128];
+    cr_assert_not_null(mkdtemp(tmp));
+    cr_assert_not_null(mkdtemp(outside));
+    snprintf(kept, sizeof kept, "%s/kept", outside);
+    tiers_write(kept, "kept");
+    snprintf(body, sizeof body,
+             "for a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n"
+             "d=$(dirname \"$out\")\nmkdir -p \"$d/sub/deeper/deepest\"\n"
+             "echo x >\"$d/sub/deeper/file\"\nln -s %s \"$d/sub/out\"\n"
+             "exec cc \"$@\"", outside);
+    o.cc = tiers_script(body);
+    setenv("TMPDIR", tmp, 1);
+    wb_status st = wb_wrapper_new(s, tiers_graph, NULL, &o, &w);
+    unsetenv("TMPDIR");
+    cr_assert_eq(st, WB_OK, "%s", wb_last_error());
+    cr_assert_eq(tiers_check_calls(w, 1, 1), 0);
+    wb_wrapper_free(w);
+    cr_assert_eq(rmdir(tmp), 0, "the compiler's directory stayed in %s: "
+                 "%s", tmp, strerror(errno));
+    cr_assert_eq(access(kept, F_OK), 0, "the link was followed");
+    unlink(o.cc);
+    tiers_rm(tmp);
+    tiers_rm(outside);
+    wb_spec_free(s);
+}
+
 Test(tiers, cc_stops_a_compiler_past_its_time_limit, .timeout = 30)
 {
     wb_spec *s = tiers_spec("cc_slow");

@@ -131,15 +131,46 @@ wb_status wb_cc_tmpdir(char dir[PATH_MAX])
     return WB_OK;
 }
 
+/* How deep the tree a compiler leaves in its directory is removed. */
+#define WB_CC_TMPDIR_DEPTH 16
+
+/* Empties the directory open as fd (which it closes), and the directories
+   in it down to depth levels, following no link: a link is removed, never
+   what it leads to. */
+static void wb_cc_empty(int fd, int depth)
+{
+    DIR *d = fdopendir(fd);
+    struct dirent *de;
+    if (!d) {
+        close(fd);
+        return;
+    }
+    while ((de = readdir(d))) {
+        struct stat sb;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+            fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (!S_ISDIR(sb.st_mode)) {
+            unlinkat(dirfd(d), de->d_name, 0);
+            continue;
+        }
+        int sub = depth > 0 ? openat(dirfd(d), de->d_name,
+                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                         O_CLOEXEC)
+                            : -1;
+        if (sub >= 0)
+            wb_cc_empty(sub, depth - 1);
+        unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+    }
+    closedir(d);
+}
+
 void wb_cc_tmpdir_free(const char *dir)
 {
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            unlinkat(dirfd(d), de->d_name, 0);
-    if (d)
-        closedir(d);
+    /* The compiler may have made directories of its own in it. */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0)
+        wb_cc_empty(fd, WB_CC_TMPDIR_DEPTH);
     rmdir(dir);
 }
 

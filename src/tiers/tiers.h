@@ -85,7 +85,8 @@ void wb_cc_opts_free(wb_cc_opts *c);
    for the compiler's files and the objects loaded.  Refused when others
    could rename what is in $TMPDIR: the files in it are reached by path. */
 wb_status wb_cc_tmpdir(char dir[PATH_MAX]);
-/* Removes such a directory and the files in it. */
+/* Removes such a directory and what is in it, directories the compiler
+   made included (16 levels deep), following no link. */
 void wb_cc_tmpdir_free(const char *dir);
 
 /* Compiles source with the system compiler into a shared object in dir
