@@ -289,6 +289,38 @@ Test(tiers, cc_removes_the_tree_a_compiler_leaves, .timeout = 60)
     wb_spec_free(s);
 }
 
+/* In a $TMPDIR so long that the private directory fits within PATH_MAX
+   and the files in it do not, the names would be cut short, the source's
+   and the object's to the same one: the build fails saying so. */
+Test(tiers, cc_refuses_file_names_longer_than_path_max, .timeout = 60)
+{
+    wb_spec *s = tiers_spec("cc_long");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    char base[] = "/tmp/wbt-long-XXXXXX", tmp[PATH_MAX];
+    /* "/wrapbake-XXXXXX" fits after it; "/diagnostics.txt" does not. */
+    size_t want = PATH_MAX - 1 - strlen("/wrapbake-XXXXXX") - 5;
+    cr_assert_not_null(mkdtemp(base));
+    snprintf(tmp, sizeof tmp, "%s", base);
+    while (strlen(tmp) < want) {
+        size_t len = strlen(tmp), part = want - len - 1;
+        part = part > 200 ? 200 : part;
+        tmp[len] = '/';
+        memset(tmp + len + 1, 'd', part);
+        tmp[len + 1 + part] = '\0';
+        cr_assert_eq(mkdir(tmp, 0700), 0, "%s", strerror(errno));
+    }
+    setenv("TMPDIR", tmp, 1);
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "name too long");
+    unsetenv("TMPDIR");
+    cr_assert_null(w);
+    cr_assert_eq(rmdir(tmp), 0, "the private directory stayed: %s",
+                 strerror(errno));
+    tiers_rm(base);
+    wb_spec_free(s);
+}
+
 Test(tiers, cc_stops_a_compiler_past_its_time_limit, .timeout = 30)
 {
     wb_spec *s = tiers_spec("cc_slow");

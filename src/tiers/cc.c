@@ -277,18 +277,35 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
     return -1;
 }
 
+/* The path of name in dir, into buf (PATH_MAX bytes); false when it does
+   not fit.  A path cut short could name another of the compiler's files:
+   the source and the object would be one file. */
+static bool wb_cc_name(char buf[PATH_MAX], const char *dir, const char *name)
+{
+    int n = snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+    return n > 0 && n < PATH_MAX;
+}
+
 wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
                       const char *dir, char **path, const atomic_bool *cancel)
 {
-    char src[4096], bind[4096], obj[4096], diag[4096];
-    char *header = wb_cc_bind_header();
+    char src[PATH_MAX], bind[PATH_MAX], obj[PATH_MAX], diag[PATH_MAX];
     wb_status st;
+    if (!wb_cc_name(src, dir, "wrapper.c") ||
+        !wb_cc_name(bind, dir, "bind.h") ||
+        !wb_cc_name(obj, dir, "wrapper.so") ||
+        !wb_cc_name(diag, dir, "diagnostics.txt")) {
+        char shown[PATH_MAX];
+        return wb_rt_fail(WB_ERR_COMPILE, "name too long: the system "
+                          "compiler's files in %s would be longer than "
+                          "PATH_MAX (%d bytes); set TMPDIR to a shorter "
+                          "directory", wb_rt_printable(dir, shown,
+                                                       sizeof shown),
+                          PATH_MAX);
+    }
+    char *header = wb_cc_bind_header();
     if (!header)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the cc tier");
-    snprintf(src, sizeof src, "%s/wrapper.c", dir);
-    snprintf(bind, sizeof bind, "%s/bind.h", dir);
-    snprintf(obj, sizeof obj, "%s/wrapper.so", dir);
-    snprintf(diag, sizeof diag, "%s/diagnostics.txt", dir);
     st = wb_cc_write(bind, header, strlen(header));
     free(header);
     if (st != WB_OK ||
