@@ -673,6 +673,88 @@ Test(tiers, cc_code_is_shared_only_for_the_same_compiler)
     wb_spec_free(s);
 }
 
+/* Asserts that text, a message or a note, holds printable ASCII alone
+   (and newlines, which folded diagnostics may end with), and shows the
+   escape character as \x1b; what names the case. */
+static void tiers_printable(const char *text, const char *what)
+{
+    cr_assert_not_null(text, "%s: no text", what);
+    for (const char *p = text; *p; p++)
+        cr_assert((*p >= 0x20 && *p <= 0x7e) || *p == '\n',
+                  "%s: byte 0x%02x in '%s'", what, (unsigned char)*p, text);
+    cr_assert_not_null(strstr(text, "\\x1b[31m"), "%s: '%s' does not show "
+                       "the escape", what, text);
+}
+
+/* What the environment, the compiler and the cache's records hold reaches
+   messages and notes printable: a terminal shows no escape sequence of
+   theirs. */
+Test(tiers, messages_show_outside_text_printable, .timeout = 60)
+{
+    char base[] = "/tmp/wbt-esc-XXXXXX", path[256], meta[512], text[4096];
+    char body[256], *why = NULL;
+    wb_spec *s = tiers_spec("printable");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_SHARE};
+    wb_wrapper *w = NULL;
+    cr_assert_not_null(mkdtemp(base));
+    /* $CC naming no program, and a compiler's diagnostics. */
+    setenv("CC", "/nonexistent/c\x1b[31mc", 1);
+    cr_assert_neq(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_OK);
+    tiers_printable(wb_last_error(), "$CC");
+    unsetenv("CC");
+    o.flags |= WB_OPT_NO_DISK_CACHE;
+    o.cc = tiers_script("printf 'wrapper.c:1: \\033[31merror\\007\\n"
+                        "second line\\n' >&2; exit 5");
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "(exit 5): wrapper.c:1: \\x1b[31merror\\x07 second line\n");
+    tiers_printable(wb_last_error(), "diagnostics");
+    unlink(o.cc);
+    o.cc = NULL;
+    o.flags &= ~WB_OPT_NO_DISK_CACHE;
+    /* A $TMPDIR and a cache directory others can write. */
+    snprintf(path, sizeof path, "%s/\x1b[31mopen", base);
+    cr_assert_eq(mkdir(path, 0777), 0);
+    cr_assert_eq(chmod(path, 0777), 0);
+    setenv("TMPDIR", path, 1);
+    cr_assert_neq(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_OK);
+    tiers_printable(wb_last_error(), "$TMPDIR");
+    unsetenv("TMPDIR");
+    setenv("WRAPBAKE_CACHE_DIR", path, 1);
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    tiers_printable(wb_wrapper_note(w), "the cache directory's note");
+    wb_wrapper_free(w);
+    WBT_OK(wb_cache_explain(s, NULL, &why));
+    tiers_printable(why, "the cache directory's explanation");
+    free(why);
+    cr_assert_neq(wb_cache_clear(), WB_OK);
+    tiers_printable(wb_last_error(), "wb_cache_clear");
+    /* A record of the same C by another compiler, whose path it holds
+       with an escape in it: the nearest entry of a miss. */
+    char *dir = tiers_cache_dir();
+    wb_wrapper_free(wbt_wrap(s, tiers_graph, NULL, WB_TIER_CC));
+    tiers_find(dir, ".meta", meta, sizeof meta);
+    tiers_read(meta, text, sizeof text);
+    cr_assert_eq(unlink(meta), 0);
+    char *compiler = strstr(text, "\ncompiler "), *line;
+    cr_assert_not_null(compiler);
+    memset(compiler + 10, 'f', WB_FINGERPRINT_LEN);
+    line = strstr(text, "\ncompiler-path ");
+    cr_assert_not_null(line);
+    snprintf(body, sizeof body, "%s", strchr(line + 1, '\n'));
+    snprintf(line, sizeof text - (size_t)(line - text),
+             "\ncompiler-path /opt/c\x1b[31mc%s", body);
+    snprintf(meta, sizeof meta, "%s/%0*d.meta", dir, WB_FINGERPRINT_LEN, 0);
+    tiers_write(meta, text);
+    WBT_OK(wb_cache_explain(s, NULL, &why));
+    cr_assert_not_null(strstr(why, "differs in: the compiler (/opt/c"), "%s",
+                       why);
+    tiers_printable(why, "a record's compiler path");
+    free(why);
+    wb_spec_free(s);
+    tiers_rm(dir);
+    tiers_rm(base);
+}
+
 /* ---- the disk cache ---- */
 
 Test(tiers, disk_cache_hit_miss_and_explanations)

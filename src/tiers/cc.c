@@ -90,20 +90,26 @@ void wb_cc_opts_free(wb_cc_opts *c)
 /* Writes n bytes of data to a new file at path. */
 static wb_status wb_cc_write(const char *path, const void *data, size_t n)
 {
+    char shown[PATH_MAX];
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                   0600);
-    if (fd < 0)
-        return wb_rt_fail(WB_ERR_COMPILE, "cannot create %s: %s", path,
-                          strerror(errno));
+    if (fd < 0) {
+        int e = errno;
+        return wb_rt_fail(WB_ERR_COMPILE, "cannot create %s: %s",
+                          wb_rt_printable(path, shown, sizeof shown),
+                          strerror(e));
+    }
     size_t done = 0;
     while (done < n) {
         ssize_t k = write(fd, (const char *)data + done, n - done);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0) {
+            int e = errno;
             close(fd);
-            return wb_rt_fail(WB_ERR_COMPILE, "cannot write %s: %s", path,
-                              strerror(errno));
+            return wb_rt_fail(WB_ERR_COMPILE, "cannot write %s: %s",
+                              wb_rt_printable(path, shown, sizeof shown),
+                              strerror(e));
         }
         done += (size_t)k;
     }
@@ -114,7 +120,7 @@ static wb_status wb_cc_write(const char *path, const void *data, size_t n)
 wb_status wb_cc_tmpdir(char dir[PATH_MAX])
 {
     const char *t = wb_rt_getenv("TMPDIR");
-    char why[PATH_MAX + 64], real[PATH_MAX];
+    char why[PATH_MAX + 64], real[PATH_MAX], shown[PATH_MAX];
     if (!t || !*t)
         t = "/tmp";
     /* The files in it are reached by path (the compiler and dlopen take
@@ -124,10 +130,12 @@ wb_status wb_cc_tmpdir(char dir[PATH_MAX])
                           "system compiler: %s", why);
     int n = snprintf(dir, PATH_MAX, "%s/wrapbake-XXXXXX",
                      strcmp(real, "/") ? real : "");
-    if (n < 0 || n >= PATH_MAX || !mkdtemp(dir))
+    if (n < 0 || n >= PATH_MAX || !mkdtemp(dir)) {
+        const char *e = n >= PATH_MAX ? "name too long" : strerror(errno);
         return wb_rt_fail(WB_ERR_COMPILE, "cannot make a private directory "
-                          "for the system compiler in %s: %s", t,
-                          n >= PATH_MAX ? "name too long" : strerror(errno));
+                          "for the system compiler in %s: %s",
+                          wb_rt_printable(t, shown, sizeof shown), e);
+    }
     return WB_OK;
 }
 
@@ -190,26 +198,34 @@ static char *wb_cc_bind_header(void)
     return h;
 }
 
-/* The first bytes of the compiler's diagnostics file, for a message.  The
-   compiler may have left anything at its name: it is opened as the disk
-   cache opens entries, without following a link or blocking on a FIFO,
-   and read only when it is a regular file (of any size: only its head is
-   read). */
+/* The first bytes of the compiler's diagnostics file, for a message, into
+   buf (n bytes).  The compiler may have left anything at its name: it is
+   opened as the disk cache opens entries, without following a link or
+   blocking on a FIFO, and read only when it is a regular file (of any
+   size: only its head is read).  Its lines are folded into one, and every
+   other byte that is not printable ASCII is shown as \xHH. */
 static void wb_cc_read_head(const char *path, char *buf, size_t n)
 {
+    char raw[1024];
     struct stat sb;
     ssize_t k;
     buf[0] = '\0';
     int fd = wb_disk_open_file(AT_FDCWD, path, -1, false, &sb);
     if (fd < 0)
         return;
-    while ((k = read(fd, buf, n - 1)) < 0 && errno == EINTR)
+    while ((k = read(fd, raw, sizeof raw - 1)) < 0 && errno == EINTR)
         ;
     close(fd);
-    buf[k > 0 ? k : 0] = '\0';
-    for (char *p = buf; *p; p++)
-        if (*p == '\n' && p[1])
+    raw[k > 0 ? k : 0] = '\0';
+    size_t len = strlen(raw);
+    bool ends = len > 0 && raw[len - 1] == '\n';
+    raw[len - ends] = '\0';
+    for (char *p = raw; *p; p++)
+        if (*p == '\n')
             *p = ' ';
+    wb_rt_printable(raw, buf, n - ends);
+    if (ends)
+        strcat(buf, "\n");
 }
 
 /* Runs argv with stdout and stderr in diag, within timeout_s seconds, until
@@ -222,6 +238,9 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
     posix_spawnattr_t attr;
     pid_t pid;
     int rc, status;
+    /* The command's words come from $CC or the caller: shown printable. */
+    char cmd[256];
+    wb_rt_printable(argv[0], cmd, sizeof cmd);
     if (posix_spawn_file_actions_init(&fa) != 0) {
         wb_rt_fail(WB_ERR_NOMEM, "cannot start the system compiler");
         return -1;
@@ -244,7 +263,7 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         wb_rt_fail(WB_ERR_COMPILE, "cannot run the system compiler '%s': "
-                   "%s", argv[0], strerror(rc));
+                   "%s", cmd, strerror(rc));
         return -1;
     }
     double deadline = wb_now_ms() + 1000.0 * timeout_s;
@@ -264,7 +283,7 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
             wb_rt_fail(WB_ERR_COMPILE, stop ? "the system compiler was "
                        "stopped: the wrapper was freed" : "the system "
                        "compiler '%s' ran past its limit of %u s",
-                       argv[0], timeout_s);
+                       cmd, timeout_s);
             return -1;
         }
         struct timespec nap = {0, 500000};
@@ -273,7 +292,7 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     wb_rt_fail(WB_ERR_COMPILE, "the system compiler '%s' died of signal %d",
-               argv[0], WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+               cmd, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     return -1;
 }
 
@@ -333,10 +352,11 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
     if (rc < 0)
         return WB_ERR_COMPILE;
     if (rc != 0 || faccessat(AT_FDCWD, obj, R_OK, AT_EACCESS) != 0) {
-        char text[1500];
+        char text[1500], cmd[256];
         wb_cc_read_head(diag, text, sizeof text);
         return wb_rt_fail(WB_ERR_COMPILE, "the system compiler '%s' failed "
-                          "(exit %d): %s", cc->argv[0], rc,
+                          "(exit %d): %s",
+                          wb_rt_printable(cc->argv[0], cmd, sizeof cmd), rc,
                           text[0] ? text : "no diagnostics");
     }
     if (!(*path = strdup(obj)))
@@ -365,15 +385,21 @@ static void wb_cc_destroy(wb_code *c)
 static wb_status wb_cc_load_locked(const char *path, const char *fn,
                                    wb_code **code)
 {
+    /* The path is under $TMPDIR, and the loader's words name it. */
+    char shown[PATH_MAX];
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h)
+    if (!h) {
+        const char *e = dlerror();
         return wb_rt_fail(WB_ERR_COMPILE, "cannot load the compiled "
-                          "wrapper: %s", dlerror());
+                          "wrapper: %s", wb_rt_printable(e ? e : path, shown,
+                                                         sizeof shown));
+    }
     void *entry = dlsym(h, fn);
     if (!entry) {
         dlclose(h);
         return wb_rt_fail(WB_ERR_COMPILE, "the compiled wrapper %s has no "
-                          "function '%s'", path, fn);
+                          "function '%s'",
+                          wb_rt_printable(path, shown, sizeof shown), fn);
     }
     /* Binds each helper the code declares.  Rebinding an object another
        wrapper loaded writes the same addresses. */
@@ -508,16 +534,23 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
                             "object");
         close(fd);
     }
+    char shown[PATH_MAX];
     if (st == WB_OK && !obj)
         st = wb_rt_fail(WB_ERR_COMPILE, "cannot read the object the system "
-                        "compiler wrote (%s)", built);
+                        "compiler wrote (%s)",
+                        wb_rt_printable(built, shown, sizeof shown));
     if (st == WB_OK) {
         wb_sha256_str(obj, (size_t)sb.st_size, hex);
         snprintf(named, sizeof named, "%s/%s.so", tmp, hex);
-        st = rename(built, named) == 0
-                 ? wb_cc_load(named, WB_EMIT_FN, out)
-                 : wb_rt_fail(WB_ERR_COMPILE, "cannot rename the compiled "
-                              "object in %s: %s", tmp, strerror(errno));
+        if (rename(built, named) == 0) {
+            st = wb_cc_load(named, WB_EMIT_FN, out);
+        } else {
+            int e = errno;
+            st = wb_rt_fail(WB_ERR_COMPILE, "cannot rename the compiled "
+                            "object in %s: %s",
+                            wb_rt_printable(tmp, shown, sizeof shown),
+                            strerror(e));
+        }
     }
     if (st == WB_OK && d.fd >= 0 && got != WB_DISK_FOREIGN) {
         int gone = 0;
@@ -534,7 +567,7 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
         char note[sizeof why + 300];
         wb_cache_count(WB_STAT_COMPILED, 0);
         snprintf(note, sizeof note, "cc: compiled by '%s' in %.1f ms%s",
-                 cc->argv[0], ms, why);
+                 wb_rt_printable(cc->argv[0], shown, 256), ms, why);
         (*out)->note = strdup(note);
     }
     wb_disk_close(&d);

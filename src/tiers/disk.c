@@ -820,7 +820,7 @@ wb_status wb_cache_clear(void)
     if (!dir) {
         wb_disk_close(&d);
         return wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: cannot read the "
-                          "cache directory %s: %s", d.path, strerror(errno));
+                          "cache directory %s: %s", d.shown, strerror(errno));
     }
     int left = 0, err = 0;
     while ((de = readdir(dir)))
@@ -833,7 +833,7 @@ wb_status wb_cache_clear(void)
         return wb_rt_fail(WB_ERR_INVALID, "wb_cache_clear: %d file%s of the "
                           "cache in %s could not be removed: %s", left,
                           WB_PLURAL(left),
-                          d.path, strerror(err));
+                          d.shown, strerror(err));
     return WB_OK;
 }
 
@@ -883,7 +883,7 @@ static void wb_disk_explain_miss(const wb_disk *d, const wb_disk_key *k,
     }
     if (dir)
         closedir(dir);
-    wb_say(s, len, "miss: no entry %.16s in %s", k->key, d->path);
+    wb_say(s, len, "miss: no entry %.16s in %s", k->key, d->shown);
     if (nearness == 0)
         wb_say(s, len, "; no entry for this spec's C or name");
     if (nearness == 1)
@@ -891,12 +891,17 @@ static void wb_disk_explain_miss(const wb_disk *d, const wb_disk_key *k,
                "spec or the emitter changed)", name);
     if (nearness == 2) {
         wb_say(s, len, "; an entry for the same generated C differs in:");
+        /* The record's fields are whatever its file holds, and the
+           compiler's path comes from $CC or $PATH: shown printable. */
+        char then[PATH_MAX], now[PATH_MAX];
         if (strcmp(near.compiler, k->compiler))
-            wb_say(s, len, " the compiler (%s then, %s now)", near.path,
-                   k->path);
+            wb_say(s, len, " the compiler (%s then, %s now)",
+                   wb_rt_printable(near.path, then, sizeof then),
+                   wb_rt_printable(k->path, now, sizeof now));
         if (strcmp(near.flags, k->flags))
-            wb_say(s, len, " the flags (%s then, %s now)", near.flags,
-                   k->flags);
+            wb_say(s, len, " the flags (%s then, %s now)",
+                   wb_rt_printable(near.flags, then, sizeof then),
+                   wb_rt_printable(k->flags, now, sizeof now));
         if (near.abi != k->abi)
             wb_say(s, len, " the ABI version (%d then, %d now)", near.abi,
                    k->abi);
@@ -922,27 +927,27 @@ wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
         switch (open ? wb_disk_find(&d, k, &m, NULL) : WB_DISK_NONE) {
         case WB_DISK_HIT:
             wb_say(&s, &len, "hit: entry %s in %s (object %.16s, %lld bytes, "
-                   "%.1f ms to compile)", k->key, d.path, m.object, m.bytes,
+                   "%.1f ms to compile)", k->key, d.shown, m.object, m.bytes,
                    m.compile_ms);
             break;
         case WB_DISK_BAD_OBJECT:
             wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
                    "its object %.16s is missing, cut short or altered",
-                   k->key, d.path, m.object);
+                   k->key, d.shown, m.object);
             break;
         case WB_DISK_BAD_RECORD:
             wb_say(&s, &len, "damaged (would be rebuilt): entry %s in %s: "
                    "its record is unreadable or does not match its key",
-                   k->key, d.path);
+                   k->key, d.shown);
             break;
         case WB_DISK_UNREAD:
             wb_say(&s, &len, "unknown: entry %s in %s could not be read: out "
-                   "of memory or file descriptors", k->key, d.path);
+                   "of memory or file descriptors", k->key, d.shown);
             break;
         case WB_DISK_FOREIGN:
             wb_say(&s, &len, "miss: %s.meta in %s is not a regular file of "
                    "this user's, writable by nobody else: it is ignored, "
-                   "and this entry cannot be stored", k->key, d.path);
+                   "and this entry cannot be stored", k->key, d.shown);
             break;
         case WB_DISK_NONE:
             wb_disk_explain_miss(&d, k, name, &s, &len);
