@@ -592,6 +592,51 @@ Test(disk, explain_refuses_unknown_option_flags)
     wb_spec_free(s);
 }
 
+/* Where the environment names no cache directory, wb_cache_explain says
+   so as it says any other reason the cache is off. */
+Test(disk, explain_says_off_when_the_environment_names_no_directory)
+{
+    static const struct {
+        const char *cache, *home, *why;
+    } cases[] = {
+        {"relative/cache", "/root", "off: WRAPBAKE_CACHE_DIR is not an "
+                                    "absolute path"},
+        {NULL, "relative", "off: no cache directory: set WRAPBAKE_CACHE_DIR, "
+                           "XDG_CACHE_HOME or HOME to an absolute path"},
+        {NULL, NULL, "off: no cache directory"},
+        {"/long", NULL, "off: the cache directory's path is longer than "
+                        "PATH_MAX"},
+    };
+    char *long_dir = malloc(PATH_MAX + 16);
+    cr_assert_not_null(long_dir);
+    memset(long_dir, 'x', PATH_MAX + 15);
+    long_dir[0] = '/';
+    long_dir[PATH_MAX + 15] = '\0';
+    wb_spec *s = disk_spec();
+    unsetenv("XDG_CACHE_HOME");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *why = NULL;
+        const char *cache = cases[i].cache;
+        if (cache && !strcmp(cache, "/long"))
+            cache = long_dir;
+        if (cache)
+            setenv("WRAPBAKE_CACHE_DIR", cache, 1);
+        else
+            unsetenv("WRAPBAKE_CACHE_DIR");
+        if (cases[i].home)
+            setenv("HOME", cases[i].home, 1);
+        else
+            unsetenv("HOME");
+        WBT_OK(wb_cache_explain(s, NULL, &why));
+        cr_assert_not_null(why);
+        cr_assert_eq(strncmp(why, cases[i].why, strlen(cases[i].why)), 0,
+                     "case %zu: %s", i, why);
+        free(why);
+    }
+    free(long_dir);
+    wb_spec_free(s);
+}
+
 /* Compiles and loads go through a directory under $TMPDIR, reached by
    path: a $TMPDIR where others could rename it away is refused, and a
    link to a safe one is followed to it once, then not again. */

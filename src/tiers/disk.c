@@ -920,9 +920,8 @@ wb_status wb_disk_explain(const wb_disk_key *k, const char *name,
         wb_say(&s, &len, "off: %s; nothing in it is read, written or "
                "removed", d.why);
     } else if (!open && !d.absent) {
-        wb_disk_close(&d);
-        free(s);
-        return wb_rt_fail(WB_ERR_INVALID, "wb_cache_explain: %s", d.why);
+        /* No directory at all: the environment names none. */
+        wb_say(&s, &len, "off: %s", d.why);
     } else {
         switch (open ? wb_disk_find(&d, k, &m, NULL) : WB_DISK_NONE) {
         case WB_DISK_HIT:
