@@ -109,6 +109,28 @@ static int disk_count(const char *dir)
     return n - 2;
 }
 
+/* A wrapper of s works with the cache off, because the way to the cache
+   directory could be moved by another user, for why: the note and
+   wb_cache_explain say so, and nothing reaches mine, where the way
+   leads. */
+static void disk_way_refused(wb_spec *s, const char *mine, const char *why)
+{
+    char *explain = NULL;
+    wb_wrapper *w = disk_wrapper(s);
+    cr_assert_not_null(w, "%s", wb_last_error());
+    cr_assert(disk_works(w));
+    const char *note = wb_wrapper_note(w);
+    cr_assert_not_null(strstr(note, "could be moved by another user"),
+                       "note: %s", note);
+    cr_assert_not_null(strstr(note, why), "note: %s", note);
+    wb_wrapper_free(w);
+    cr_assert_eq(disk_count(mine), 0, "the cache was used");
+    WBT_OK(wb_cache_explain(s, NULL, &explain));
+    cr_assert_eq(strncmp(explain, "off: ", 5), 0, "%s", explain);
+    cr_assert_not_null(strstr(explain, why), "%s", explain);
+    free(explain);
+}
+
 static void disk_copy(const char *from, const char *to)
 {
     char cmd[600];
@@ -683,7 +705,7 @@ Test(disk, a_tmpdir_others_can_rename_in_is_refused, .timeout = 60)
 Test(disk, a_cache_directory_reached_through_a_directory_others_can_write,
      .timeout = 60)
 {
-    char open_dir[64], mine[64], link_path[128], *explain = NULL;
+    char open_dir[64], mine[64], link_path[128];
     disk_tmpdir(open_dir, "open-way");
     disk_tmpdir(mine, "mine");
     cr_assert_eq(chmod(open_dir, 0777), 0);
@@ -691,22 +713,11 @@ Test(disk, a_cache_directory_reached_through_a_directory_others_can_write,
     cr_assert_eq(symlink(mine, link_path), 0);
     setenv("WRAPBAKE_CACHE_DIR", link_path, 1);
     wb_spec *s = disk_spec();
-    wb_wrapper *w = disk_wrapper(s);
-    cr_assert_not_null(w, "%s", wb_last_error());
-    const char *note = wb_wrapper_note(w);
-    cr_assert_not_null(strstr(note, "could be moved by another user"),
-                       "note: %s", note);
-    cr_assert_not_null(strstr(note, "writable by others and not sticky"),
-                       "note: %s", note);
-    wb_wrapper_free(w);
-    cr_assert_eq(disk_count(mine), 0, "the cache was used");
-    WBT_OK(wb_cache_explain(s, NULL, &explain));
-    cr_assert_eq(strncmp(explain, "off: ", 5), 0, "%s", explain);
-    free(explain);
+    disk_way_refused(s, mine, "writable by others and not sticky");
     /* A relative path names a different directory in every working
        directory: refused. */
     setenv("WRAPBAKE_CACHE_DIR", "relative/cache", 1);
-    w = disk_wrapper(s);
+    wb_wrapper *w = disk_wrapper(s);
     cr_assert_not_null(w, "%s", wb_last_error());
     cr_assert_not_null(strstr(wb_wrapper_note(w), "not an absolute path"),
                        "note: %s", wb_wrapper_note(w));
@@ -800,7 +811,7 @@ Test(disk, a_link_of_another_user_inside_a_link_target_is_refused,
      .timeout = 60)
 {
     char sticky[64], mine[64], home[64], theirs[128], path[256];
-    char made[256], *explain = NULL;
+    char made[256];
     if (geteuid() != 0)
         cr_skip_test("needs root to make a link of another user's "
                      "(uid 65534)");
@@ -819,21 +830,7 @@ Test(disk, a_link_of_another_user_inside_a_link_target_is_refused,
         snprintf(path, sizeof path, "%s/cache%s", home,
                  deeper ? "/sub" : "");
         setenv("WRAPBAKE_CACHE_DIR", path, 1);
-        wb_wrapper *w = disk_wrapper(s);
-        cr_assert_not_null(w, "%s", wb_last_error());
-        cr_assert(disk_works(w));
-        const char *note = wb_wrapper_note(w);
-        cr_assert_not_null(strstr(note, "could be moved by another user"),
-                           "note: %s", note);
-        cr_assert_not_null(strstr(note, "theirs belongs to uid 65534"),
-                           "note: %s", note);
-        wb_wrapper_free(w);
-        cr_assert_eq(disk_count(mine), 0, "the cache was used");
-        WBT_OK(wb_cache_explain(s, NULL, &explain));
-        cr_assert_eq(strncmp(explain, "off: ", 5), 0, "%s", explain);
-        cr_assert_not_null(strstr(explain, "belongs to uid 65534"), "%s",
-                           explain);
-        free(explain);
+        disk_way_refused(s, mine, "theirs belongs to uid 65534");
         WBT_FAILS(wb_cache_clear(), WB_ERR_INVALID, "nothing was removed");
     }
     /* A $TMPDIR reached the same way is refused too. */

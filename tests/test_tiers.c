@@ -1021,12 +1021,34 @@ Test(tiers, an_entry_unread_for_want_of_descriptors_is_kept)
     tiers_rm(dir);
 }
 
+/* Builds a cc wrapper of a spec named name with the compiler wbt-cc
+   found on path (saved: the PATH to put back), and checks that the disk
+   entry's record in dir names script as the compiler. */
+static void tiers_key_names(const char *name, const char *path,
+                            const char *saved, const char *dir,
+                            const char *script)
+{
+    char meta[512], text[4096], want[256];
+    wb_spec *s = tiers_spec(name);
+    wb_options o = {.tier = WB_TIER_CC, .cc = "wbt-cc"};
+    wb_wrapper *w = NULL;
+    setenv("PATH", path, 1);
+    wb_status st = wb_wrapper_new(s, tiers_graph, NULL, &o, &w);
+    setenv("PATH", saved, 1);
+    cr_assert_eq(st, WB_OK, "%s", wb_last_error());
+    wb_wrapper_free(w);
+    tiers_find(dir, ".meta", meta, sizeof meta);
+    tiers_read(meta, text, sizeof text);
+    snprintf(want, sizeof want, "\ncompiler-path %s\n", script);
+    cr_assert_not_null(strstr(text, want), "wanted%s in:\n%s", want, text);
+    wb_spec_free(s);
+}
+
 /* The disk key names the compiler posix_spawnp runs: an empty entry of
    PATH is the current directory. */
 Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
 {
     char *dir = tiers_cache_dir(), bin[64], cwd[512], script[128];
-    char meta[512], text[4096], want[256];
     const char *path = getenv("PATH");
     char *saved = strdup(path ? path : "/usr/bin:/bin"), *spawned;
     snprintf(bin, sizeof bin, "/tmp/wbt-bin-XXXXXX");
@@ -1038,23 +1060,11 @@ Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
     spawned = malloc(strlen(saved) + 2);
     cr_assert_not_null(spawned);
     sprintf(spawned, ":%s", saved);
-    wb_spec *s = tiers_spec("pathcc");
-    wb_options o = {.tier = WB_TIER_CC, .cc = "wbt-cc"};
-    wb_wrapper *w = NULL;
     cr_assert_eq(chdir(bin), 0);
-    setenv("PATH", spawned, 1);
-    wb_status st = wb_wrapper_new(s, tiers_graph, NULL, &o, &w);
+    tiers_key_names("pathcc", spawned, saved, dir, script);
     cr_assert_eq(chdir(cwd), 0);
-    setenv("PATH", saved, 1);
-    cr_assert_eq(st, WB_OK, "%s", wb_last_error());
-    wb_wrapper_free(w);
-    tiers_find(dir, ".meta", meta, sizeof meta);
-    tiers_read(meta, text, sizeof text);
-    snprintf(want, sizeof want, "\ncompiler-path %s\n", script);
-    cr_assert_not_null(strstr(text, want), "wanted%s in:\n%s", want, text);
     free(spawned);
     free(saved);
-    wb_spec_free(s);
     tiers_rm(bin);
     tiers_rm(dir);
 }
@@ -1064,7 +1074,7 @@ Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
 Test(tiers, the_disk_key_passes_over_a_directory_of_the_compilers_name)
 {
     char *dir = tiers_cache_dir(), first[64], second[64], path[512];
-    char script[128], meta[512], text[4096], want[256];
+    char script[128];
     const char *old = getenv("PATH");
     char *saved = strdup(old ? old : "/usr/bin:/bin");
     snprintf(first, sizeof first, "/tmp/wbt-bin1-XXXXXX");
@@ -1077,20 +1087,8 @@ Test(tiers, the_disk_key_passes_over_a_directory_of_the_compilers_name)
     tiers_write(script, "#!/bin/sh\nexec cc \"$@\"\n");
     cr_assert_eq(chmod(script, 0755), 0);
     snprintf(path, sizeof path, "%s:%s:%s", first, second, saved);
-    wb_spec *s = tiers_spec("pathdir");
-    wb_options o = {.tier = WB_TIER_CC, .cc = "wbt-cc"};
-    wb_wrapper *w = NULL;
-    setenv("PATH", path, 1);
-    wb_status st = wb_wrapper_new(s, tiers_graph, NULL, &o, &w);
-    setenv("PATH", saved, 1);
-    cr_assert_eq(st, WB_OK, "%s", wb_last_error());
-    wb_wrapper_free(w);
-    tiers_find(dir, ".meta", meta, sizeof meta);
-    tiers_read(meta, text, sizeof text);
-    snprintf(want, sizeof want, "\ncompiler-path %s\n", script);
-    cr_assert_not_null(strstr(text, want), "wanted%s in:\n%s", want, text);
+    tiers_key_names("pathdir", path, saved, dir, script);
     free(saved);
-    wb_spec_free(s);
     tiers_rm(first);
     tiers_rm(second);
     tiers_rm(dir);
