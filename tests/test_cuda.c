@@ -562,7 +562,15 @@ Test(cuda, launch_and_batch_failures_and_old_driver)
               "cannot load the copy kernel");
     cr_assert_null(out.t, "a failed write-back left an output");
     cu.fake->fail_load = false;
+    /* The kernel is not found in the library loaded: the library goes
+       again. */
+    cu.fake->fail_kernel = true;
+    WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1), WB_ERR_DEVICE,
+              "cannot load the copy kernel");
+    cr_assert_eq(cu.fake->libraries, 0, "a library was left loaded");
+    cu.fake->fail_kernel = false;
     WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+    cr_assert_eq(cu.fake->libraries, 1);
     tc_expect(x, 4, 3);
     wb_tensor_release(out.t);
     out.t = NULL;

@@ -64,8 +64,8 @@ uint64_t wb_cuda_launches(void) { return wb_rt_launches; }
     X(cudaGetDeviceCount) X(cudaGetDevice) X(cudaSetDevice)                 \
     X(cudaGetErrorString) X(cudaGetLastError) X(cudaMalloc) X(cudaFree)     \
     X(cudaMemset) X(cudaStreamSynchronize) X(cudaMemcpyBatchAsync)          \
-    X(cudaLibraryLoadData) X(cudaLibraryGetKernel) X(cudaLaunchKernel)      \
-    X(cudaRuntimeGetVersion)
+    X(cudaLibraryLoadData) X(cudaLibraryGetKernel) X(cudaLibraryUnload)     \
+    X(cudaLaunchKernel) X(cudaRuntimeGetVersion)
 
 static struct {
     pthread_once_t once;
@@ -397,9 +397,12 @@ static cudaError_t wb_rt_kernel_get(cudaKernel_t *kernel)
         cudaLibrary_t lib;
         err = wb_cu.cudaLibraryLoadData(&lib, wb_cuda_fatbin, NULL, NULL, 0,
                                         NULL, NULL, 0);
-        if (err == cudaSuccess)
-            err = wb_cu.cudaLibraryGetKernel(kernel, lib,
-                                             "wb_cuda_copy_kernel");
+        if (err == cudaSuccess &&
+            (err = wb_cu.cudaLibraryGetKernel(kernel, lib,
+                                              "wb_cuda_copy_kernel")) !=
+                cudaSuccess)
+            (void)wb_cu.cudaLibraryUnload(lib);  /* the next launch loads
+                                                     it again */
         if (err == cudaSuccess)
             atomic_store_explicit(&wb_rt_kernel.kernel, *kernel,
                                   memory_order_release);

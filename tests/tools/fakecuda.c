@@ -263,6 +263,15 @@ cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
     if (fakecuda.fail_load)
         return fake_err(cudaErrorMemoryAllocation);
     *library = (cudaLibrary_t)(void *)&fake_library;
+    fakecuda.libraries++;
+    return cudaSuccess;
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+{
+    if ((void *)library != &fake_library || fakecuda.libraries < 1)
+        return fake_err(cudaErrorInvalidValue);
+    fakecuda.libraries--;
     return cudaSuccess;
 }
 
@@ -272,6 +281,8 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library,
     if ((void *)library != &fake_library ||
         strcmp(name, "wb_cuda_copy_kernel") != 0)
         return fake_err(cudaErrorSymbolNotFound);
+    if (fakecuda.fail_kernel)
+        return fake_err(cudaErrorMemoryAllocation);
     *kernel = (cudaKernel_t)(void *)&fake_kernel;
     return cudaSuccess;
 }

@@ -26,6 +26,8 @@ typedef struct fakecuda_state {
     bool fail_batch;         /* cudaMemcpyBatchAsync: an invalid value */
     bool fail_launch;        /* cudaLaunchKernel fails */
     bool fail_load;          /* cudaLibraryLoadData fails */
+    bool fail_kernel;        /* cudaLibraryGetKernel fails */
+    long libraries;          /* libraries loaded and not unloaded */
     bool fail_malloc;        /* cudaMalloc fails */
 } fakecuda_state;
 
