@@ -128,13 +128,23 @@ wb_status wb_cc_tmpdir(char dir[PATH_MAX])
     if (wb_rt_unsafe_path(t, true, real, why, sizeof why))
         return wb_rt_fail(WB_ERR_COMPILE, "no private directory for the "
                           "system compiler: %s", why);
+    /* Every file in it must fit PATH_MAX, or a name cut short could be
+       another's (the source and the object one file): the longest is an
+       object named by its hash, "<hex>.so". */
     int n = snprintf(dir, PATH_MAX, "%s/wrapbake-XXXXXX",
                      strcmp(real, "/") ? real : "");
-    if (n < 0 || n >= PATH_MAX || !mkdtemp(dir)) {
-        const char *e = n >= PATH_MAX ? "name too long" : strerror(errno);
+    if (n < 0 || n + 1 + WB_FINGERPRINT_LEN + 3 >= PATH_MAX)
+        return wb_rt_fail(WB_ERR_COMPILE, "name too long: the system "
+                          "compiler's files in %s would be longer than "
+                          "PATH_MAX (%d bytes); set TMPDIR to a shorter "
+                          "directory", wb_rt_printable(t, shown, sizeof shown),
+                          PATH_MAX);
+    if (!mkdtemp(dir)) {
+        int e = errno;
         return wb_rt_fail(WB_ERR_COMPILE, "cannot make a private directory "
                           "for the system compiler in %s: %s",
-                          wb_rt_printable(t, shown, sizeof shown), e);
+                          wb_rt_printable(t, shown, sizeof shown),
+                          strerror(e));
     }
     return WB_OK;
 }
@@ -296,32 +306,16 @@ static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
     return -1;
 }
 
-/* The path of name in dir, into buf (PATH_MAX bytes); false when it does
-   not fit.  A path cut short could name another of the compiler's files:
-   the source and the object would be one file. */
-static bool wb_cc_name(char buf[PATH_MAX], const char *dir, const char *name)
-{
-    int n = snprintf(buf, PATH_MAX, "%s/%s", dir, name);
-    return n > 0 && n < PATH_MAX;
-}
-
 wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
                       const char *dir, char **path, const atomic_bool *cancel)
 {
+    /* dir is wb_cc_tmpdir's, whose names all fit PATH_MAX. */
     char src[PATH_MAX], bind[PATH_MAX], obj[PATH_MAX], diag[PATH_MAX];
     wb_status st;
-    if (!wb_cc_name(src, dir, "wrapper.c") ||
-        !wb_cc_name(bind, dir, "bind.h") ||
-        !wb_cc_name(obj, dir, "wrapper.so") ||
-        !wb_cc_name(diag, dir, "diagnostics.txt")) {
-        char shown[PATH_MAX];
-        return wb_rt_fail(WB_ERR_COMPILE, "name too long: the system "
-                          "compiler's files in %s would be longer than "
-                          "PATH_MAX (%d bytes); set TMPDIR to a shorter "
-                          "directory", wb_rt_printable(dir, shown,
-                                                       sizeof shown),
-                          PATH_MAX);
-    }
+    snprintf(src, sizeof src, "%s/wrapper.c", dir);
+    snprintf(bind, sizeof bind, "%s/bind.h", dir);
+    snprintf(obj, sizeof obj, "%s/wrapper.so", dir);
+    snprintf(diag, sizeof diag, "%s/diagnostics.txt", dir);
     char *header = wb_cc_bind_header();
     if (!header)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the cc tier");
