@@ -50,9 +50,12 @@ extern "C" {
 #define WB_VERSION_MINOR 1
 #define WB_VERSION_PATCH 0
 #define WB_VERSION "0.1.0"
-/* Bumped whenever the layout of a public struct or a callback type changes:
-   2 made the values a graph returns and a call hands back wb_value, so
-   that an output may be a number as well as a tensor. */
+/* Bumped whenever the layout of a public struct or a callback type changes,
+   or the helpers generated code calls do: 2 made the values a graph
+   returns and a call hands back wb_value, so that an output may be a
+   number as well as a tensor; 3 took away the helper that copied a hidden
+   data mutation without a bump, and lets wb_rt_grad_swap answer -1 (leave
+   the grad mode as the graph left it). */
 #define WB_ABI_VERSION 3
 
 /* Documented limits; exceeding one is an error that names the limit. */

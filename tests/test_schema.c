@@ -2575,9 +2575,6 @@ Test(schema, shared_alias_sets)
     }
 }
 
-/* with inplace_view: every '!' parameter without a mutation attribute of
-   its own is a metadata mutation, as for the ops native_functions.yaml
-   tags inplace_view. */
 /* ATen's set_ re-homes its self onto the source's storage, and resize_
    and resize_as_ resize it, growing its storage: what they do to it, not
    a data mutation (nor, for the resizes that 1.13 tags inplace_view, a
@@ -2614,6 +2611,9 @@ Test(schema, set_and_resize_ops_mutate_as_they_do)
     }
 }
 
+/* with inplace_view: every '!' parameter without a mutation attribute of
+   its own is a metadata mutation, as for the ops native_functions.yaml
+   tags inplace_view. */
 Test(schema, inplace_view_graph_attribute)
 {
     static const char *const views[] = {

@@ -533,8 +533,8 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array,
 }
 
 /* Whether guards, detaches or the before-call hook stand around the call;
-   without them one helper sets grad mode, calls the graph and restores
-   it. */
+   without them one helper sets grad mode, calls the graph and puts the
+   mode back (wb_rt_grad_swap's rule). */
 /* Whether the graph gets arguments of its own (ca) rather than the
    call's: detached ones, effect tokens first, or the kept inputs alone
    when some are duplicates. */

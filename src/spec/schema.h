@@ -58,10 +58,11 @@ const char *wb_schema_arg_ctype(const wb_schema *sc, int i);
    first byte of a "/" "*" or "*" "/" pair as \xHH, and at most 64 bytes of
    the default, then "..." ("'a\x09b'" for a tab between a and b). */
 const char *wb_schema_arg_default(const wb_schema *sc, int i);
-/* The mutation a '!' parameter gets (data, or metadata with the graph
-   attribute inplace_view, unless an attribute of its own says otherwise;
-   WB_MUT_NONE for others), and its WB_INPUT_DETACH and WB_INPUT_HIDDEN
-   flags from the extension. */
+/* The mutation a '!' parameter gets (data; storage for ATen's set_,
+   resize for its resize_ and resize_as_; metadata with the graph attribute
+   inplace_view for any other op; unless an attribute of its own says
+   otherwise; WB_MUT_NONE for others), and its WB_INPUT_DETACH and
+   WB_INPUT_HIDDEN flags from the extension. */
 wb_mutation wb_schema_arg_mutation(const wb_schema *sc, int i);
 unsigned wb_schema_arg_flags(const wb_schema *sc, int i);
 /* What the extension declares of parameter i: its dtype's name as the
