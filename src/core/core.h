@@ -423,9 +423,11 @@ const char *wb_rt_getenv(const char *name);
 /* text as a message may show it, in buf: every byte that is not printable
    ASCII, and the backslash, as \xHH.  Returns buf. */
 const char *wb_rt_printable(const char *text, char *buf, size_t n);
+/* The most links one resolution follows, as the kernel's 40. */
+#define WB_RT_LINKS 40
 /* Why another user could make path name another file, or NULL.  path is
    resolved from the root a component at a time, each link read and
-   followed (up to 40), and everything met is checked: every directory
+   followed (up to WB_RT_LINKS), and everything met is checked: every directory
    belongs to the user or to root and is writable by nobody else unless
    sticky, and every link, those inside a link's target too, belongs to
    the user or to root.  The last component is held to the rule of

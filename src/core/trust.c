@@ -20,9 +20,6 @@
 
 #include "core.h"
 
-/* The most links one resolution follows, as the kernel's 40. */
-#define WB_RT_LINKS 40
-
 /* Whether uid is the effective user or root. */
 static bool wb_rt_trusted_uid(uid_t uid)
 {

@@ -257,7 +257,7 @@ bool wb_disk_mkdirs(const char *path)
             ssize_t n = readlinkat(at, name, target, sizeof target - 1);
             if (n <= 0) {
                 errno = n ? errno : ENOENT;
-            } else if (++links > 40) {
+            } else if (++links > WB_RT_LINKS) {
                 errno = ELOOP;
             } else if (target[n] = '\0',
                        snprintf(way[!cur], PATH_MAX, "%s/%s", target, p) >=
@@ -293,19 +293,19 @@ bool wb_disk_open(wb_disk *d, bool create)
         return false;
     }
     /* Nothing is made, or trusted, where another user could move it: the
-       way to the directory is checked as far as it exists, the rest made
-       if need be, and the whole way then resolved and checked once more,
-       link by link; the directory is opened by the path that results.
-       Every later use goes through the descriptor. */
+       whole way is resolved and checked, link by link; where it does not
+       exist yet, the part that does is checked, the rest made, and the
+       whole way checked once more.  The directory is opened by the path
+       that results, and every later use goes through the descriptor. */
     wb_rt_printable(d->path, d->shown, sizeof d->shown);
-    if (wb_rt_unsafe_path(d->path, false, NULL, unsafe, sizeof unsafe)) {
-        snprintf(d->why, sizeof d->why, "the cache directory %s could be "
-                 "moved by another user: %s", d->shown, unsafe);
-        return false;
-    }
     bool found = !wb_rt_unsafe_path(d->path, false, real, unsafe,
                                     sizeof unsafe);
     if (!found && create && errno == ENOENT) {
+        if (wb_rt_unsafe_path(d->path, false, NULL, unsafe, sizeof unsafe)) {
+            snprintf(d->why, sizeof d->why, "the cache directory %s could "
+                     "be moved by another user: %s", d->shown, unsafe);
+            return false;
+        }
         if (!wb_disk_mkdirs(d->path)) {
             snprintf(d->why, sizeof d->why, "cannot create the cache "
                      "directory %s: %s", d->shown, strerror(errno));
