@@ -807,6 +807,29 @@ Test(disk, making_the_directory_follows_no_link_of_another_user)
    user planted in a sticky directory would otherwise name whatever
    directory that user chose.  The way is resolved a link at a time, and
    each link is checked. */
+/* A path resolves as the kernel resolves it: a file followed by a slash,
+   or by more of a path, names nothing. */
+Test(disk, a_file_has_nothing_after_it_on_a_way)
+{
+    char dir[64], file[128], path[160], real[PATH_MAX], why[600];
+    disk_tmpdir(dir, "file-way");
+    snprintf(file, sizeof file, "%s/f", dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_null(wb_rt_unsafe_path(file, false, real, why, sizeof why),
+                   "%s", why);
+    cr_assert_str_eq(real, file);
+    static const char *const after[] = {"/", "/x", "//"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", file, after[i]);
+        cr_assert_not_null(wb_rt_unsafe_path(path, false, real, why,
+                                             sizeof why), "%s", path);
+        cr_assert_eq(errno, ENOTDIR, "%s: %s", path, why);
+    }
+    disk_rm(dir);
+}
+
 Test(disk, a_link_of_another_user_inside_a_link_target_is_refused,
      .timeout = 60)
 {

@@ -148,7 +148,9 @@ const char *wb_rt_unsafe_path(const char *path, bool self, char *real,
             p = way[cur = !cur];
             continue;
         }
-        if (!last && !S_ISDIR(sb.st_mode)) {
+        /* Only a directory has something after it, a slash included, as
+           the kernel resolves it. */
+        if ((!last || *rest) && !S_ISDIR(sb.st_mode)) {
             errno = ENOTDIR;
             return wb_rt_way_error(done, why, n);
         }
