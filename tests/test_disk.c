@@ -109,6 +109,19 @@ static int disk_count(const char *dir)
     return n - 2;
 }
 
+/* A link of uid 65534's to target, "theirs" in a new directory others
+   may write but sticky (made as disk_tmpdir makes it, named by tag), into
+   link (n bytes).  Needs root. */
+static void disk_their_link(char sticky[64], const char *tag,
+                            const char *target, char *link, size_t n)
+{
+    disk_tmpdir(sticky, tag);
+    cr_assert_eq(chmod(sticky, 01777), 0);
+    snprintf(link, n, "%s/theirs", sticky);
+    cr_assert_eq(symlink(target, link), 0);
+    cr_assert_eq(lchown(link, 65534, 65534), 0);
+}
+
 /* A wrapper of s works with the cache off, because the way to the cache
    directory could be moved by another user, for why: the note and
    wb_cache_explain say so, and nothing reaches mine, where the way
@@ -772,12 +785,8 @@ Test(disk, making_the_directory_follows_no_link_of_another_user)
     if (geteuid() != 0)
         cr_skip_test("needs root to make a link of another user's "
                      "(uid 65534)");
-    disk_tmpdir(sticky, "sticky");
     disk_tmpdir(target, "target");
-    cr_assert_eq(chmod(sticky, 01777), 0);
-    snprintf(path, sizeof path, "%s/theirs", sticky);
-    cr_assert_eq(symlink(target, path), 0);
-    cr_assert_eq(lchown(path, 65534, 65534), 0);
+    disk_their_link(sticky, "sticky", target, path, sizeof path);
     snprintf(path, sizeof path, "%s/theirs/cache", sticky);
     snprintf(made, sizeof made, "%s/cache", target);
     cr_assert_not(wb_disk_mkdirs(path));
@@ -838,13 +847,9 @@ Test(disk, a_link_of_another_user_inside_a_link_target_is_refused,
     if (geteuid() != 0)
         cr_skip_test("needs root to make a link of another user's "
                      "(uid 65534)");
-    disk_tmpdir(sticky, "sticky-way");
     disk_tmpdir(mine, "mine-way");
     disk_tmpdir(home, "home-way");
-    cr_assert_eq(chmod(sticky, 01777), 0);
-    snprintf(theirs, sizeof theirs, "%s/theirs", sticky);
-    cr_assert_eq(symlink(mine, theirs), 0);
-    cr_assert_eq(lchown(theirs, 65534, 65534), 0);
+    disk_their_link(sticky, "sticky-way", mine, theirs, sizeof theirs);
     snprintf(path, sizeof path, "%s/cache", home);
     cr_assert_eq(symlink(theirs, path), 0);
     wb_spec *s = disk_spec();
