@@ -36,13 +36,20 @@ void wb_rt_grad_set(int on)
         wb_rt_grad_off = !on;
 }
 
+/* wb_rt_grad_swap and wb_rt_grad_set around the graph, with the rule as
+   one operation: after an inference call the mode is off only if it was
+   off before and the graph left it off. */
 static inline int wb_rt_call_graph(const wb_env *e, const wb_arg *a,
                                    int nargs, wb_value *r, int nvalues,
                                    bool on)
 {
-    int prev = wb_rt_grad_swap(on);
+    bool off = wb_rt_grad_off;
+    wb_rt_grad_off = !on;
     int n = e->graph(e->graph_ctx, a, nargs, r, nvalues);
-    wb_rt_grad_set(prev);
+    if (on)
+        wb_rt_grad_off = off;
+    else
+        wb_rt_grad_off &= off;
     return n;
 }
 
