@@ -74,6 +74,7 @@ wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
         wb_cc_opts_free(out);
         return wb_rt_fail(WB_ERR_INVALID, "the compiler command is blank");
     }
+    wb_rt_printable(out->argv[0], out->shown, sizeof out->shown);
     return WB_OK;
 }
 
@@ -238,19 +239,17 @@ static void wb_cc_read_head(const char *path, char *buf, size_t n)
         strcat(buf, "\n");
 }
 
-/* Runs argv with stdout and stderr in diag, within timeout_s seconds, until
-   cancel turns true.  Returns the exit status, -1 with a message set when
-   it could not run, was killed or timed out. */
-static int wb_cc_run(char **argv, const char *diag, uint32_t timeout_s,
-                     const atomic_bool *cancel)
+/* Runs argv (cmd: argv[0] printable) with stdout and stderr in diag,
+   within timeout_s seconds, until cancel turns true.  Returns the exit
+   status, -1 with a message set when it could not run, was killed or
+   timed out. */
+static int wb_cc_run(char **argv, const char *cmd, const char *diag,
+                     uint32_t timeout_s, const atomic_bool *cancel)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     pid_t pid;
     int rc, status;
-    /* The command's words come from $CC or the caller: shown printable. */
-    char cmd[256];
-    wb_rt_printable(argv[0], cmd, sizeof cmd);
     if (posix_spawn_file_actions_init(&fa) != 0) {
         wb_rt_fail(WB_ERR_NOMEM, "cannot start the system compiler");
         return -1;
@@ -341,16 +340,15 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
         argv[k++] = f;
     for (int i = 0; i < ntail; i++)
         argv[k++] = (char *)tail[i];
-    int rc = wb_cc_run(argv, diag, cc->timeout_s, cancel);
+    int rc = wb_cc_run(argv, cc->shown, diag, cc->timeout_s, cancel);
     free(argv);
     if (rc < 0)
         return WB_ERR_COMPILE;
     if (rc != 0 || faccessat(AT_FDCWD, obj, R_OK, AT_EACCESS) != 0) {
-        char text[1500], cmd[256];
+        char text[1500];
         wb_cc_read_head(diag, text, sizeof text);
         return wb_rt_fail(WB_ERR_COMPILE, "the system compiler '%s' failed "
-                          "(exit %d): %s",
-                          wb_rt_printable(cc->argv[0], cmd, sizeof cmd), rc,
+                          "(exit %d): %s", cc->shown, rc,
                           text[0] ? text : "no diagnostics");
     }
     if (!(*path = strdup(obj)))
@@ -561,7 +559,7 @@ static wb_status wb_cc_code_disk(const char *source, const wb_cc_opts *cc,
         char note[sizeof why + 300];
         wb_cache_count(WB_STAT_COMPILED, 0);
         snprintf(note, sizeof note, "cc: compiled by '%s' in %.1f ms%s",
-                 wb_rt_printable(cc->argv[0], shown, 256), ms, why);
+                 cc->shown, ms, why);
         (*out)->note = strdup(note);
     }
     wb_disk_close(&d);

@@ -70,6 +70,8 @@ typedef struct wb_cc_opts {
     char **argv;        /* the compiler command, split at blanks */
     int argc;
     char *words;        /* the storage argv points into */
+    char shown[256];    /* argv[0] printable, for messages: it comes from
+                           $CC or the caller */
     uint32_t timeout_s;
     bool disk_cache;
 } wb_cc_opts;
