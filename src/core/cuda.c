@@ -18,8 +18,9 @@
  * The CUDA runtime is not linked: the first use of a CUDA device loads it
  * (libcudart.so.MAJOR of the toolkit the library was built with, or the
  * file $WRAPBAKE_CUDART names, when trust.c trusts it), so programs link
- * nothing more and run where CUDA is absent.  Built without CUDA (WB_WITH_CUDA unset), only CPU
- * storages exist and the functions below say so.  What a call's helpers
+ * nothing more and run where CUDA is absent.  Built without CUDA
+ * (WB_WITH_CUDA unset), only CPU storages exist and the functions below
+ * say so.  What a call's helpers
  * make of these, with the spec's words in the messages, is src/abi/device.c.
  */
 #include <stdio.h>

@@ -532,9 +532,6 @@ static void wb_emit_zero(wb_emitter *x, wb_buf *b, const char *array,
     wb_buf_printf(b, " 0;\n");
 }
 
-/* Whether guards, detaches or the before-call hook stand around the call;
-   without them one helper sets grad mode, calls the graph and puts the
-   mode back (wb_rt_grad_swap's rule). */
 /* Whether the graph gets arguments of its own (ca) rather than the
    call's: detached ones, effect tokens first, or the kept inputs alone
    when some are duplicates. */
@@ -557,6 +554,10 @@ static int wb_emit_meta_value(const wb_spec *s, int k)
     return s->nupdated + s->noutputs + s->nbases + k;
 }
 
+/* Whether anything stands around the graph call (guards, arguments of
+   the graph's own, the before-call hook, versions put back after it);
+   without it one helper sets grad mode, calls the graph and puts the mode
+   back (wb_rt_grad_swap's rule). */
 static bool wb_emit_call_wrapped(const wb_spec *s)
 {
     return s->nguards || wb_emit_own_args(s) || s->before_call ||

@@ -315,8 +315,7 @@ bool wb_disk_open(wb_disk *d, bool create)
                                    sizeof unsafe);
     }
     if (!found) {
-        /* errno is 0 when the way was refused, which only a change since
-           the first look can make it. */
+        /* errno is 0 when the way was refused. */
         d->absent = errno == ENOENT;
         if (errno)
             snprintf(d->why, sizeof d->why, "cannot open the cache "

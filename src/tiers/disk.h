@@ -28,8 +28,8 @@ typedef struct wb_disk {
 /* Opens the cache directory, creating it (private to the user) when
    create is set, and checks that it may be trusted: it must belong to the
    effective user and be writable by nobody else, and its way pass
-   wb_rt_unsafe_path.  False, with d->why set,
-   when the disk cache is off; wb_disk_close is needed either way. */
+   wb_rt_unsafe_path.  False, with d->why set, when the disk cache is off;
+   wb_disk_close is needed either way. */
 bool wb_disk_open(wb_disk *d, bool create);
 void wb_disk_close(wb_disk *d);
 
@@ -102,9 +102,10 @@ bool wb_disk_mkdirs(const char *p);
 
 /* Opens name under dirfd (AT_FDCWD for a path) for reading without
    following a link or blocking on a FIFO.  The file must be regular and
-   of at most max bytes (any size when max is negative); when strict, it must also belong to the effective
-   user and be writable by nobody else.  The descriptor, with *sb filled,
-   or -1 with errno set (EINVAL: a file the checks refuse). */
+   of at most max bytes (any size when max is negative); when strict, it
+   must also belong to the effective user and be writable by nobody else.
+   The descriptor, with *sb filled, or -1 with errno set (EINVAL: a file
+   the checks refuse). */
 int wb_disk_open_file(int dirfd, const char *name, off_t max, bool strict,
                       struct stat *sb);
 /* The n bytes of fd in a new buffer with a NUL after them; NULL unless the
