@@ -163,13 +163,17 @@ int wb_rt_err_values(const wb_env *e, int n, const wb_value *r)
     if (s->ntokens)
         snprintf(tokens, sizeof tokens, "%d effect token%s, ", s->ntokens,
                  WB_PLURAL(s->ntokens));
+    char views[48] = "";
+    if (s->nmeta_members)
+        snprintf(views, sizeof views, "%d new view%s of members, ",
+                 s->nmeta_members, WB_PLURAL(s->nmeta_members));
     if (n != s->nreturned)
         return wb_rt_callf(e, WB_ERR_ARITY, "the graph returned %d value%s; "
                            "expected %d (%s%d updated input%s, %d output%s, "
-                           "%d intermediate base%s%s)", n, WB_PLURAL(n),
+                           "%s%d intermediate base%s%s)", n, WB_PLURAL(n),
                            s->nreturned, tokens, s->nupdated,
                            WB_PLURAL(s->nupdated), s->noutputs,
-                           WB_PLURAL(s->noutputs), s->nbases,
+                           WB_PLURAL(s->noutputs), views, s->nbases,
                            WB_PLURAL(s->nbases),
                            s->rng ? ", the RNG offset" : "");
     /* Effect tokens may be NULL (None), and numbers are not tensors. */

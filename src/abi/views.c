@@ -56,7 +56,7 @@ static bool wb_rt_moves(wb_mutation kind, const wb_tensor *t,
 int wb_rt_check_moved(const wb_env *e, const wb_arg *a, const wb_value *r)
 {
     const wb_spec *s = e->spec;
-    const int M = s->nupdated, MV = M + s->noutputs + s->nbases;
+    const int M = s->nupdated, MV = M + s->noutputs;
     char lb[400];
     for (int q = 0; q < M; q++) {
         const wb_spec_mut *m = &s->muts[q];

@@ -523,12 +523,12 @@ static void wb_cli_text_graph(FILE *f, const wb_spec *spec)
         sep = ", ";
     }
     int nout = spec->noutputs, bases = spec->nbases;
-    fprintf(f, "%s%d return%s, %d intermediate base%s", sep, nout,
-            WB_PLURAL(nout), bases, WB_PLURAL(bases));
+    fprintf(f, "%s%d return%s", sep, nout, WB_PLURAL(nout));
     for (int k = 0; k < spec->nmeta_members; k++)
         fprintf(f, ", %s's new view",
                 spec->inputs[spec->meta_members[k]].name);
-    fprintf(f, "%s\n", spec->rng ? ", the RNG's new offset" : "");
+    fprintf(f, ", %d intermediate base%s%s\n", bases, WB_PLURAL(bases),
+            spec->rng ? ", the RNG's new offset" : "");
 }
 
 static void wb_cli_text_spec(const wb_schema *sc, const wb_spec *spec,

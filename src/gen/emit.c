@@ -300,15 +300,17 @@ static void wb_emit_banner(wb_emitter *x)
         wb_buf_printf(b, " *   %s\n", wb_emit_out_desc(x, k));
     wb_buf_printf(b, " * intermediate bases: %d\n", s->nbases);
     wb_buf_printf(b, " * the graph returns N = %d value%s:\n *   %d updated "
-                  "input%s, %d output%s, %d intermediate base%s", s->nvalues,
-                  WB_PLURAL(s->nvalues), s->nupdated, WB_PLURAL(s->nupdated),
-                  s->noutputs, WB_PLURAL(s->noutputs), s->nbases,
+                  "input%s, %d output%s, ", s->nvalues, WB_PLURAL(s->nvalues),
+                  s->nupdated, WB_PLURAL(s->nupdated), s->noutputs,
+                  WB_PLURAL(s->noutputs));
+    if (s->ngroups)
+        wb_buf_printf(b, "new views of %d member%s, ", s->nmeta_members,
+                      WB_PLURAL(s->nmeta_members));
+    wb_buf_printf(b, "%d intermediate base%s\n", s->nbases,
                   WB_PLURAL(s->nbases));
     if (s->ngroups)
-        wb_buf_printf(b, ", new views of %d member%s\n * synthetic bases: "
-                      "%d, updated first", s->nmeta_members,
-                      WB_PLURAL(s->nmeta_members), s->ngroups);
-    wb_buf_printf(b, "\n");
+        wb_buf_printf(b, " * synthetic bases: %d, updated first\n",
+                      s->ngroups);
     wb_buf_printf(b, " * %s: grad mode %s during the call",
                   s->training ? "training" : "inference",
                   s->training ? "on" : "off");
@@ -548,10 +550,11 @@ static const char *wb_emit_values(const wb_spec *s)
 }
 
 /* The value of the k-th member whose view the graph changes: after the
-   intermediate bases. */
+   outputs, as AOTAutograd's synthetic-base wrapper adds them to the
+   user's outputs, before the intermediate bases. */
 static int wb_emit_meta_value(const wb_spec *s, int k)
 {
-    return s->nupdated + s->noutputs + s->nbases + k;
+    return s->nupdated + s->noutputs + k;
 }
 
 /* Whether anything stands around the graph call (guards, arguments of
@@ -1297,7 +1300,7 @@ static void wb_emit_checks(wb_emitter *x, wb_buf *b)
         wb_emit_run_end(x, b, n > 1);
     }
     /* The members whose views change take them from the values after
-       the intermediate bases, as metadata mutations do. */
+       the outputs, as metadata mutations do. */
     for (int k = 0; k < s->nmeta_members; k++) {
         int i = s->meta_members[k];
         wb_emit_at(x, wb_emit_input_line(i));
@@ -1403,7 +1406,7 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, 1);
         wb_emit_comment(x, b, "/* the intermediate bases are not returned */");
         wb_buf_line(b, "%s(r + %d, %d);", WB_EMIT_NAME(wb_rt_release_values),
-                    s->nupdated + s->noutputs, s->nbases);
+                    wb_emit_meta_value(s, s->nmeta_members), s->nbases);
     }
     /* The members' new views once the outputs are made from the bases,
        as AOTAutograd's synthetic-base wrapper applies them after its

@@ -178,9 +178,9 @@ leave_guards:
             goto fail;
     }
     /* The members whose views change: from the values after the
-       intermediate bases, as metadata mutations. */
+       outputs, as metadata mutations. */
     const wb_gen_step *meta = &wb_gen_steps.mut[WB_MUT_METADATA];
-    const int MV = M + s->noutputs + s->nbases;
+    const int MV = M + s->noutputs;
     for (i = 0; i < s->nmeta_members; i++) {
         int x = s->meta_members[i];
         if ((st = meta->check.fn.prep(e, x, args[x].t, r[MV + i].t)) != WB_OK)
@@ -238,7 +238,7 @@ leave_guards:
     }
     /* The intermediate bases are not returned. */
     if (s->nbases)
-        wb_rt_release_values(r + M + s->noutputs, s->nbases);
+        wb_rt_release_values(r + MV + s->nmeta_members, s->nbases);
     /* The members' new views, once the outputs are made from the bases
        (as AOTAutograd's synthetic-base wrapper applies them after its
        inner one); then the bases go. */

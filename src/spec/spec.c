@@ -969,7 +969,7 @@ static void wb_spec_derive_outputs(wb_spec *s)
         case WB_OUT_ALIAS_OF_INTERMEDIATE:
         case WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT:
             d->kind = WB_OUT_ALIAS_OF_INTERMEDIATE;
-            d->base = m + s->noutputs + o->base;
+            d->base = m + s->noutputs + s->nmeta_members + o->base;
             break;
         default:
             d->base = m + o->base;
@@ -995,7 +995,7 @@ wb_status wb_spec_validate(wb_spec *s)
     wb_spec_derive_inputs(s);
     s->nargs += s->rng ? 2 : 0;  /* the seed and the offset */
     wb_spec_derive_outputs(s);
-    s->nvalues = s->nupdated + s->noutputs + s->nbases + s->nmeta_members;
+    s->nvalues = s->nupdated + s->noutputs + s->nmeta_members + s->nbases;
     /* A value read after an input's view or storage changes may be that
        input: the later mutations', the views', the members' new views,
        which come one after another. */

@@ -11,7 +11,7 @@
  *   output 1 '', alias-of-input of 1
  * intermediate bases: 0
  * the graph returns N = 5 values:
- *   2 updated inputs, 2 outputs, 0 intermediate bases, new views of 1 member
+ *   2 updated inputs, 2 outputs, new views of 1 member, 0 intermediate bases
  * synthetic bases: 1, updated first
  * inference: grad mode off during the call
  */

@@ -577,7 +577,7 @@ class Derivation:
     @property
     def new_views(self):
         """The members whose view changes, which take it from a value
-        after the intermediate bases."""
+        after the outputs."""
         return [i for i in sorted(self.members)
                 if self.kinds[i] in (METADATA, DATA_METADATA)]
 
@@ -718,7 +718,9 @@ def derive(run):
     tensor's, whose combined effect the kept input's kind describes, and
     the graph returns one updated value for it.  Inputs merged into a
     synthetic base give the graph's base value first, and the members
-    whose view changes their views after the intermediate bases."""
+    whose view changes their views after the outputs, as AOTAutograd's
+    synthetic-base wrapper adds them to the user's outputs, before the
+    intermediate bases."""
     kept = dedupe(run)
     kinds = [mutation_kind(run, i) if kept[i] == i else None
              for i in range(len(run.inputs))]
@@ -729,11 +731,14 @@ def derive(run):
     values += [updated_value(run, i, kind) for i, kind in enumerate(kinds)
                if kind and i not in members]
     first_output = len(values)
+    new_views = [i for i in sorted(members)
+                 if kinds[i] in (METADATA, DATA_METADATA)]
+    first_base = first_output + len(outputs) + len(new_views)
     set_value, bases = [], []
     for members, base in sets:
         if base is None:
             bases.append(run.outputs[members[0]]._base)
-            set_value.append(first_output + len(outputs) + len(bases) - 1)
+            set_value.append(first_base + len(bases) - 1)
         else:
             set_value.append(first_output + base)
     for out, o in zip(outputs, run.outputs):
@@ -748,10 +753,11 @@ def derive(run):
         elif out.kind == "intermediate":
             values.append(Value("of", ref=set_value[out.aset],
                                 view=View.of(o)))
+    values += [Value("view", ref=i, view=View.of(run.inputs[i]))
+               for i in new_views]
     values += [storage_value(b) for b in bases]
     d = Derivation(kept, kinds, outputs, values, groups)
-    d.values += [Value("view", ref=i, view=View.of(run.inputs[i]))
-                 for i in d.new_views]
+    assert d.new_views == new_views
     return d
 
 
@@ -1109,7 +1115,7 @@ def replay(case, d, dversion):
         else:
             outputs.append(v)
     # Then the members' new views.
-    first_view = len(d.values) - len(d.new_views)
+    first_view = d.first_output + len(d.outputs)
     for k, i in enumerate(d.new_views):
         v = made[first_view + k]
         inputs[i].as_strided_(v.size(), v.stride(), v.storage_offset())
@@ -1800,6 +1806,13 @@ def _t_first_add_second(x, y):
     return x
 
 
+def _t_first_add_second_split(x, y):
+    x.t_()
+    y.add_(1)
+    z = (y * 2).view(-1)
+    return z[:2], z[2:]
+
+
 SHARED = [
     ("view_mutated", _add_to_second, Shared(12, ROWS, LAST_ROWS)),
     ("independent_mutated", _add_to_second, Shared(12, ROWS, LAST_ROWS_OWN)),
@@ -1845,6 +1858,9 @@ SYNTHETIC = [
      Shared(12, ROWS, LAST_ROWS), Shared(12, ROWS, LAST_ROWS_OWN)),
     ("new_view_and_data_apart", _t_first_add_second,
      Shared(12, ROWS, ((2, 4), (4, 1), 4, 1))),
+    # The member's new view comes before the intermediate base.
+    ("new_view_then_intermediate_base", _t_first_add_second_split,
+     Shared(12, ROWS, LAST_ROWS_OWN)),
 ]
 
 for name, fn, *parts in SYNTHETIC:
