@@ -8,6 +8,7 @@
  * and a YAML `func:` written on one line is padded with spaces up to the
  * column its value starts at.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -188,12 +189,49 @@ static wb_cli_line_scan wb_cli_scan_line(const char *p, size_t n, int depth)
     return sc;
 }
 
-/* Whether a line with text can continue an entry whose brackets are open:
-   it is indented, or it starts by closing a bracket or with the arrow. */
-static bool wb_cli_continues(const char *line)
+static bool wb_cli_is_ident(char c)
 {
-    return wb_cli_is_space(line[0]) || line[0] == ')' || line[0] == ']' ||
-           (line[0] == '-' && line[1] == '>');
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Whether the n bytes at p start with `with` as a word. */
+static bool wb_cli_with_at(const char *p, size_t n)
+{
+    return n >= 4 && !memcmp(p, "with", 4) && (n == 4 || !wb_cli_is_ident(p[4]));
+}
+
+/* Whether the entry so far cannot end: it ends with the arrow, a comma or
+   `with`. */
+static bool wb_cli_unfinished(const wb_buf *cur)
+{
+    const char *p = cur->p;
+    size_t n = cur->len;
+    while (n > 0 && (wb_cli_is_space(p[n - 1]) || p[n - 1] == '\n'))
+        n--;
+    return (n >= 1 && p[n - 1] == ',') ||
+           (n >= 2 && p[n - 2] == '-' && p[n - 1] == '>') ||
+           (n >= 4 && wb_cli_with_at(p + n - 4, 4) &&
+            (n == 4 || !wb_cli_is_ident(p[n - 5])));
+}
+
+/* Whether line, n bytes with text, continues the open entry cur.  It must
+   be indented, or start by closing a bracket or with the arrow.  Then it
+   continues an entry whose brackets are open; after them, only one that
+   cannot end there, or with what no spec starts with: the arrow, a
+   return's attributes or the `with` clause. */
+static bool wb_cli_continues(const char *line, size_t n, int depth,
+                             const wb_buf *cur)
+{
+    bool arrow = n >= 2 && line[0] == '-' && line[1] == '>';
+    if (!wb_cli_is_space(line[0]) && line[0] != ')' && line[0] != ']' &&
+        !arrow)
+        return false;
+    if (depth > 0 || wb_cli_unfinished(cur))
+        return true;
+    while (n > 0 && wb_cli_is_space(*line))
+        line++, n--;
+    return (n >= 2 && line[0] == '-' && line[1] == '>') || line[0] == '[' ||
+           wb_cli_with_at(line, n);
 }
 
 /* Ends the entry being built, if any, and hands it to out. */
@@ -213,11 +251,12 @@ static int wb_cli_text_flush(wb_buf *cur, bool *open, const char *file,
     return 0;
 }
 
-/* Cuts a text file into entries: one per line, a line whose brackets are
-   still open continuing on the next when that one is indented or starts
-   with `)`, `]` or `->`.  Any other line, or a blank one, ends an entry even
-   when its brackets are open, so that one missing `)` costs only its own
-   entry. */
+/* Cuts a text file into entries: one per line, an entry continuing on
+   the next line when that one is indented or starts with `)`, `]` or `->`,
+   and the entry's brackets are open, or it cannot end where it does, or
+   the line starts with what no spec starts with (wb_cli_continues).  Any
+   other line, or a blank one, ends an entry even when its brackets are
+   open, so that one missing `)` costs only its own entry. */
 static int wb_cli_read_text(const char *file, const char *buf, size_t len,
                             wb_cli_entries *out, char **err)
 {
@@ -237,7 +276,8 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
         if (n > 0 && line[n - 1] == '\r')
             n--;
         wb_cli_line_scan sc = wb_cli_scan_line(line, n, open ? depth : 0);
-        if (open && (sc.blank || (sc.has_text && !wb_cli_continues(line)))) {
+        if (open && (sc.blank ||
+                     (sc.has_text && !wb_cli_continues(line, n, depth, &cur)))) {
             /* The entry ends here; the parser reports what it misses. */
             if (wb_cli_text_flush(&cur, &open, file, first_line, first_col,
                                   out) != 0)
@@ -260,8 +300,6 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
         }
         wb_buf_write(&cur, line, sc.keep);
         depth = sc.depth;
-        if (depth == 0)
-            wb_cli_text_flush(&cur, &open, file, first_line, first_col, out);
     }
     wb_cli_text_flush(&cur, &open, file, first_line, first_col, out);
     bool oom = cur.oom;

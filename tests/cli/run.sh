@@ -417,6 +417,17 @@ run check_open 1 "$wb" check --json "$tmp/open.txt"
 lines check_open.out 3
 has check_open.out '"name": "g", "ok": true' '"name": "h", "ok": true'
 has check_open.out "open.txt:1:12: expected ',' or ')' after parameter 0 'x'"
+# After its brackets close, a spec goes on where it cannot end (after the
+# arrow, a comma or `with`) and onto a line that starts with what no spec
+# starts with (the arrow, attributes, `with`); indented specs stay apart.
+printf 'a(Tensor x)\n    -> Tensor\nb(Tensor x) ->\n  Tensor\n  [requires_grad]\nc(Tensor x) -> Tensor\n    with training\nd(Tensor x) -> Tensor with training,\n    grad_at_end=on\n  e(Tensor x) -> Tensor\n  f(Tensor x) -> Tensor\n' >"$tmp/wrapped.txt"
+run check_wrapped 0 "$wb" check --json "$tmp/wrapped.txt"
+lines check_wrapped.out 6
+has check_wrapped.out '"name": "a", "ok": true' '"name": "b", "ok": true' \
+    '"name": "c", "ok": true' '"name": "d", "ok": true' \
+    '"name": "e", "ok": true' '"name": "f", "ok": true'
+run emit_wrapped 0 "$wb" emit --name c "$tmp/wrapped.txt"
+has emit_wrapped.out 'training: grad mode on during the call'
 printf '\357\273\277k(Tensor x) -> Tensor\n' >"$tmp/bom.txt"
 run check_bom 0 "$wb" check --json "$tmp/bom.txt"
 has check_bom.out '{"name": "k", "ok": true'
