@@ -298,8 +298,8 @@ typedef enum wb_mutation {
     WB_MUT_DATA_METADATA,  /* as_strided_, then copy (+ 2) */
     WB_MUT_STORAGE,        /* set_: take the updated value's storage and view
                               (+ 1, on the input's own counter) */
-    WB_MUT_RESIZE,         /* resize_ when sizes differ, then copy (+ 1 for
-                              the copy, + 1 for a resize) */
+    WB_MUT_RESIZE,         /* resize_ when sizes differ, then copy (+ 1,
+                              for the copy; resize_ bumps nothing) */
     WB_MUT_IN_GRAPH        /* the graph mutated it; bump its version first */
 } wb_mutation;
 
@@ -580,10 +580,11 @@ typedef struct wb_wrapper wb_wrapper;
 /* A wrapper for graph over a private copy of spec (validated here if it was
    not); spec stays the caller's.  The wrapper is immutable and may be called
    from many threads at once.  An output's flags and dynamic dims are
-   written on its tensor only when they change, so that calls which hand
-   out one tensor at once (an is-input output, a value the graph keeps)
-   write nothing to it once the first call has set them.  Wrappers of equal specs on one compiled tier
-   share one compiled function (see WB_OPT_NO_SHARE).  On WB_TIER_CC a
+   written on its tensor atomically and only when they change, so that
+   calls which hand out one tensor at once (an is-input output, a value
+   the graph keeps) write nothing to it once the first calls have set
+   them.  Wrappers of equal specs on one compiled tier share one compiled
+   function (see WB_OPT_NO_SHARE).  On WB_TIER_CC a
    failing system compiler fails the call with its diagnostics; on
    WB_TIER_AUTO the wrapper stays on tcc and wb_wrapper_note() says why.
    A process running with privileges its user lacks (setuid, file

@@ -406,24 +406,26 @@ wb_tensor *wb_rt_view_counter(wb_tensor *view, const wb_tensor *t)
 
 /* An output's flags and dynamic dims may go on a tensor other calls hand
    out at the same time: the caller's input, or a value the graph keeps
-   and hands to every call.  Each is written only when it changes, so
-   that calls that find it set write nothing. */
+   and hands to every call.  Calls that start together may all write
+   them, so each field is read and written atomically (relaxed: a plain
+   load or store on x86-64), and written only when it changes, so that
+   calls that find it set write nothing. */
 static inline void wb_rt_set_flags(wb_tensor *t, uint32_t flags)
 {
-    if (t->flags != flags)
-        t->flags = flags;
+    if (__atomic_load_n(&t->flags, __ATOMIC_RELAXED) != flags)
+        __atomic_store_n(&t->flags, flags, __ATOMIC_RELAXED);
 }
 
 static inline void wb_rt_add_dyn(wb_tensor *t, uint64_t dyn)
 {
-    if ((t->dyn_dims & dyn) != dyn)
-        t->dyn_dims |= dyn;
+    if ((__atomic_load_n(&t->dyn_dims, __ATOMIC_RELAXED) & dyn) != dyn)
+        __atomic_fetch_or(&t->dyn_dims, dyn, __ATOMIC_RELAXED);
 }
 
 wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
                            unsigned long long dyn)
 {
-    uint32_t flags = t->flags;
+    uint32_t flags = __atomic_load_n(&t->flags, __ATOMIC_RELAXED);
     if (requires_grad > 0)
         flags |= WB_TENSOR_REQUIRES_GRAD;
     else if (requires_grad == 0)
@@ -435,8 +437,9 @@ wb_tensor *wb_rt_out_flags(wb_tensor *t, int requires_grad,
 
 wb_tensor *wb_rt_out_plain(wb_tensor *t)
 {
-    if (t->flags & WB_TENSOR_REQUIRES_GRAD)
-        t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
+    if (__atomic_load_n(&t->flags, __ATOMIC_RELAXED) & WB_TENSOR_REQUIRES_GRAD)
+        __atomic_fetch_and(&t->flags, ~WB_TENSOR_REQUIRES_GRAD,
+                           __ATOMIC_RELAXED);
     return t;
 }
 

@@ -1168,7 +1168,10 @@ const int64_t *wb_tensor_strides(const wb_tensor *t) { return t ? t->strides : N
 int64_t wb_tensor_offset(const wb_tensor *t) { return t ? t->offset : 0; }
 wb_storage *wb_tensor_storage(const wb_tensor *t) { return t ? t->storage : NULL; }
 uint32_t wb_tensor_flags(const wb_tensor *t) { return t ? t->flags : 0; }
-uint64_t wb_tensor_dynamic_dims(const wb_tensor *t) { return t ? t->dyn_dims : 0; }
+uint64_t wb_tensor_dynamic_dims(const wb_tensor *t)
+{
+    return t ? __atomic_load_n(&t->dyn_dims, __ATOMIC_RELAXED) : 0;
+}
 
 int64_t wb_tensor_numel(const wb_tensor *t)
 {
@@ -1203,9 +1206,12 @@ void *wb_tensor_data(const wb_tensor *t)
     return (char *)t->storage->data + t->offset * (int64_t)wb_dtype_size(t->dtype);
 }
 
+/* Flags and dynamic dims are read and written atomically, as calls that
+   hand the tensor out write them (views.c, wb_rt_set_flags). */
 bool wb_tensor_requires_grad(const wb_tensor *t)
 {
-    return t && (t->flags & WB_TENSOR_REQUIRES_GRAD);
+    return t && (__atomic_load_n(&t->flags, __ATOMIC_RELAXED) &
+                 WB_TENSOR_REQUIRES_GRAD);
 }
 
 void wb_tensor_set_requires_grad(wb_tensor *t, bool on)
@@ -1213,15 +1219,17 @@ void wb_tensor_set_requires_grad(wb_tensor *t, bool on)
     if (!t)
         return;
     if (on)
-        t->flags |= WB_TENSOR_REQUIRES_GRAD;
+        __atomic_fetch_or(&t->flags, WB_TENSOR_REQUIRES_GRAD,
+                          __ATOMIC_RELAXED);
     else
-        t->flags &= ~WB_TENSOR_REQUIRES_GRAD;
+        __atomic_fetch_and(&t->flags, ~WB_TENSOR_REQUIRES_GRAD,
+                           __ATOMIC_RELAXED);
 }
 
 void wb_tensor_set_dynamic_dims(wb_tensor *t, uint64_t mask)
 {
     if (t)
-        t->dyn_dims = mask;
+        __atomic_store_n(&t->dyn_dims, mask, __ATOMIC_RELAXED);
 }
 
 uint64_t wb_tensor_version(const wb_tensor *t)
