@@ -58,7 +58,7 @@ extern "C" {
    the grad mode as the graph left it). */
 #define WB_ABI_VERSION 3
 
-/* Documented limits; exceeding one is an error that names the limit. */
+/* Documented limits; exceeding one is an error that gives the limit. */
 #define WB_MAX_DIMS 16        /* dimensions of a tensor */
 #define WB_MAX_DEVICE_ID 255  /* device numbers run 0..WB_MAX_DEVICE_ID */
 #define WB_MAX_INPUTS 1024    /* inputs of a spec */

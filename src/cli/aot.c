@@ -877,7 +877,8 @@ int wb_cli_aot(const char *dir, const char *prefix, wb_cli_allowlist *al,
         wb_cli_error("wrapbake: no spec to generate code for\n");
         a.failed++;
     }
-    if (!a.failed)
+    /* The names too, so that one run reports every problem. */
+    if (a.n > 0)
         order = wb_aot_sort(&a);
     if (!a.failed) {
         rc = wb_aot_write_all(&a, order) == 0 ? 0 : 1;

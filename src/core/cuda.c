@@ -193,13 +193,13 @@ static void wb_rt_cuda_probe_once(void)
 wb_status wb_cuda_devices(int *count)
 {
     pthread_once(&wb_rt_cuda_probe.once, wb_rt_cuda_probe_once);
-    if (count)
-        *count = wb_rt_cuda_probe.count;
     if (!wb_cu.lib || wb_cu.why[0])
         return wb_rt_fail(WB_ERR_DEVICE, "no CUDA device: %s", wb_cu.why);
     if (wb_rt_cuda_probe.err != cudaSuccess)
         return wb_rt_fail(WB_ERR_DEVICE, "no CUDA device: %s",
                           wb_cu.cudaGetErrorString(wb_rt_cuda_probe.err));
+    if (count)
+        *count = wb_rt_cuda_probe.count;
     return WB_OK;
 }
 
@@ -710,8 +710,7 @@ void *wb_rt_cuda_symbol(const char *name)
 
 wb_status wb_cuda_devices(int *count)
 {
-    if (count)
-        *count = 0;
+    (void)count;
     return wb_rt_fail(WB_ERR_UNSUPPORTED, "this build of wrapbake has no "
                       "CUDA support (built with WITH_CUDA=0)");
 }

@@ -222,6 +222,11 @@ if [ -e "$tmp/bad" ]; then fail "a failed run created its directory"; else pass;
 printf 'f(Tensor x) -> Tensor\nf(Tensor y) -> Tensor\n' >"$tmp/dup.txt"
 check dup 1 "$wb" emit --aot -o "$tmp/dup" "$tmp/dup.txt"
 has dup.err "dup.txt:2: a second spec named 'f'; the first is at"
+# Every problem at once: a spec that cannot be wrapped and two names.
+printf 'f(Tensor x) -> Tensor\nf(Tensor y) -> Tensor\ng(Tensor[] x) -> Tensor\n' >"$tmp/dup2.txt"
+check dup_and_bad 1 "$wb" emit --aot -o "$tmp/dup2" "$tmp/dup2.txt"
+has dup_and_bad.err "dup2.txt:2: a second spec named 'f'; the first is at" \
+    "dup2.txt:3: spec 'g' cannot be wrapped" '2 problems; nothing written to'
 printf '# nothing\n' >"$tmp/empty.txt"
 check empty 1 "$wb" emit --aot -o "$tmp/empty" "$tmp/empty.txt"
 has empty.err 'no spec to generate code for'
