@@ -327,7 +327,9 @@ typedef enum wb_alias {
     WB_OUT_NON_ALIAS = 0,       /* the graph's value as it is */
     WB_OUT_UNSAFE_VIEW_ALIAS,   /* treated as non-alias */
     WB_OUT_CUSTOM_FUNCTION_VIEW,/* treated as non-alias */
-    WB_OUT_IS_INPUT,            /* input `base` itself (same object) */
+    WB_OUT_IS_INPUT,            /* input `base` itself (same object; of
+                                   a synthetic base's member, a view of
+                                   the base) */
     WB_OUT_ALIAS_OF_INPUT,      /* a view of input `base`'s storage */
     WB_OUT_ALIAS_OF_INTERMEDIATE,             /* view of intermediate base */
     WB_OUT_ALIAS_OF_INTERMEDIATE_SAVE_AS_OUTPUT,
@@ -418,10 +420,11 @@ WB_API wb_status wb_spec_set_duplicate(wb_spec *spec, int input, int of);
    updated value among the updated inputs, first, and the call copies it
    into the base (version + 1 on the base's counter).  A member whose
    view the graph changes (a metadata or data+metadata mutation) gets
-   as_strided_ from a value the graph returns after the intermediate
-   bases, one per such member in input order (+ 1 on its counter).  An
-   output that aliases a member is a view of the storage with the
-   value's own view, sharing the base's counter.  Members have data,
+   as_strided_ from a value the graph returns after the outputs, before
+   the intermediate bases, one per such member in input order (+ 1 on
+   its counter).  An output that aliases a member, or is one (is-input),
+   is a view of the storage with the value's own view, sharing the
+   base's counter, as AOTAutograd returns it.  Members have data,
    metadata or data+metadata mutations or none, are neither hidden nor
    detached, and one of them mutates data. */
 WB_API wb_status wb_spec_set_synthetic_base(wb_spec *spec, int input,

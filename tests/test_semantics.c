@@ -2375,6 +2375,49 @@ Test(semantics, synthetic_base_takes_the_data_and_the_counter)
         }
 }
 
+/* The base's new data, and the member y itself as the output's value. */
+static int sem_synth_is_input_graph(void *ctx, const wb_arg *a, int na,
+                                    wb_value *v, int nv)
+{
+    (void)ctx; (void)na; (void)nv;
+    v[0].t = wbt_f32(100, 1, 8);
+    v[1].t = wb_tensor_retain(a[2].t);
+    return 2;
+}
+
+/* A member returned itself is, as AOTAutograd's synthetic-base wrapper
+   makes it (is-input turned alias-of-input), a new view of the base: the
+   member's storage and view, the base's counter. */
+Test(semantics, synthetic_base_member_returned_is_a_view_of_the_base)
+{
+    for (int t = 0; t < 3; t++)
+        for (int one_counter = 0; one_counter < 2; one_counter++) {
+            wb_tier tier = t < WBT_NTIERS ? WBT_TIERS[t] : WB_TIER_CC;
+            wb_spec *s;
+            WBT_OK(wb_spec_parse("f(Tensor(a!) x, Tensor(b) y [aliases=x]) "
+                                 "-> Tensor(b) [is_input]", &s));
+            wb_tensor *x, *y;
+            sem_synth_inputs(one_counter, &x, &y);
+            wb_wrapper *w = wbt_wrap(s, sem_synth_is_input_graph, NULL, tier);
+            wb_value o[1];
+            WBT_OK(wb_call(w, (wb_arg[]){{.t = x}, {.t = y}}, 2, o, 1));
+            cr_assert_neq(o[0].t, y, "%s: the member itself",
+                          wb_tier_name(tier));
+            cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(y));
+            wbt_assert_view(o[0].t, 1, (int64_t[]){4}, (int64_t[]){1}, 2);
+            uint64_t ov = wb_tensor_version(o[0].t);
+            WBT_OK(wb_tensor_copy_(y, y));  /* y's counter moves */
+            cr_assert_eq(wb_tensor_version(o[0].t) - ov, one_counter ? 1 : 0,
+                         "%s: the output shares the base's counter",
+                         wb_tier_name(tier));
+            wb_tensor_release(o[0].t);
+            wb_wrapper_free(w);
+            wbt_release_last(x);
+            wbt_release_last(y);
+            wb_spec_free(s);
+        }
+}
+
 /* What a synthetic base refuses, before anything changes: members on two
    storages, of two dtypes, members apart in training; and a base value
    of the wrong size, after the graph, with the base released. */

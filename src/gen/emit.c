@@ -244,6 +244,8 @@ static void wb_emit_output_desc(const wb_spec *s, wb_buf *b, int k)
     wb_buf_printf(b, "', %s", wb_alias_name(o->kind));
     if (o->base >= 0)
         wb_buf_printf(b, " of %d", o->base);
+    if (s->outs[k].kind != o->kind && o->kind == WB_OUT_IS_INPUT)
+        wb_buf_printf(b, ", a view of its synthetic base");
     if (o->requires_grad)
         wb_buf_printf(b, ", requires grad");
     if (o->dyn)

@@ -959,8 +959,15 @@ static void wb_spec_derive_outputs(wb_spec *s)
         d->kind = o->kind;
         switch (o->kind) {
         case WB_OUT_IS_INPUT:
-            d->base = o->base;
-            continue;
+            /* A member of a synthetic base is not returned itself but as
+               a view of the base, as AOTAutograd's synthetic-base wrapper
+               turns it into an alias (create_synthetic_base_metadata). */
+            if (s->group_of[o->base] < 0) {
+                d->base = o->base;
+                continue;
+            }
+            d->kind = WB_OUT_ALIAS_OF_INPUT;
+            /* fall through */
         case WB_OUT_ALIAS_OF_INPUT:
             d->base = o->base;
             d->group = s->group_of[o->base];

@@ -135,7 +135,8 @@ struct wb_spec {
     int *group_first;           /* per group, its first member */
     int *meta_members;          /* members whose view the graph changes,
                                    in input order: each one's value comes
-                                   after the intermediate bases */
+                                   after the outputs, before the
+                                   intermediate bases */
     int nmeta_members;
     int *reshaped;              /* inputs whose view or storage a mutation
                                    changes: metadata, set_, resize */

@@ -485,6 +485,8 @@ class Output:
     aset: int = -1       # intermediate: the alias set, in order of appearance
     base: bool = False   # intermediate: this output is its set's base
     number: str = ""     # number: int, float, bool or None
+    merged: bool = False  # is_input of a synthetic base's member, which
+                          # AOTAutograd returns as a view of the base
 
 
 def number_type(value):
@@ -727,6 +729,9 @@ def derive(run):
     groups = synthetic_groups(run, kept)
     members = {i for g in groups for i in g}
     outputs, sets = classify_outputs(run, kept)
+    outputs = [replace(o, merged=True)
+               if o.kind == "is_input" and o.input in members else o
+               for o in outputs]
     values = [base_value(run, g) for g in groups]
     values += [updated_value(run, i, kind) for i, kind in enumerate(kinds)
                if kind and i not in members]
@@ -744,9 +749,9 @@ def derive(run):
     for out, o in zip(outputs, run.outputs):
         if out.kind == "number":
             values.append(Value("number", number=o))
-        elif out.kind == "is_input":
+        elif out.kind == "is_input" and not out.merged:
             values.append(Value("input", ref=out.input))
-        elif out.kind == "alias":
+        elif out.kind in ("alias", "is_input"):
             values.append(input_view_value(run, o, out.input))
         elif out.kind == "non_alias" or out.base:
             values.append(storage_value(o))
@@ -925,7 +930,8 @@ def counter_shares(inputs, outputs):
     return shares
 
 
-def observe(case, storages, inputs, outputs, labels, dversion, private=()):
+def observe(case, storages, inputs, outputs, labels, dversion, private=(),
+            views=()):
     """The expect lines for what lies in storages, inputs and outputs after
     a call, and the dtypes and storage sizes, which the lines leave out but
     the replay must match too.  The outputs in private share no input's
@@ -953,7 +959,7 @@ def observe(case, storages, inputs, outputs, labels, dversion, private=()):
         share = next(shares)
         if k in private:
             share = "-"
-        same = [i for i, t in enumerate(inputs) if o is t]
+        same = [i for i, t in enumerate(inputs) if o is t and k not in views]
         lines.append(f"expect output {k} is_input {same[0]}" if same else
                      f"expect output {k} {where(o)} {View.of(o).text()} "
                      f"{share} {hexbytes(elem_bytes(o))}")
@@ -1061,7 +1067,14 @@ def private(case, d):
     apart = [g for g in d.groups
              if len({case.inputs[i].group for i in g}) > 1]
     return {k for k, o in enumerate(d.outputs)
-            if o.kind == "alias" and any(o.input in g for g in apart)}
+            if (o.kind == "alias" or o.merged)
+            and any(o.input in g for g in apart)}
+
+
+def merged_views(d):
+    """The outputs that are a synthetic base's member, which AOTAutograd
+    returns as views of the base rather than the member itself."""
+    return {k for k, o in enumerate(d.outputs) if o.merged}
 
 
 def replay(case, d, dversion):
@@ -1105,10 +1118,11 @@ def replay(case, d, dversion):
     outputs = []
     for k, o in enumerate(d.outputs):
         v = made[d.first_output + k]
-        group = d.group_of(o.input) if o.kind == "alias" else None
-        if o.kind == "is_input":
+        group = d.group_of(o.input) if o.kind == "alias" or o.merged \
+            else None
+        if o.kind == "is_input" and not o.merged:
             outputs.append(inputs[o.input])
-        elif o.kind == "alias":
+        elif o.kind in ("alias", "is_input"):
             base = bases[d.groups.index(group)] if group else inputs[o.input]
             outputs.append(torch.as_strided(base, v.size(), v.stride(),
                                             v.storage_offset()))
@@ -1130,7 +1144,7 @@ def replay(case, d, dversion):
         if v.kind == "new":
             labels.setdefault(storage_key(made[k]), f"v{k}")
     return observe(case, storages, inputs, outputs, labels, dversion,
-                   private(case, d))
+                   private(case, d), merged_views(d))
 
 
 # ---------------------------------------------------------------------------
@@ -1148,7 +1162,8 @@ def generate(index, case):
     d = derive(run)
     dversion = version_deltas(case, run, d)
     lines, extra = observe(case, run.storages, run.inputs, run.outputs,
-                           eager_labels(run, d), dversion, private(case, d))
+                           eager_labels(run, d), dversion, private(case, d),
+                           merged_views(d))
     assert fingerprint(run) == fingerprint(again), \
         "two eager runs differ (uninitialized memory?)"
     why = refusal(case, d)
