@@ -418,15 +418,20 @@ WB_API wb_status wb_spec_set_duplicate(wb_spec *spec, int input, int of);
    time (it reads the member's view, and writes only the base).  A
    member's data mutation is the base's: the graph returns the base's
    updated value among the updated inputs, first, and the call copies it
-   into the base (version + 1 on the base's counter).  A member whose
+   into the base (version + 1 on the base's counter); in the graph
+   (WB_MUT_IN_GRAPH, kept input mutations), the graph writes the base
+   itself and returns nothing for it, and the call bumps the base's
+   version once before it, or, hidden from autograd (every member that
+   writes is), puts it back after it.  A member whose
    view the graph changes (a metadata or data+metadata mutation) gets
    as_strided_ from a value the graph returns after the outputs, before
    the intermediate bases, one per such member in input order (+ 1 on
    its counter).  An output that aliases a member, or is one (is-input),
    is a view of the storage with the value's own view, sharing the
    base's counter, as AOTAutograd returns it.  Members have data,
-   metadata or data+metadata mutations or none, are neither hidden nor
-   detached, and one of them mutates data. */
+   metadata, data+metadata or in-graph mutations or none, are not
+   detached, and one of them mutates data, in the graph for every member
+   that does or for none, as AOTAutograd decides it for the base. */
 WB_API wb_status wb_spec_set_synthetic_base(wb_spec *spec, int input,
                                             int of);
 

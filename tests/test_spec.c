@@ -1374,11 +1374,10 @@ Test(spec, synthetic_bases_group_members)
         unsigned flags;
         const char *why;
     } bad[] = {
-        {WB_MUT_STORAGE, 0, "a member of a synthetic base has a data or "
-                            "metadata mutation, or none; not storage"},
+        {WB_MUT_STORAGE, 0, "a member of a synthetic base has a data, "
+                            "metadata or in-graph mutation, or none; not "
+                            "storage"},
         {WB_MUT_RESIZE, 0, "not resize"},
-        {WB_MUT_DATA, WB_INPUT_HIDDEN, "is neither hidden from autograd "
-                                       "nor detached"},
         {WB_MUT_METADATA, 0, "input 0 'x': its synthetic base has no member "
                              "whose data the graph mutates"},
         {WB_MUT_NONE, WB_INPUT_OPTIONAL, "an optional tensor may be NULL"},
@@ -1389,6 +1388,33 @@ Test(spec, synthetic_bases_group_members)
         WBT_OK(wb_spec_add_tensor(s, "y", bad[i].mut, bad[i].flags, NULL));
         WBT_OK(wb_spec_set_synthetic_base(s, 1, 0));
         TS_REJECTS(s, bad[i].why);
+        wb_spec_free(s);
+    }
+    /* Nor is a member detached, in training. */
+    WBT_OK(wb_spec_new("g", &s));
+    WBT_OK(wb_spec_set_training(s, true));
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+    WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_NONE, WB_INPUT_DETACH, NULL));
+    WBT_OK(wb_spec_set_synthetic_base(s, 1, 0));
+    TS_REJECTS(s, "input 1 'y': a member of a synthetic base is not detached");
+    wb_spec_free(s);
+    /* A base's data mutation is in the graph for every member, or for
+       none. */
+    for (int in_graph_first = 0; in_graph_first < 2; in_graph_first++) {
+        WBT_OK(wb_spec_new("g", &s));
+        WBT_OK(wb_spec_set_keep_input_mutations(s, true));
+        WBT_OK(wb_spec_add_tensor(s, "x", in_graph_first ? WB_MUT_IN_GRAPH
+                                                         : WB_MUT_DATA,
+                                  0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", in_graph_first ? WB_MUT_DATA
+                                                         : WB_MUT_IN_GRAPH,
+                                  0, NULL));
+        WBT_OK(wb_spec_set_synthetic_base(s, 1, 0));
+        TS_REJECTS(s, in_graph_first
+                          ? "input 1 'y': its synthetic base's data mutation "
+                            "is after the graph, where input 0's is in it"
+                          : "input 1 'y': its synthetic base's data mutation "
+                            "is in the graph, where input 0's is after it");
         wb_spec_free(s);
     }
 }

@@ -905,6 +905,20 @@ static void wb_emit_graph_args(wb_emitter *x, wb_buf *b)
     }
 }
 
+/* The tensor input `input` of a wb_spec_mut (or of bumped and hidden)
+   names: the input, or its synthetic base, which the graph's arguments
+   hold. */
+static const char *wb_emit_target(wb_emitter *x, int input)
+{
+    int g = wb_spec_synth(x->s, input);
+    wb_buf *b = wb_emit_tmp(x);
+    if (g >= 0)
+        wb_buf_printf(b, "ca[%d].t", x->s->ntokens + g);
+    else
+        wb_buf_printf(b, "a[%d].t", input);
+    return wb_emit_tmp_text(x);
+}
+
 /* Bumps, guards, grad mode, detaches, the before-call hook and the call,
    with a ladder of labels that undoes exactly what was done. */
 static void wb_emit_call(wb_emitter *x, wb_buf *b)
@@ -916,10 +930,15 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
                                     : "return st";
     for (int k = 0; k < s->nbumped; k++) {
         int i = s->bumped[k];
-        wb_emit_at(x, wb_emit_input_line(i));
-        wb_emit_comment(x, b, "/* %s: the graph writes it */",
-                        wb_emit_in_desc(x, i));
-        wb_buf_line(b, "%s(a[%d].t);", WB_EMIT_NAME(wb_rt_bump), i);
+        wb_emit_at(x, wb_emit_mut_line(s, i));
+        if (i >= 0)
+            wb_emit_comment(x, b, "/* %s: the graph writes it */",
+                            wb_emit_in_desc(x, i));
+        else
+            wb_emit_comment(x, b, "/* synthetic base %d: the graph writes "
+                            "it */", wb_spec_synth(s, i));
+        wb_buf_line(b, "%s(%s);", WB_EMIT_NAME(wb_rt_bump),
+                    wb_emit_target(x, i));
     }
     if (!wb_emit_call_wrapped(s))
         return;  /* made in the check's condition (wb_emit_checks) */
@@ -953,14 +972,15 @@ static void wb_emit_call(wb_emitter *x, wb_buf *b)
         wb_buf_line(b, "    goto undetach%d;", s->ndetached);
     }
     for (int k = 0; k < s->nhidden; k++)
-        wb_buf_line(b, "kept[%d] = %s(a[%d].t); /* hidden from autograd */",
-                    k, WB_EMIT_NAME(wb_rt_version_get), s->hidden[k]);
+        wb_buf_line(b, "kept[%d] = %s(%s); /* hidden from autograd */", k,
+                    WB_EMIT_NAME(wb_rt_version_get),
+                    wb_emit_target(x, s->hidden[k]));
     wb_buf_line(b, "n = e->graph(e->graph_ctx, %s, %d, %s, %d);", args,
                 s->nargs, wb_emit_values(s), s->nreturned);
     x->types |= WB_EMIT_TYPE_ENV;
     for (int k = 0; k < s->nhidden; k++)
-        wb_buf_line(b, "%s(a[%d].t, kept[%d]);",
-                    WB_EMIT_NAME(wb_rt_version_put), s->hidden[k], k);
+        wb_buf_line(b, "%s(%s, kept[%d]);", WB_EMIT_NAME(wb_rt_version_put),
+                    wb_emit_target(x, s->hidden[k]), k);
     if (s->rng)
         wb_buf_line(b, "%s(ca + %d);", WB_EMIT_NAME(wb_rt_rng_put),
                     s->nargs - 2);
@@ -1001,18 +1021,6 @@ static const char *wb_emit_holder(wb_emitter *x, const wb_spec_out *d)
     return wb_emit_tmp_text(x);
 }
 
-/* The tensor mutation m writes into: its input, or its synthetic base,
-   which the graph's arguments hold. */
-static const char *wb_emit_target(wb_emitter *x, const wb_spec_mut *m)
-{
-    int g = wb_spec_synth(x->s, m->input);
-    wb_buf *b = wb_emit_tmp(x);
-    if (g >= 0)
-        wb_buf_printf(b, "ca[%d].t", x->s->ntokens + g);
-    else
-        wb_buf_printf(b, "a[%d].t", m->input);
-    return wb_emit_tmp_text(x);
-}
 
 /* Mutation j's check. */
 static void wb_emit_prep_mut(wb_emitter *x, wb_buf *b, int j)
@@ -1021,7 +1029,7 @@ static void wb_emit_prep_mut(wb_emitter *x, wb_buf *b, int j)
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->check;
     const char *fn = wb_emit_helper_name(x, h->id);
     char t[24];
-    snprintf(t, sizeof t, "%s", wb_emit_target(x, m));
+    snprintf(t, sizeof t, "%s", wb_emit_target(x, m->input));
     if (h->args == WB_GEN_ARGS_prep_grow)
         wb_buf_line(b, "if ((st = %s(e, %d, %s, r[%d].t, &g%d)) != 0)", fn,
                     m->input, t, j, j);
@@ -1068,7 +1076,7 @@ static void wb_emit_commit_mut(wb_emitter *x, wb_buf *b, int j)
     const wb_gen_helper *h = &wb_emit_mut_step(x->s, m)->commit;
     const char *fn = wb_emit_helper_name(x, h->id);
     char t[24];
-    snprintf(t, sizeof t, "%s", wb_emit_target(x, m));
+    snprintf(t, sizeof t, "%s", wb_emit_target(x, m->input));
     if (h->args == WB_GEN_ARGS_commit_grow)
         wb_buf_line(b, "%s(%s, r[%d].t, &g%d);", fn, t, j, j);
     else
@@ -1503,8 +1511,8 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     if (s->nbumped) {
         wb_buf_printf(b, "unbump:\n");
         for (int k = 0; k < s->nbumped; k++)
-            wb_buf_line(b, "%s(a[%d].t);", WB_EMIT_NAME(wb_rt_unbump),
-                        s->bumped[k]);
+            wb_buf_line(b, "%s(%s);", WB_EMIT_NAME(wb_rt_unbump),
+                        wb_emit_target(x, s->bumped[k]));
     } else if (s->ngroups) {
         wb_buf_printf(b, "drop:\n");
     }

@@ -34,11 +34,11 @@ static const wb_tensor *wb_interp_holder(const wb_spec_out *d,
 }
 
 /* The tensor mutation m writes into: an input, or a synthetic base. */
-static wb_tensor *wb_interp_target(const wb_spec *s, const wb_spec_mut *m,
+static wb_tensor *wb_interp_target(const wb_spec *s, int input,
                                    const wb_arg *args, const wb_arg *bases)
 {
-    int g = wb_spec_synth(s, m->input);
-    return g >= 0 ? bases[g].t : args[m->input].t;
+    int g = wb_spec_synth(s, input);
+    return g >= 0 ? bases[g].t : args[input].t;
 }
 
 /* Mutation m's check, as its row of the step table says: the helper,
@@ -111,7 +111,7 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
 
     /* In-graph mutations: the graph writes these inputs itself. */
     for (i = 0; i < s->nbumped; i++)
-        wb_rt_bump(args[s->bumped[i]].t);
+        wb_rt_bump(wb_interp_target(s, s->bumped[i], args, bases));
 
     /* The call, inside the guards and the grad mode of the spec. */
     for (g = 0; g < s->nguards; g++)
@@ -141,12 +141,14 @@ int wb_interp_call(const wb_env *e, const wb_arg *args, int nargs,
     /* In-graph mutations hidden from autograd: whatever the graph does to
        their versions is undone. */
     for (i = 0; i < s->nhidden; i++)
-        kept[i] = wb_rt_version_get(args[s->hidden[i]].t);
+        kept[i] = wb_rt_version_get(
+            wb_interp_target(s, s->hidden[i], args, bases));
     n = e->graph(e->graph_ctx, cargs, own_args ? s->nargs : nargs, rt, all);
     if (s->rng)
         wb_rt_rng_put(gargs + s->nargs - 2);
     for (i = 0; i < s->nhidden; i++)
-        wb_rt_version_put(args[s->hidden[i]].t, kept[i]);
+        wb_rt_version_put(wb_interp_target(s, s->hidden[i], args, bases),
+                          kept[i]);
 undetach:
     while (nd-- > 0)
         wb_tensor_release(gargs[s->arg_at[s->detached[nd]]].t);
@@ -172,7 +174,8 @@ leave_guards:
     }
     for (i = 0; i < M; i++) {
         const wb_spec_mut *m = &s->muts[i];
-        st = wb_interp_prep_mut(e, m, wb_interp_target(s, m, args, bases),
+        st = wb_interp_prep_mut(e, m,
+                                wb_interp_target(s, m->input, args, bases),
                                 r[i].t, &grows[i]);
         if (st != WB_OK)
             goto fail;
@@ -207,7 +210,7 @@ leave_guards:
        write-back enqueued at the end (wb_rt_flush) can. */
     for (i = 0; i < M; i++)
         wb_interp_commit_mut(&s->muts[i],
-                             wb_interp_target(s, &s->muts[i], args, bases),
+                             wb_interp_target(s, s->muts[i].input, args, bases),
                              r[i].t, &grows[i]);
     for (i = 0, nd = 0; i < s->noutputs; i++) {
         const wb_spec_out *d = &s->outs[i];
@@ -275,7 +278,7 @@ fail:
     return st;
 unbump:
     for (i = 0; i < s->nbumped; i++)
-        wb_rt_unbump(args[s->bumped[i]].t);
+        wb_rt_unbump(wb_interp_target(s, s->bumped[i], args, bases));
     wb_rt_release_values(bases, s->ngroups);
     return st;
 }

@@ -845,13 +845,17 @@ static void wb_spec_derive_groups(wb_spec *s)
     }
 }
 
-/* What a synthetic base's members may be: mutated in data or view, or
-   not at all, and no more (the base takes the data, each member its own
-   view); one of them is mutated in data, which the base exists for. */
+/* What a synthetic base's members may be: mutated in data (in the graph
+   or after it) or view, or not at all, and no more (the base takes the
+   data, each member its own view); one of them is mutated in data, which
+   the base exists for.  The base's data mutation is in the graph for all
+   its members or for none, as AOTAutograd decides it for the base
+   (_check_if_mutation_can_be_in_graph). */
 static wb_status wb_spec_check_groups(const wb_spec *s)
 {
-    bool data[s->ngroups + 1];
-    memset(data, 0, sizeof data);
+    int data[s->ngroups + 1], in_graph[s->ngroups + 1];
+    memset(data, -1, sizeof data);
+    memset(in_graph, -1, sizeof in_graph);
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         int g = s->group_of[i];
@@ -859,18 +863,36 @@ static wb_status wb_spec_check_groups(const wb_spec *s)
             continue;
         if (in->mutation != WB_MUT_NONE && in->mutation != WB_MUT_DATA &&
             in->mutation != WB_MUT_METADATA &&
-            in->mutation != WB_MUT_DATA_METADATA)
+            in->mutation != WB_MUT_DATA_METADATA &&
+            in->mutation != WB_MUT_IN_GRAPH)
             return WB_INPUT_ERR(s, i, "a member of a synthetic base has a "
-                                "data or metadata mutation, or none; not %s",
+                                "data, metadata or in-graph mutation, or "
+                                "none; not %s",
                                 wb_mutation_name(in->mutation));
-        if (in->flags & (WB_INPUT_HIDDEN | WB_INPUT_DETACH))
-            return WB_INPUT_ERR(s, i, "a member of a synthetic base is "
-                                "neither hidden from autograd nor detached");
-        data[g] |= in->mutation == WB_MUT_DATA ||
-                   in->mutation == WB_MUT_DATA_METADATA;
+        if (in->flags & WB_INPUT_DETACH)
+            return WB_INPUT_ERR(s, i, "a member of a synthetic base is not "
+                                "detached");
+        if (in->mutation == WB_MUT_IN_GRAPH && data[g] >= 0 && !in_graph[g])
+            return WB_INPUT_ERR(s, i, "its synthetic base's data mutation "
+                                "is in the graph, where input %d's is "
+                                "after it; it is one for all the members",
+                                data[g]);
+        if ((in->mutation == WB_MUT_DATA ||
+             in->mutation == WB_MUT_DATA_METADATA) && in_graph[g] > 0)
+            return WB_INPUT_ERR(s, i, "its synthetic base's data mutation "
+                                "is after the graph, where input %d's is "
+                                "in it; it is one for all the members",
+                                data[g]);
+        if (in->mutation == WB_MUT_DATA ||
+            in->mutation == WB_MUT_DATA_METADATA ||
+            in->mutation == WB_MUT_IN_GRAPH) {
+            in_graph[g] = in->mutation == WB_MUT_IN_GRAPH;
+            if (data[g] < 0)
+                data[g] = i;
+        }
     }
     for (int g = 0; g < s->ngroups; g++)
-        if (!data[g]) {
+        if (data[g] < 0) {
             return WB_INPUT_ERR(s, s->group_first[g], "its synthetic base "
                                 "has no member whose data the graph mutates, "
                                 "which is what merging them is for");
@@ -893,10 +915,32 @@ static void wb_spec_derive_inputs(wb_spec *s)
     for (int i = 0; i < s->ninputs; i++)
         if (s->group_of[i] >= 0)
             s->arg_at[i] = s->nargs++;
-    /* The bases' data mutations come first, as the graph's inputs do. */
-    for (s->nupdated = 0; s->nupdated < s->ngroups; s->nupdated++)
-        s->muts[s->nupdated] = (wb_spec_mut){s->nupdated - s->ngroups,
-                                             WB_MUT_DATA};
+    /* The bases' data mutations come first, as the graph's inputs do:
+       after the call, or in it, where the base's version is bumped before
+       it, or put back after it when the mutation is hidden from
+       autograd (a base is the input g - ngroups, as in wb_spec_mut). */
+    bool in_graph[s->ngroups + 1], hidden[s->ngroups + 1];
+    for (int g = 0; g < s->ngroups; g++)
+        in_graph[g] = false, hidden[g] = true;
+    /* Hidden when every member that writes is (an unwritten member's
+       mutations are all hidden, as AOTAutograd counts them). */
+    for (int i = 0; i < s->ninputs; i++) {
+        int g = s->group_of[i];
+        if (g >= 0 && s->inputs[i].mutation == WB_MUT_IN_GRAPH) {
+            in_graph[g] = true;
+            hidden[g] &= (s->inputs[i].flags & WB_INPUT_HIDDEN) != 0;
+        }
+    }
+    s->nupdated = 0;
+    for (int g = 0; g < s->ngroups; g++) {
+        if (!in_graph[g])
+            s->muts[s->nupdated++] = (wb_spec_mut){g - s->ngroups,
+                                                   WB_MUT_DATA};
+        else if (hidden[g])
+            s->hidden[s->nhidden++] = g - s->ngroups;
+        else
+            s->bumped[s->nbumped++] = g - s->ngroups;
+    }
     for (int i = 0; i < s->ninputs; i++) {
         const wb_input *in = &s->inputs[i];
         s->dirs[i] = wb_input_direction(in);
@@ -908,7 +952,10 @@ static void wb_spec_derive_inputs(wb_spec *s)
         s->tensor_inputs[s->ntensor_inputs++] = i;
         if (in->dtype.bits != 0 || in->ndim >= 0 || in->device.device_type)
             s->declared[s->ndeclared++] = i;
-        if (in->mutation == WB_MUT_IN_GRAPH && !(in->flags & WB_INPUT_HIDDEN))
+        if (in->mutation == WB_MUT_IN_GRAPH && s->group_of[i] >= 0)
+            ;  /* its base's, above */
+        else if (in->mutation == WB_MUT_IN_GRAPH &&
+                 !(in->flags & WB_INPUT_HIDDEN))
             s->bumped[s->nbumped++] = i;
         else if (in->mutation == WB_MUT_IN_GRAPH)
             s->hidden[s->nhidden++] = i;
