@@ -181,7 +181,9 @@ WB_API wb_status wb_tensor_as_strided(const wb_tensor *base, int ndim,
 /* A new tensor object sharing t's storage and view, requires-grad cleared. */
 WB_API wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out);
 
-/* Re-strides t in place (torch.Tensor.as_strided_); no data moves. */
+/* Re-strides t in place (torch.Tensor.as_strided_); no data moves, and
+   the version stays (a wrapper's metadata mutation bumps it, as
+   AOTAutograd's epilogue does). */
 WB_API wb_status wb_tensor_as_strided_(wb_tensor *t, int ndim,
                                        const int64_t *sizes,
                                        const int64_t *strides, int64_t offset);
@@ -400,7 +402,7 @@ WB_API wb_status wb_spec_add_scalar_output(wb_spec *spec, const char *name,
    `of`, which is kept.  The graph gets the kept inputs only; a call whose
    two tensors differ fails, naming both, and changes nothing.  A
    duplicate has no mutation, flag or output of its own: those of the
-   tensor are the kept input's. */
+   tensor are the kept input's.  of -1 undoes it. */
 WB_API wb_status wb_spec_set_duplicate(wb_spec *spec, int input, int of);
 
 /* Synthetic bases (AOTAutograd's AOTSyntheticBaseWrapper): tensor input
@@ -468,7 +470,8 @@ WB_API wb_status wb_spec_set_before_call(wb_spec *spec, wb_hook_fn fn,
    call run it again. */
 WB_API wb_status wb_spec_set_first_call(wb_spec *spec, wb_hook_fn fn,
                                         void *ud);
-/* Guards are entered in order around the graph call and left in reverse. */
+/* Guards are entered in order around the graph call and left in reverse;
+   each needs both enter and leave. */
 WB_API wb_status wb_spec_add_guard(wb_spec *spec, wb_hook_fn enter,
                                    wb_leave_fn leave, void *ud);
 

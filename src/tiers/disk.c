@@ -893,9 +893,13 @@ static void wb_disk_explain_miss(const wb_disk *d, const wb_disk_key *k,
         /* The record's fields are whatever its file holds, and the
            compiler's path comes from $CC or $PATH: shown printable. */
         char then[PATH_MAX], now[PATH_MAX];
-        if (strcmp(near.compiler, k->compiler))
+        if (strcmp(near.compiler, k->compiler) && strcmp(near.path, k->path))
             wb_say(s, len, " the compiler (%s then, %s now)",
                    wb_rt_printable(near.path, then, sizeof then),
+                   wb_rt_printable(k->path, now, sizeof now));
+        else if (strcmp(near.compiler, k->compiler))
+            wb_say(s, len, " the compiler's command words, or the file %s "
+                   "(its size or time)",
                    wb_rt_printable(k->path, now, sizeof now));
         if (strcmp(near.flags, k->flags))
             wb_say(s, len, " the flags (%s then, %s now)",
