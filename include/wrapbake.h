@@ -268,7 +268,8 @@ WB_API void wb_thread_cache_flush(void);
 
 /* The number of CUDA devices: WB_OK with *count >= 1; WB_ERR_UNSUPPORTED
    in a build without CUDA; WB_ERR_DEVICE, saying why, when none can be
-   used (no driver, no device, a $WRAPBAKE_CUDART refused). */
+   used (no driver, no device, a $WRAPBAKE_CUDART refused).  *count is
+   written only with WB_OK. */
 WB_API wb_status wb_cuda_devices(int *count);
 /* The stream (a cudaStream_t) this thread's calls enqueue their CUDA work
    on, over each wrapper's own (wb_options.stream), until cleared.  As
@@ -534,9 +535,9 @@ typedef wb_value wb_arg;
  * (values[i].t) but for the outputs that are numbers
  * (wb_spec_add_scalar_output: .i, .f or .b, nothing for None): the effect
  * tokens (which may be NULL), the M updated inputs (the synthetic bases'
- * first), the outputs, the intermediate bases, the members' new views,
- * then the new RNG offset.  It returns how many values it produced, or a negative number on
- * failure.  Whatever non-NULL references it leaves in values, on success
+ * mutated after the graph first), the outputs, the members' new views,
+ * the intermediate bases, then the new RNG offset.  It returns how many
+ * values it produced, or a negative number on failure.  Whatever non-NULL references it leaves in values, on success
  * or failure, belong to the wrapper from then on.  A view
  * output's value that lies on the storage its base will have after the
  * call's mutations, and whose only reference the graph handed over, is

@@ -111,6 +111,7 @@ typedef struct diff_spec {
        members whose view the graph changes, in input order. */
     int alias_of[DIFF_MAX_IN], group_of[DIFF_MAX_IN];
     int group_first[DIFF_MAX_IN], ngroups;
+    bool group_in_graph[DIFF_MAX_IN];  /* written by the graph: no value */
     int new_views[DIFF_MAX_IN], nnew_views;
     bool member[DIFF_MAX_IN];  /* its kind may be a member's */
     bool tied_to[DIFF_MAX_IN]; /* a later input lies on its storage */
@@ -296,9 +297,12 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
         values[v++].t = diff_below(&r, 2)
                           ? NULL
                           : diff_tensor(&r, d->dev, diff_dtypes[0], 1, NULL);
-    /* Each synthetic base's new data, its size now and then wrong. */
+    /* Each synthetic base's new data, its size now and then wrong; one
+       the graph writes itself has none. */
     for (int g = 0; g < d->ngroups && v < nvalues; g++) {
         const wb_tensor *b = args[d->ntokens + g].t;
+        if (d->group_in_graph[g])
+            continue;
         values[v++].t = diff_tensor(&r, d->dev, wb_tensor_dtype(b), 1,
                                     diff_below(&r, 8) ? wb_tensor_sizes(b)
                                                       : NULL);
@@ -369,14 +373,15 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
         }
         values[v++].t = o;
     }
-    for (int b = 0; b < d->nbases && v < nvalues; b++) {
-        values[v++].t = bases[b];
-        bases[b] = NULL;
-    }
-    /* The members' new views, of their storage. */
+    /* The members' new views, of their storage, then the intermediate
+       bases. */
     for (int k = 0; k < d->nnew_views && v < nvalues; k++) {
         const wb_tensor *t = args[d->arg_at[d->new_views[k]]].t;
         values[v++].t = diff_view_of(&r, t, wb_tensor_dtype(t));
+    }
+    for (int b = 0; b < d->nbases && v < nvalues; b++) {
+        values[v++].t = bases[b];
+        bases[b] = NULL;
     }
     /* The RNG's new offset: a 1-d tensor, so that the log tells it from
        the offset the wrapper read. */
@@ -408,13 +413,33 @@ static int diff_graph(void *ctx, const wb_arg *args, int nargs,
 static bool diff_member_kind(wb_mutation m, unsigned flags)
 {
     return (m == WB_MUT_NONE || m == WB_MUT_DATA || m == WB_MUT_METADATA ||
-            m == WB_MUT_DATA_METADATA) &&
-           !(flags & (WB_INPUT_HIDDEN | WB_INPUT_DETACH));
+            m == WB_MUT_DATA_METADATA || m == WB_MUT_IN_GRAPH) &&
+           !(flags & WB_INPUT_DETACH);
 }
 
 static bool diff_writes_data(wb_mutation m)
 {
-    return m == WB_MUT_DATA || m == WB_MUT_DATA_METADATA;
+    return m == WB_MUT_DATA || m == WB_MUT_DATA_METADATA ||
+           m == WB_MUT_IN_GRAPH;
+}
+
+/* Whether mutation m may join input k's synthetic base: a base's data
+   is written in the graph for all its members or for none. */
+static bool diff_joins(const diff_spec *d, int i, int k, wb_mutation m)
+{
+    int root = k;
+    while (d->alias_of[root] >= 0)
+        root = d->alias_of[root];
+    for (int j = 0; j < i; j++) {
+        int rj = j;
+        while (rj >= 0 && d->alias_of[rj] >= 0)
+            rj = d->alias_of[rj];
+        if (rj == root && diff_writes_data(m) &&
+            diff_writes_data(d->mut[j]) &&
+            (m == WB_MUT_IN_GRAPH) != (d->mut[j] == WB_MUT_IN_GRAPH))
+            return false;
+    }
+    return true;
 }
 
 /* The synthetic bases, as wb_spec_validate numbers them: in order of
@@ -441,6 +466,8 @@ static void diff_groups(diff_spec *d)
         if (d->group_of[i] >= 0 && (d->mut[i] == WB_MUT_METADATA ||
                                     d->mut[i] == WB_MUT_DATA_METADATA))
             d->new_views[d->nnew_views++] = i;
+        if (d->group_of[i] >= 0)
+            d->group_in_graph[d->group_of[i]] |= d->mut[i] == WB_MUT_IN_GRAPH;
     }
     for (int j = 0; j < d->nmuts; j++)
         if (d->group_of[d->muts[j]] < 0)
@@ -497,7 +524,8 @@ static wb_spec *diff_make_spec(diff_rng *r, diff_spec *d)
             for (int k = j; k < i && d->alias_of[i] < 0; k++)
                 if (d->is_tensor[k] && d->dup_of[k] < 0 && d->member[k] &&
                     (data || diff_writes_data(d->mut[k]) ||
-                     d->alias_of[k] >= 0 || d->tied_to[k]))
+                     d->alias_of[k] >= 0 || d->tied_to[k]) &&
+                    diff_joins(d, i, k, m))
                     d->alias_of[i] = k;
             if (d->alias_of[i] >= 0) {
                 d->tied_to[d->alias_of[i]] = true;

@@ -2391,11 +2391,15 @@ static int sem_synth_is_input_graph(void *ctx, const wb_arg *a, int na,
 Test(semantics, synthetic_base_member_returned_is_a_view_of_the_base)
 {
     for (int t = 0; t < 3; t++)
-        for (int one_counter = 0; one_counter < 2; one_counter++) {
+        for (int mode = 0; mode < 4; mode++) {
+            bool one_counter = mode & 1, rg = mode & 2;
             wb_tier tier = t < WBT_NTIERS ? WBT_TIERS[t] : WB_TIER_CC;
             wb_spec *s;
-            WBT_OK(wb_spec_parse("f(Tensor(a!) x, Tensor(b) y [aliases=x]) "
-                                 "-> Tensor(b) [is_input]", &s));
+            WBT_OK(wb_spec_parse(rg ? "f(Tensor(a!) x, Tensor(b) y [aliases="
+                                      "x]) -> Tensor(b) [is_input, "
+                                      "requires_grad]"
+                                    : "f(Tensor(a!) x, Tensor(b) y [aliases="
+                                      "x]) -> Tensor(b) [is_input]", &s));
             wb_tensor *x, *y;
             sem_synth_inputs(one_counter, &x, &y);
             wb_wrapper *w = wbt_wrap(s, sem_synth_is_input_graph, NULL, tier);
@@ -2405,6 +2409,8 @@ Test(semantics, synthetic_base_member_returned_is_a_view_of_the_base)
                           wb_tier_name(tier));
             cr_assert_eq(wb_tensor_storage(o[0].t), wb_tensor_storage(y));
             wbt_assert_view(o[0].t, 1, (int64_t[]){4}, (int64_t[]){1}, 2);
+            cr_assert_eq(wb_tensor_requires_grad(o[0].t), rg,
+                         "%s: the spec's requires-grad", wb_tier_name(tier));
             uint64_t ov = wb_tensor_version(o[0].t);
             WBT_OK(wb_tensor_copy_(y, y));  /* y's counter moves */
             cr_assert_eq(wb_tensor_version(o[0].t) - ov, one_counter ? 1 : 0,
@@ -2472,6 +2478,55 @@ Test(semantics, synthetic_base_mutated_in_the_graph)
             wbt_release_last(y);
             wb_spec_free(s);
         }
+}
+
+static int sem_guard_fails(void *ud) { (void)ud; return -1; }
+static void sem_guard_never(void *ud) { (void)ud; }
+
+/* The base's bump is undone when the call fails before the graph (a
+   guard); a base is hidden only when every member that writes is; and a
+   member's data mutation may be hidden (it is copied all the same). */
+Test(semantics, synthetic_base_mutated_in_the_graph_undone_and_mixed)
+{
+    for (int t = 0; t < 3; t++) {
+        wb_tier tier = t < WBT_NTIERS ? WBT_TIERS[t] : WB_TIER_CC;
+        wb_spec *s;
+        wb_tensor *x, *y;
+        wb_value o[1];
+        WBT_OK(wb_spec_parse("f(Tensor(a!) x [in_graph], Tensor(b) y "
+                             "[aliases=x]) -> Tensor with "
+                             "keep_input_mutations", &s));
+        WBT_OK(wb_spec_add_guard(s, sem_guard_fails, sem_guard_never, NULL));
+        sem_synth_inputs(true, &x, &y);
+        wb_wrapper *w = wbt_wrap(s, sem_synth_in_graph_graph, NULL, tier);
+        cr_assert_neq(wb_call(w, (wb_arg[]){{.t = x}, {.t = y}}, 2, o, 1),
+                      WB_OK);
+        cr_assert_eq(wb_tensor_version(x), 0, "%s: the bump stayed",
+                     wb_tier_name(tier));
+        cr_assert_eq(((float *)wb_tensor_data(x))[0], 0.0f);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+
+        /* One member hidden, the other not: bumped once. */
+        WBT_OK(wb_spec_parse("f(Tensor(a!) x [in_graph, hidden], Tensor(b!) "
+                             "y [in_graph, aliases=x]) -> Tensor with "
+                             "keep_input_mutations", &s));
+        w = wbt_wrap(s, sem_synth_in_graph_graph, NULL, tier);
+        WBT_OK(wb_call(w, (wb_arg[]){{.t = x}, {.t = y}}, 2, o, 1));
+        cr_assert_eq(wb_tensor_version(y), 1, "%s: mixed hidden",
+                     wb_tier_name(tier));
+        wb_tensor_release(o[0].t);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+        wbt_release_last(x);
+        wbt_release_last(y);
+    }
+    wb_spec *s;
+    WBT_OK(wb_spec_parse("f(Tensor(a!) x [data, hidden], Tensor(b) y "
+                         "[aliases=x]) -> Tensor", &s));
+    WBT_OK(wb_spec_validate(s));
+    cr_assert_eq(wb_spec_num_values(s), 2, "the base's value, the output");
+    wb_spec_free(s);
 }
 
 /* What a synthetic base refuses, before anything changes: members on two

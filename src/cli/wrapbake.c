@@ -273,11 +273,23 @@ static void wb_cli_json_spec(const wb_schema *sc, const wb_spec *spec,
                 }
             putc(']', f);
         }
-        /* Updated inputs after the bases' updated values. */
+        /* The updated values: the bases' mutated after the graph, then
+           the inputs'. */
+        fputs("], \"updated_bases\": [", f);
+        first = true;
+        for (int m = 0; m < spec->nupdated; m++)
+            if (spec->muts[m].input < 0) {
+                fprintf(f, "%s%d", first ? "" : ", ",
+                        wb_spec_synth(spec, spec->muts[m].input));
+                first = false;
+            }
         fputs("], \"updated\": [", f);
-        for (int m = spec->ngroups; m < spec->nupdated; m++)
-            fprintf(f, "%s%d", m > spec->ngroups ? ", " : "",
-                    spec->muts[m].input);
+        first = true;
+        for (int m = 0; m < spec->nupdated; m++)
+            if (spec->muts[m].input >= 0) {
+                fprintf(f, "%s%d", first ? "" : ", ", spec->muts[m].input);
+                first = false;
+            }
         fprintf(f, "], \"outputs\": %d, \"intermediate_bases\": %d, "
                 "\"new_views\": [", spec->noutputs, spec->nbases);
         for (int k = 0; k < spec->nmeta_members; k++)

@@ -540,8 +540,10 @@ wb_status wb_tensor_detach(const wb_tensor *t, wb_tensor **out)
     wb_rt_tensor_init(d, t->storage, t->dtype, t->ndim, t->sizes, t->strides,
                       t->offset);
     d->counter = wb_rt_counter_share(t);
-    d->flags = t->flags & ~WB_TENSOR_REQUIRES_GRAD;
-    d->dyn_dims = t->dyn_dims;
+    /* Calls may be writing them on t (wb_tensor_requires_grad). */
+    d->flags = __atomic_load_n(&t->flags, __ATOMIC_RELAXED) &
+               ~WB_TENSOR_REQUIRES_GRAD;
+    d->dyn_dims = __atomic_load_n(&t->dyn_dims, __ATOMIC_RELAXED);
     *out = d;
     return WB_OK;
 }
@@ -1167,7 +1169,10 @@ const int64_t *wb_tensor_sizes(const wb_tensor *t) { return t ? t->sizes : NULL;
 const int64_t *wb_tensor_strides(const wb_tensor *t) { return t ? t->strides : NULL; }
 int64_t wb_tensor_offset(const wb_tensor *t) { return t ? t->offset : 0; }
 wb_storage *wb_tensor_storage(const wb_tensor *t) { return t ? t->storage : NULL; }
-uint32_t wb_tensor_flags(const wb_tensor *t) { return t ? t->flags : 0; }
+uint32_t wb_tensor_flags(const wb_tensor *t)
+{
+    return t ? __atomic_load_n(&t->flags, __ATOMIC_RELAXED) : 0;
+}
 uint64_t wb_tensor_dynamic_dims(const wb_tensor *t)
 {
     return t ? __atomic_load_n(&t->dyn_dims, __ATOMIC_RELAXED) : 0;

@@ -310,9 +310,14 @@ static void wb_emit_banner(wb_emitter *x)
                       WB_PLURAL(s->nmeta_members));
     wb_buf_printf(b, "%d intermediate base%s\n", s->nbases,
                   WB_PLURAL(s->nbases));
-    if (s->ngroups)
-        wb_buf_printf(b, " * synthetic bases: %d, updated first\n",
-                      s->ngroups);
+    if (s->ngroups) {
+        int after = 0;
+        for (int j = 0; j < s->nupdated; j++)
+            after += s->muts[j].input < 0;
+        wb_buf_printf(b, " * synthetic bases: %d, %d updated first, %d "
+                      "written by the graph\n", s->ngroups, after,
+                      s->ngroups - after);
+    }
     wb_buf_printf(b, " * %s: grad mode %s during the call",
                   s->training ? "training" : "inference",
                   s->training ? "on" : "off");

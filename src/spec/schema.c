@@ -1728,6 +1728,20 @@ static void wb_schema_classify(wb_schema *sc)
     }
 }
 
+/* Whether parameter i is a member of a synthetic base: it lies on an
+   earlier parameter's storage (aliases=), or a later one lies on its.
+   Returned itself, a member is a view of the base, whose requires-grad
+   the spec may set (wb_spec_set_synthetic_base). */
+static bool wb_schema_is_member(const wb_schema *sc, int i)
+{
+    if (sc->args[i].alias_of >= 0)
+        return true;
+    for (int j = i + 1; j < sc->nargs; j++)
+        if (sc->args[j].alias_of == i)
+            return true;
+    return false;
+}
+
 /* Resolves every return to its alias, base and output kind; numbers the
    intermediate bases in order of first appearance, leaving out the sets
    that have a [base] return. */
@@ -1778,7 +1792,8 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
             r->alias = itself ? WB_SCHEMA_IS_INPUT : WB_SCHEMA_ALIAS_OF_INPUT;
             r->kind = itself ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
             r->base = r->spec_base = r->key;
-            if (r->kind == WB_OUT_IS_INPUT && r->requires_grad)
+            if (r->kind == WB_OUT_IS_INPUT && r->requires_grad &&
+                !wb_schema_is_member(sc, r->key))
                 return wb_schema_fail_at(
                     p, r->rg_pos, "%s: attribute 'requires_grad' does not "
                     "apply: the return is %s itself, the caller's own "

@@ -670,6 +670,19 @@ static bool wb_alias_is_plain(wb_alias k)
            k == WB_OUT_CUSTOM_FUNCTION_VIEW;
 }
 
+/* Whether input i is a member of a synthetic base: it lies on an earlier
+   input's storage, or a later one lies on its.  Returned itself, a member
+   is a view of the base, whose requires-grad the spec may set. */
+static bool wb_spec_is_member(const wb_spec *s, int i)
+{
+    if (s->inputs[i].alias_of >= 0)
+        return true;
+    for (int j = i + 1; j < s->ninputs; j++)
+        if (s->inputs[j].alias_of == i)
+            return true;
+    return false;
+}
+
 static bool wb_alias_of_intermediate(wb_alias k)
 {
     return k == WB_OUT_ALIAS_OF_INTERMEDIATE ||
@@ -701,7 +714,8 @@ static wb_status wb_spec_check_output(const wb_spec *s, int k)
             return WB_OUTPUT_ERR(s, k, "%s base %d duplicates input %d; "
                                  "expected the kept input", kind, o->base,
                                  s->inputs[o->base].dup_of);
-        if (o->kind == WB_OUT_IS_INPUT && o->requires_grad)
+        if (o->kind == WB_OUT_IS_INPUT && o->requires_grad &&
+            !wb_spec_is_member(s, o->base))
             return WB_OUTPUT_ERR(s, k, "is-input returns the caller's own "
                                  "tensor, whose requires-grad it cannot "
                                  "set");

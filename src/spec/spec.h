@@ -116,16 +116,19 @@ struct wb_spec {
     int ntensor_inputs;
     int *declared;              /* tensor inputs with a declared dtype/ndim */
     int ndeclared;
-    int *bumped;                /* in-graph mutations seen by autograd */
+    int *bumped;                /* in-graph mutations seen by autograd:
+                                   inputs, or synthetic base g as
+                                   g - ngroups (wb_spec_synth) */
     int nbumped;
     int *hidden;                /* in-graph mutations hidden from it: their
-                                   versions are put back after the call */
+                                   versions are put back after the call
+                                   (inputs or bases, as bumped) */
     int nhidden;
     int *detached;              /* inputs detached before a training call */
     int ndetached;
     wb_spec_mut *muts;          /* M runtime mutations, value i for muts[i]:
-                                   the synthetic bases' first, then the
-                                   inputs' in order */
+                                   the synthetic bases' mutated after the
+                                   graph first, then the inputs' in order */
     int *mut_at;                /* per input, its index in muts, or -1 */
     /* Synthetic bases (AOTAutograd's AOTSyntheticBaseWrapper): inputs
        that lie on one storage, merged into one base the graph gets, the

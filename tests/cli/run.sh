@@ -217,9 +217,9 @@ lines check_json.out 26
 json check_json.out
 lines check_json.err 0
 # The spec after the failures is still checked, whole.
-has check_json.out '{"name": "mul.Tensor", "ok": true, "wrappable": true, "arity": 1, "args": [{"name": "self", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}, {"name": "other", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}], "returns": [{"alias": "none", "base": null}], "signature": ["in", "in"], "effect_tokens": 0, "functional_rng": false, "graph_args": [0, 1], "synthetic_bases": [], "updated": [], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 1}'
+has check_json.out '{"name": "mul.Tensor", "ok": true, "wrappable": true, "arity": 1, "args": [{"name": "self", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}, {"name": "other", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}], "returns": [{"alias": "none", "base": null}], "signature": ["in", "in"], "effect_tokens": 0, "functional_rng": false, "graph_args": [0, 1], "synthetic_bases": [], "updated_bases": [], "updated": [], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 1}'
 # The example of the brief, to the byte.
-has check_json.out '{"name": "add_.Tensor", "ok": true, "wrappable": true, "arity": 1, "args": [{"name": "self", "type": "Tensor(a!)", "dir": "inout", "ctype": "wb_tensor *", "mutation": "data"}, {"name": "other", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}, {"name": "alpha", "type": "Scalar", "dir": "scalar", "ctype": "const void *", "kwonly": true, "default": "1"}], "returns": [{"alias": "is_input", "base": 0}], "signature": ["inout", "in"], "effect_tokens": 0, "functional_rng": false, "graph_args": [0, 1, 2], "synthetic_bases": [], "updated": [0], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}'
+has check_json.out '{"name": "add_.Tensor", "ok": true, "wrappable": true, "arity": 1, "args": [{"name": "self", "type": "Tensor(a!)", "dir": "inout", "ctype": "wb_tensor *", "mutation": "data"}, {"name": "other", "type": "Tensor", "dir": "in", "ctype": "wb_tensor *"}, {"name": "alpha", "type": "Scalar", "dir": "scalar", "ctype": "const void *", "kwonly": true, "default": "1"}], "returns": [{"alias": "is_input", "base": 0}], "signature": ["inout", "in"], "effect_tokens": 0, "functional_rng": false, "graph_args": [0, 1, 2], "synthetic_bases": [], "updated_bases": [], "updated": [0], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}'
 # A malformed line: its name, and the place with the caret.
 has check_json.out '{"name": "f", "ok": false, "error": "tests/cli/specs.txt:29:24: expected'
 has check_json.out '"name": "cat", "ok": true, "wrappable": false, "reason": '
@@ -328,10 +328,17 @@ has check_graph.out "$(sed -n '/^twice  (doc)/,/^```/p' docs/spec-format.md | se
     "             1  y  Tensor      in     wb_tensor *  duplicate of arg 0 'x'"
 run check_graph_json 0 "$wb" check --json "$tmp/graph.txt"
 has check_graph_json.out '"mutation": "data+metadata"}' '"duplicate_of": 0}' \
-    '"effect_tokens": 0, "functional_rng": false, "graph_args": [0, 2], "synthetic_bases": [], "updated": [0], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}' \
-    '"effect_tokens": 1, "functional_rng": false, "graph_args": [0], "synthetic_bases": [], "updated": [], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}' \
+    '"effect_tokens": 0, "functional_rng": false, "graph_args": [0, 2], "synthetic_bases": [], "updated_bases": [], "updated": [0], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}' \
+    '"effect_tokens": 1, "functional_rng": false, "graph_args": [0], "synthetic_bases": [], "updated_bases": [], "updated": [], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}' \
     '"elements": 2, "first_output": 0, "elementwise": true}' \
-    '"graph_args": [0, 1, 2], "synthetic_bases": [], "updated": [0, 1], "outputs": 2, "intermediate_bases": 0, "new_views": [], "values": 4}'
+    '"graph_args": [0, 1, 2], "synthetic_bases": [], "updated_bases": [], "updated": [0, 1], "outputs": 2, "intermediate_bases": 0, "new_views": [], "values": 4}'
+# A synthetic base mutated in the graph has no updated value; one mutated
+# after it comes first.
+printf 'g(Tensor(a!) x [in_graph], Tensor(b) y [aliases=x], Tensor(c!) z) -> Tensor with keep_input_mutations\nh(Tensor(a!) x, Tensor(b) y [aliases=x], Tensor(c!) z) -> Tensor\n' >"$tmp/bases.txt"
+run check_bases_json 0 "$wb" check --json "$tmp/bases.txt"
+has check_bases_json.out \
+    '"synthetic_bases": [[0, 1]], "updated_bases": [], "updated": [2], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}' \
+    '"synthetic_bases": [[0, 1]], "updated_bases": [0], "updated": [2], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 3}'
 
 # ---- emit ----------------------------------------------------------------
 # A wrapper's source (wb_wrapper_source): the same text as `emit` prints.

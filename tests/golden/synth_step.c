@@ -12,7 +12,7 @@
  * intermediate bases: 0
  * the graph returns N = 5 values:
  *   2 updated inputs, 2 outputs, new views of 1 member, 0 intermediate bases
- * synthetic bases: 1, updated first
+ * synthetic bases: 1, 1 updated first, 0 written by the graph
  * inference: grad mode off during the call
  */
 
