@@ -537,12 +537,13 @@ typedef wb_value wb_arg;
  * tokens (which may be NULL), the M updated inputs (the synthetic bases'
  * mutated after the graph first), the outputs, the members' new views,
  * the intermediate bases, then the new RNG offset.  It returns how many
- * values it produced, or a negative number on failure.  Whatever non-NULL references it leaves in values, on success
- * or failure, belong to the wrapper from then on.  A view
- * output's value that lies on the storage its base will have after the
- * call's mutations, and whose only reference the graph handed over, is
- * returned as that view itself (with the output's flags), which spares the
- * view a header and a storage reference of its own.
+ * values it produced, or a negative number on failure.  Whatever
+ * non-NULL references it leaves in values, on success or failure, belong
+ * to the wrapper from then on.  A view output's value that lies on the
+ * storage its base will have after the call's mutations, and whose only
+ * reference the graph handed over, is returned as that view itself (with
+ * the output's flags), which spares the view a header and a storage
+ * reference of its own.
  */
 typedef int (*wb_graph_fn)(void *ctx, const wb_arg *args, int nargs,
                            wb_value *values, int nvalues);

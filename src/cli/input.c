@@ -197,7 +197,8 @@ static bool wb_cli_is_ident(char c)
 /* Whether the n bytes at p start with `with` as a word. */
 static bool wb_cli_with_at(const char *p, size_t n)
 {
-    return n >= 4 && !memcmp(p, "with", 4) && (n == 4 || !wb_cli_is_ident(p[4]));
+    return n >= 4 && !memcmp(p, "with", 4) &&
+           (n == 4 || !wb_cli_is_ident(p[4]));
 }
 
 /* Whether the entry so far cannot end: it ends with the arrow, a comma or
@@ -276,8 +277,8 @@ static int wb_cli_read_text(const char *file, const char *buf, size_t len,
         if (n > 0 && line[n - 1] == '\r')
             n--;
         wb_cli_line_scan sc = wb_cli_scan_line(line, n, open ? depth : 0);
-        if (open && (sc.blank ||
-                     (sc.has_text && !wb_cli_continues(line, n, depth, &cur)))) {
+        if (open && (sc.blank || (sc.has_text &&
+                                  !wb_cli_continues(line, n, depth, &cur)))) {
             /* The entry ends here; the parser reports what it misses. */
             if (wb_cli_text_flush(&cur, &open, file, first_line, first_col,
                                   out) != 0)

@@ -210,7 +210,8 @@ leave_guards:
        write-back enqueued at the end (wb_rt_flush) can. */
     for (i = 0; i < M; i++)
         wb_interp_commit_mut(&s->muts[i],
-                             wb_interp_target(s, s->muts[i].input, args, bases),
+                             wb_interp_target(s, s->muts[i].input, args,
+                                              bases),
                              r[i].t, &grows[i]);
     for (i = 0, nd = 0; i < s->noutputs; i++) {
         const wb_spec_out *d = &s->outs[i];
