@@ -1728,20 +1728,6 @@ static void wb_schema_classify(wb_schema *sc)
     }
 }
 
-/* Whether parameter i is a member of a synthetic base: it lies on an
-   earlier parameter's storage (aliases=), or a later one lies on its.
-   Returned itself, a member is a view of the base, whose requires-grad
-   the spec may set (wb_spec_set_synthetic_base). */
-static bool wb_schema_is_member(const wb_schema *sc, int i)
-{
-    if (sc->args[i].alias_of >= 0)
-        return true;
-    for (int j = i + 1; j < sc->nargs; j++)
-        if (sc->args[j].alias_of == i)
-            return true;
-    return false;
-}
-
 /* Resolves every return to its alias, base and output kind; numbers the
    intermediate bases in order of first appearance, leaving out the sets
    that have a [base] return. */
@@ -1752,6 +1738,13 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
     char who[340], other[340], arg[340], set[340];
     for (int c = 0; c < WB_SCHEMA_MAX_SETS; c++)
         base_ret[c] = base_index[c] = -1;
+    /* The members of synthetic bases (aliases=): returned itself, a member
+       is a view of the base, whose requires-grad the spec may set. */
+    bool member[sc->nargs + 1];
+    memset(member, 0, sizeof member);
+    for (int i = 0; i < sc->nargs; i++)
+        if (sc->args[i].alias_of >= 0)
+            member[i] = member[sc->args[i].alias_of] = true;
     for (int k = 0; k < sc->nrets; k++) {
         const wb_schema_ret *r = &sc->rets[k];
         wb_schema_who_ret(sc, k, who, sizeof who);
@@ -1793,7 +1786,7 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
             r->kind = itself ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
             r->base = r->spec_base = r->key;
             if (r->kind == WB_OUT_IS_INPUT && r->requires_grad &&
-                !wb_schema_is_member(sc, r->key))
+                !member[r->key])
                 return wb_schema_fail_at(
                     p, r->rg_pos, "%s: attribute 'requires_grad' does not "
                     "apply: the return is %s itself, the caller's own "

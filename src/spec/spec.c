@@ -670,19 +670,6 @@ static bool wb_alias_is_plain(wb_alias k)
            k == WB_OUT_CUSTOM_FUNCTION_VIEW;
 }
 
-/* Whether input i is a member of a synthetic base: it lies on an earlier
-   input's storage, or a later one lies on its.  Returned itself, a member
-   is a view of the base, whose requires-grad the spec may set. */
-static bool wb_spec_is_member(const wb_spec *s, int i)
-{
-    if (s->inputs[i].alias_of >= 0)
-        return true;
-    for (int j = i + 1; j < s->ninputs; j++)
-        if (s->inputs[j].alias_of == i)
-            return true;
-    return false;
-}
-
 static bool wb_alias_of_intermediate(wb_alias k)
 {
     return k == WB_OUT_ALIAS_OF_INTERMEDIATE ||
@@ -714,11 +701,6 @@ static wb_status wb_spec_check_output(const wb_spec *s, int k)
             return WB_OUTPUT_ERR(s, k, "%s base %d duplicates input %d; "
                                  "expected the kept input", kind, o->base,
                                  s->inputs[o->base].dup_of);
-        if (o->kind == WB_OUT_IS_INPUT && o->requires_grad &&
-            !wb_spec_is_member(s, o->base))
-            return WB_OUTPUT_ERR(s, k, "is-input returns the caller's own "
-                                 "tensor, whose requires-grad it cannot "
-                                 "set");
         return WB_OK;
     }
     if (wb_alias_of_intermediate(o->kind)) {
@@ -864,7 +846,8 @@ static void wb_spec_derive_groups(wb_spec *s)
    data, each member its own view); one of them is mutated in data, which
    the base exists for.  The base's data mutation is in the graph for all
    its members or for none, as AOTAutograd decides it for the base
-   (_check_if_mutation_can_be_in_graph). */
+   (_check_if_mutation_can_be_in_graph).  Only a member returned itself
+   may require grad. */
 static wb_status wb_spec_check_groups(const wb_spec *s)
 {
     int data[s->ngroups + 1], in_graph[s->ngroups + 1];
@@ -911,6 +894,16 @@ static wb_status wb_spec_check_groups(const wb_spec *s)
                                 "has no member whose data the graph mutates, "
                                 "which is what merging them is for");
         }
+    /* Returned itself, a member is a view of the base, whose requires-grad
+       the spec may set; any other input is the caller's own tensor. */
+    for (int k = 0; k < s->noutputs; k++) {
+        const wb_output *o = &s->outputs[k];
+        if (o->kind == WB_OUT_IS_INPUT && o->requires_grad &&
+            s->group_of[o->base] < 0)
+            return WB_OUTPUT_ERR(s, k, "is-input returns the caller's own "
+                                 "tensor, whose requires-grad it cannot "
+                                 "set");
+    }
     return WB_OK;
 }
 
