@@ -339,6 +339,10 @@ run check_bases_json 0 "$wb" check --json "$tmp/bases.txt"
 has check_bases_json.out \
     '"synthetic_bases": [[0, 1]], "updated_bases": [], "updated": [2], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}' \
     '"synthetic_bases": [[0, 1]], "updated_bases": [0], "updated": [2], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 3}'
+# A member returned itself is a view of its synthetic base.
+printf 'm(Tensor(a!) x, Tensor(b) y [aliases=x]) -> Tensor(b) [is_input]\n' >"$tmp/member.txt"
+run check_member 0 "$wb" check "$tmp/member.txt"
+has check_member.out "is_input of arg 1 'y', a view of its synthetic base"
 
 # ---- emit ----------------------------------------------------------------
 # A wrapper's source (wb_wrapper_source): the same text as `emit` prints.
