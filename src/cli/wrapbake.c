@@ -438,17 +438,6 @@ static bool wb_cli_ret_viewed(const wb_schema *sc, const bool *viewed, int k)
     return false;
 }
 
-/* Whether parameter i is a member of a synthetic base (aliases=). */
-static bool wb_cli_arg_member(const wb_schema *sc, int i)
-{
-    if (wb_schema_arg_alias_of(sc, i) >= 0)
-        return true;
-    for (int j = i + 1; j < wb_schema_num_args(sc); j++)
-        if (wb_schema_arg_alias_of(sc, j) == i)
-            return true;
-    return false;
-}
-
 /* How a return relates to the rest, in words: its alias kind, what it
    aliases, and the spec's variant of the kind when there is one; viewed
    from wb_cli_rets_viewed. */
@@ -481,7 +470,7 @@ static void wb_cli_ret_relation(FILE *f, const wb_schema *sc,
         fprintf(f, " of arg %d '%s'%s", base, wb_schema_arg_name(sc, base),
                 wb_schema_return_elementwise(sc, k) ? ", element by element"
                                                     : "");
-        if (a == WB_SCHEMA_IS_INPUT && wb_cli_arg_member(sc, base))
+        if (a == WB_SCHEMA_IS_INPUT && wb_schema_arg_member(sc, base))
             fputs(", a view of its synthetic base", f);
     } else if (kind == WB_OUT_ALIAS_OF_INTERMEDIATE_BASE_IS_USER_OUTPUT &&
                spec_base >= 0 && spec_base < nret) {

@@ -127,6 +127,7 @@ typedef struct wb_schema_arg {
     int dup_of;            /* the earlier parameter it duplicates, or -1 */
     int alias_of;          /* the earlier parameter whose storage it lies
                               on, in one synthetic base, or -1 */
+    bool aliased;          /* a later parameter lies on its storage */
     long long input;       /* the first spec input it makes */
     long count;            /* how many: a tensor list of known length
                               makes one each, anything else one */
@@ -1098,8 +1099,10 @@ static wb_status wb_schema_param_attr(const wb_schema_parser *p, int i,
                             who,
                             wb_schema_who_arg(p->sc, j, other,
                                               sizeof other));
-                    *(k == WB_SCHEMA_PA_DUPLICATE ? &arg->dup_of
-                                                  : &arg->alias_of) = j;
+                    if (k == WB_SCHEMA_PA_DUPLICATE)
+                        arg->dup_of = j;
+                    else
+                        arg->alias_of = j, p->sc->args[j].aliased = true;
                     return WB_OK;
                 }
         return wb_schema_fail_at(p, a->vpos, "%s: %s takes the name of an "
@@ -1738,13 +1741,6 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
     char who[340], other[340], arg[340], set[340];
     for (int c = 0; c < WB_SCHEMA_MAX_SETS; c++)
         base_ret[c] = base_index[c] = -1;
-    /* The members of synthetic bases (aliases=): returned itself, a member
-       is a view of the base, whose requires-grad the spec may set. */
-    bool member[sc->nargs + 1];
-    memset(member, 0, sizeof member);
-    for (int i = 0; i < sc->nargs; i++)
-        if (sc->args[i].alias_of >= 0)
-            member[i] = member[sc->args[i].alias_of] = true;
     for (int k = 0; k < sc->nrets; k++) {
         const wb_schema_ret *r = &sc->rets[k];
         wb_schema_who_ret(sc, k, who, sizeof who);
@@ -1785,8 +1781,10 @@ static wb_status wb_schema_resolve_returns(const wb_schema_parser *p)
             r->alias = itself ? WB_SCHEMA_IS_INPUT : WB_SCHEMA_ALIAS_OF_INPUT;
             r->kind = itself ? WB_OUT_IS_INPUT : WB_OUT_ALIAS_OF_INPUT;
             r->base = r->spec_base = r->key;
+            /* A member returned itself is a view of its synthetic base,
+               whose requires-grad the spec may set. */
             if (r->kind == WB_OUT_IS_INPUT && r->requires_grad &&
-                !member[r->key])
+                !wb_schema_arg_member(sc, r->key))
                 return wb_schema_fail_at(
                     p, r->rg_pos, "%s: attribute 'requires_grad' does not "
                     "apply: the return is %s itself, the caller's own "
@@ -2252,6 +2250,12 @@ int wb_schema_arg_alias_of(const wb_schema *sc, int i)
 {
     const wb_schema_arg *a = wb_schema_get_arg(sc, i);
     return a ? a->alias_of : -1;
+}
+
+bool wb_schema_arg_member(const wb_schema *sc, int i)
+{
+    const wb_schema_arg *a = wb_schema_get_arg(sc, i);
+    return a && (a->alias_of >= 0 || a->aliased);
 }
 
 long wb_schema_arg_inputs(const wb_schema *sc, int i, long long *first)

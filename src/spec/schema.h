@@ -77,6 +77,9 @@ int wb_schema_arg_dup_of(const wb_schema *sc, int i);
 /* The earlier parameter whose storage it lies on, which makes both
    members of one synthetic base ([aliases=NAME]), or -1. */
 int wb_schema_arg_alias_of(const wb_schema *sc, int i);
+/* Whether it is a member of a synthetic base: it lies on an earlier
+   parameter's storage, or a later one lies on its. */
+bool wb_schema_arg_member(const wb_schema *sc, int i);
 /* The graph's effect tokens (with effect_tokens=N). */
 int wb_schema_num_tokens(const wb_schema *sc);
 /* Whether the graph asks for functionalized RNG (with functional_rng). */
