@@ -957,6 +957,16 @@ Test(errors, call_null_wrapper_args_or_outs)
         wbt_release_last(x);
         wb_wrapper_free(w);
         wb_spec_free(s);
+
+        /* NULL arrays with counts of 0 are no error: a graph of no
+           arguments and no returns is called. */
+        WBT_OK(wb_spec_parse("empty() -> ()", &s));
+        c = (err_ctx){.nwrite = 0, .ret = 0, .watch = -1};
+        w = wbt_wrap(s, err_graph, &c, tier);
+        WBT_OK(wb_call(w, NULL, 0, NULL, 0));
+        cr_assert_eq(c.calls, 1);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
     }
 }
 

@@ -134,7 +134,10 @@ void wb_wrapper_free(wb_wrapper *w)
 wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
                   wb_value *outs, int nouts)
 {
-    if (!w || (nargs > 0 && !args) || (nouts > 0 && !outs))
+    /* Three tests on the way every call takes; the counts only matter
+       when one of the pointers is NULL. */
+    if (WB_RT_UNLIKELY(!w || !args || !outs) &&
+        (!w || (nargs > 0 && !args) || (nouts > 0 && !outs)))
         return wb_rt_fail(WB_ERR_INVALID, "wb_call: NULL wrapper, args or "
                           "outs");
     wb_entry_fn entry = atomic_load_explicit(&w->entry, memory_order_acquire);
