@@ -140,7 +140,12 @@ typedef void (*wb_deleter)(void *ctx, void *data);
 WB_API wb_status wb_storage_new(DLDevice device, size_t nbytes,
                                 wb_storage **out);
 /* A storage over memory the caller owns; deleter (may be NULL) runs at the
-   last release.  On failure the deleter is not called. */
+   last release.  On failure the deleter is not called.  On a CUDA device
+   the last release may come while a copy from the memory is still queued
+   on the call's stream (a call's write-back), so the deleter frees in
+   stream order: cudaFree, cudaFreeAsync on that stream, or a caching
+   allocator that keeps the block from other streams until then, as
+   PyTorch's does for memory allocated on the stream. */
 WB_API wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
                                  wb_deleter deleter, void *deleter_ctx,
                                  wb_storage **out);
