@@ -160,8 +160,9 @@ WB_API DLDevice wb_storage_device(const wb_storage *s);
 WB_API uint64_t wb_storage_version(const wb_storage *s);
 /* The current reference count, for tests and leak checks. */
 WB_API long wb_storage_refcount(const wb_storage *s);
-/* CUDA: ties s to a stream (a cudaStream_t): a call that would write s on
-   another stream fails with WB_ERR_DEVICE before anything is mutated.
+/* CUDA: ties s to a stream (a cudaStream_t): a call, wb_tensor_copy_ or
+   growing wb_tensor_resize_ that would write s on another stream fails
+   with WB_ERR_DEVICE before anything is mutated.
    NULL and cudaStreamLegacy name one stream, the legacy default one.
    Untied (the default), s may be written on any stream. */
 WB_API void wb_storage_set_stream(wb_storage *s, void *stream);

@@ -649,6 +649,42 @@ Test(cuda, the_legacy_stream_has_two_names)
     wb_tensor_release(x);
 }
 
+Test(cuda, copies_outside_a_call_keep_stream_ties)
+{
+    /* wb_tensor_copy_ and a growing wb_tensor_resize_ write on the
+       thread's call stream, and refuse a storage tied to another, as a
+       call does, with nothing changed. */
+    tc_need_cuda();
+    cudaStream_t s2;
+    cr_assert_eq(cu.stream_create(&s2), cudaSuccess);
+    wb_tensor *x = tc_vec(0, 4, 0), *y = tc_vec(0, 4, 7);
+    wb_storage *st = wb_tensor_storage(x);
+    wb_storage_set_stream(st, s2);
+    int live = cu.fake ? cu.fake->live_allocs : 0;
+    WBT_FAILS(wb_tensor_copy_(x, y), WB_ERR_DEVICE,
+              "wb_tensor_copy_: the storage is tied to stream");
+    WBT_FAILS(wb_tensor_resize_(x, 1, (int64_t[]){8}), WB_ERR_DEVICE,
+              "wb_tensor_resize_: the storage is tied to stream");
+    tc_expect(x, 4, 0);
+    cr_assert_eq(wb_tensor_version(x), 0);
+    cr_assert_eq(wb_storage_nbytes(st), 16);
+    cr_assert_eq(wb_tensor_sizes(x)[0], 4);
+    if (cu.fake)
+        cr_assert_eq(cu.fake->live_allocs, live, "the new block was kept");
+    /* On the tied stream both go through. */
+    wb_set_call_stream(s2);
+    WBT_OK(wb_tensor_copy_(x, y));
+    WBT_OK(wb_tensor_resize_(x, 1, (int64_t[]){8}));
+    wb_clear_call_stream();
+    cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(x)), 32);
+    tc_expect(x, 4, 7);
+    cr_assert_eq(wb_tensor_version(x), 1);
+    wb_storage_unset_stream(wb_tensor_storage(x));
+    wb_tensor_release(y);
+    wb_tensor_release(x);
+    cu.stream_destroy(s2);
+}
+
 Test(cuda, an_empty_copy_of_huge_sizes_copies_nothing)
 {
     /* Sizes whose product overflows, with a 0 among them: no element. */

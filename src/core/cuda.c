@@ -490,6 +490,25 @@ static void *wb_rt_stream_id(void *stream)
     return stream == cudaStreamLegacy ? NULL : stream;
 }
 
+/* Whether s is tied to a stream other than stream (wb_storage_set_stream). */
+static bool wb_rt_tied_elsewhere(const wb_storage *s, void *stream)
+{
+    return s->has_stream &&
+           wb_rt_stream_id(s->stream) != wb_rt_stream_id(stream);
+}
+
+/* Outside a call, as inside one: s is written on stream only if it is not
+   tied to another. */
+static wb_status wb_rt_writable_now(const wb_storage *s, void *stream,
+                                    const char *what)
+{
+    if (!wb_rt_tied_elsewhere(s, stream))
+        return WB_OK;
+    return wb_rt_fail(WB_ERR_DEVICE, "%s: the storage is tied to stream %p; "
+                      "this thread's call stream is %p", what, s->stream,
+                      stream);
+}
+
 /* Enqueues the recorded copies and lets their sources go. */
 static wb_status wb_rt_submit(wb_rt_pending *p)
 {
@@ -541,8 +560,7 @@ wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
     *call_stream = p->stream;
     if (s->device.device_id != p->device)
         return WB_RT_COPY_OTHER_DEVICE;
-    if (s->has_stream && wb_rt_stream_id(s->stream) !=
-                             wb_rt_stream_id(p->stream))
+    if (wb_rt_tied_elsewhere(s, p->stream))
         return WB_RT_COPY_OTHER_STREAM;
     if (!wb_rt_describe(&c, t, v))
         return WB_RT_COPY_TOO_MANY_DIMS;
@@ -664,6 +682,12 @@ wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
        this thread's call stream, enqueued before t changes, so that a
        failure leaves t as it was. */
     wb_storage *s = t->storage;
+    wb_status st = wb_rt_writable_now(s, wb_rt_stream_of(NULL),
+                                      "wb_tensor_resize_");
+    if (st != WB_OK) {
+        wb_rt_grow_discard(g);
+        return st;
+    }
     if (s->nbytes) {
         wb_rt_pending q;
         q.n = 0;
@@ -672,8 +696,7 @@ wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
         q.device = s->device.device_id;
         wb_rt_defer_bytes(&q, g->data, s->data, s->nbytes,
                           wb_storage_retain(s));
-        wb_status st = wb_rt_submit(&q);
-        if (st != WB_OK) {
+        if ((st = wb_rt_submit(&q)) != WB_OK) {
             wb_rt_grow_discard(g);
             return st;
         }
@@ -690,6 +713,10 @@ wb_status wb_rt_device_copy_now(wb_tensor *dst, const wb_tensor *src)
     q.n = 0;
     q.stream = wb_rt_stream_of(NULL);
     q.device = dst->storage->device.device_id;
+    wb_status st = wb_rt_writable_now(dst->storage, q.stream,
+                                      "wb_tensor_copy_");
+    if (st != WB_OK)
+        return st;
     if (!wb_rt_describe(&q.c[0], dst, src))
         return wb_rt_fail(WB_ERR_UNSUPPORTED, "a CUDA copy of views with "
                           "more than %d dimensions that do not merge",
