@@ -27,7 +27,7 @@ BUILD     ?= build
 V         ?=
 WARN      := -std=c11 -Wall -Wextra -Wpedantic -Werror
 DEFS      := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
-LIBS      := -ltcc -ldl -lpthread -lm
+LIBS      := -ldl -lpthread -lm
 CLI_LIBS  := -lyaml
 TEST_LIBS := -lcriterion
 FUZZ_TIME ?= 30
@@ -166,7 +166,12 @@ $(BUILD)/obj/%.o: %.c | $(DEPS)
 # into libwrapbake.so.  The built-in declarations libtcc would read at the
 # start of every compile, the assembler's keywords and the target's
 # predefined macros are cut (scripts/trim-libtcc.sh).
-# Programs link the library without -ltcc (giving it anyway is harmless).
+# Programs link the library without -ltcc, and may link it beside the
+# library for libtcc of their own: in the archive libtcc's objects are one
+# object with src/tiers/jit.c, the one source that calls libtcc (ld -r),
+# in which objcopy leaves no name global but wb_'s, so none of libtcc's
+# (tcc_new, file, next...) reaches the program's link; in the shared
+# library the version script binds them locally.
 TCC_A    = $(shell $(CC) -print-file-name=libtcc.a)
 TCC_DIR := $(BUILD)/obj/libtcc
 $(TCC_DIR)/.sealed: Makefile scripts/trim-libtcc.sh | $(DEPS)
@@ -185,6 +190,11 @@ $(TCC_DIR)/.sealed: Makefile scripts/trim-libtcc.sh | $(DEPS)
 	        --redefine-sym free=wb_jit_heap_free $$o || exit 1; done
 	$(Q)sh scripts/trim-libtcc.sh $(TCC_DIR) >$(TCC_DIR)/libtcc-trim.h
 	$(Q)touch $@
+$(BUILD)/obj/%.libtcc.o: $(BUILD)/obj/%.o $(TCC_DIR)/.sealed
+	$(say) LD $@
+	$(Q)ld -r -o $@.tmp $< $(TCC_DIR)/*.o
+	$(Q)objcopy --wildcard --keep-global-symbol='wb_*' $@.tmp $@
+	$(Q)rm -f $@.tmp
 # The jit suite checks the cuts where the script made them.
 $(BUILD)/obj/tests/test_jit.o: $(TCC_DIR)/.sealed
 $(BUILD)/obj/tests/test_jit.o: ALL_CFLAGS += -I$(TCC_DIR)
@@ -195,11 +205,12 @@ $(CUDA_FATBIN): src/core/cuda_copy.cu src/core/cuda_copy.h
 	$(Q)$(CUDA_HOME)/bin/nvcc -fatbin -O3 $(CUDA_ARCH) -o $@ $<
 $(BUILD)/obj/src/core/cuda.o: $(if $(filter 1,$(WITH_CUDA)),$(CUDA_FATBIN))
 
-$(LIB): $(LIB_OBJ) $(TCC_DIR)/.sealed
+JIT_OBJ := $(BUILD)/obj/src/tiers/jit.o
+$(LIB): $(filter-out $(JIT_OBJ),$(LIB_OBJ)) $(JIT_OBJ:.o=.libtcc.o)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@
 	$(say) AR $@
-	$(Q)ar rcs $@ $(LIB_OBJ) $(TCC_DIR)/*.o
+	$(Q)ar rcs $@ $^
 
 # The shared library: the same sources built position-independent, with
 # libtcc's objects inside.  The version script exports the wb_ names the
@@ -238,11 +249,12 @@ $(BUILD)/obj/%.hooks.o: %.c | $(DEPS)
 $(HOOK_OBJ) $(TEST_OBJ): ALL_CFLAGS += -DWB_TEST_HOOKS
 $(HOOK_OBJ): ALL_CFLAGS += -fvisibility=hidden
 $(TEST_LIB): $(filter-out $(HOOK_SRC:%.c=$(BUILD)/obj/%.o),$(LIB_OBJ)) \
-             $(HOOK_OBJ) $(TCC_DIR)/.sealed
+             $(filter-out $(JIT_OBJ:.o=.hooks.o),$(HOOK_OBJ)) \
+             $(JIT_OBJ:.o=.hooks.libtcc.o)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@
 	$(say) AR $@
-	$(Q)ar rcs $@ $(filter %.o,$^) $(TCC_DIR)/*.o
+	$(Q)ar rcs $@ $^
 
 # -rdynamic: the differential test loads ahead-of-time code built as a
 # shared object, which calls the library's helpers in this program.
@@ -347,11 +359,13 @@ ifeq ($(SANITIZE),)
 ALLOC_RUN := $(ALLOCS) && $(ALLOCFAIL)
 TRUST_RUN := CC="$(CC)" sh tests/trust/run.sh $(TRUST)
 SHARED_RUN := CC="$(CC)" sh tests/shared/run.sh $(CLI) $(SO)
+STATIC_RUN := CC="$(CC)" sh tests/shared/static.sh $(LIB)
 INSTALL_RUN := CC="$(CC)" sh tests/shared/install.sh "$(MAKE)" $(BUILD)
 else
 INSTALL_RUN := echo "skipped under sanitizers, which build no shared library"
 TRUST_RUN := echo "skipped under sanitizers, whose runtimes do not run setuid"
 SHARED_RUN := echo "skipped under sanitizers, which build no shared library"
+STATIC_RUN := echo "skipped under sanitizers: programs built plainly cannot link their archive"
 ALLOC_RUN := echo "skipped under sanitizers, which replace malloc"
 endif
 
@@ -435,7 +449,8 @@ test: $(TESTS) $(EXAMPLE) $(if $(SANITIZE),,$(ALLOCS) $(ALLOCFAIL) $(TRUST) $(SO
 	@$(SUITE) allocs '$(ALLOC_RUN)'
 	@$(SUITE) unit '$(UNIT_RUN)'
 	@$(SUITE) layers 'sh scripts/check-layers.sh'
-	@$(SUITE) exports 'sh tests/exports.sh $(LIB_OBJ)'
+	@$(SUITE) exports 'sh tests/exports.sh $(LIB)'
+	@$(SUITE) static '$(STATIC_RUN)'
 	@$(SUITE) cuda-emu '$(CUDA_EMU_RUN)'
 	@$(SUITE) cli 'sh tests/cli/run.sh $(CLI) $(TIER_SRC)'
 	@$(SUITE) aot 'CC="$(CC)" AOT_FLAGS="$(OPT)" sh tests/aot/run.sh $(CLI) $(LIB)'

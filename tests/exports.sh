@@ -2,8 +2,9 @@
 # The names the library's objects export (global, default visibility) are
 # exactly the public API -- the WB_API declarations of include/wrapbake.h --
 # and the helpers generated code links to (src/abi/helpers.def), and
-# every one of those is defined; no test hook (wb_test_*) is in them at
-# all.  Usage: exports.sh OBJECT...
+# every one of those is defined; no other name is global, hidden or not;
+# no test hook (wb_test_*) is in them at all.  Usage: exports.sh OBJECT or
+# ARCHIVE...
 set -eu
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wrapbake-exports.XXXXXX")
@@ -30,6 +31,15 @@ fi
 missing=$(comm -13 "$tmp/exported" "$tmp/allowed")
 if [ -n "$missing" ]; then
     echo "exports: declared but not exported:" $missing
+    bad=1
+fi
+# No other name is global, even hidden: a static link sees hidden names
+# too, and would take libtcc's (file, next, tcc_new...) for the program's.
+foreign=$(readelf -Ws --wide "$@" |
+    awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" &&
+         $8 !~ /^wb_/ { print $8 }' | sort -u)
+if [ -n "$foreign" ]; then
+    echo "exports: global names without wb_:" $foreign
     bad=1
 fi
 # Test hooks are compiled into the test build alone.
