@@ -198,3 +198,40 @@ Test(regress, optional_tensor_may_be_null)
         wb_spec_free(s);
     }
 }
+
+/* A data mutation of an input declared with 2 dims: a before-call hook
+   re-viewed the input to 1 dim after the argument check, the check phase
+   passed it on the generic path, and the compiled commit took the 2-dim
+   copy, reading the stale second dim and writing past the storage.  The
+   commit takes the generic copy too. */
+static int regress_review(void *ud)
+{
+    return wb_tensor_as_strided_(ud, 1, (int64_t[]){4}, (int64_t[]){2}, 1);
+}
+
+Test(regress, an_input_re_viewed_by_a_hook_is_copied_as_it_lies)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_parse("f(Tensor(a!) x [dtype=float32, ndim=2]) -> ()",
+                             &s));
+        wb_tensor *x = wbt_f32(0, 2, 4, 2), *v = wbt_f32(100, 2, 4, 2);
+        WBT_OK(wb_spec_set_before_call(s, regress_review, x));
+        WBT_OK(wb_tensor_as_strided_(v, 1, (int64_t[]){4}, (int64_t[]){2},
+                                     0));
+        regress_vals[0] = v;
+        regress_nvals = 1;
+        wb_wrapper *w = wbt_wrap(s, regress_graph, NULL, tier);
+        WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, NULL, 0));
+        /* Elements 1, 3, 5 and 7 of the storage, from 100, 102, 104, 106. */
+        const float *d = wb_storage_data(wb_tensor_storage(x));
+        for (int i = 0; i < 8; i++)
+            cr_assert_eq(d[i], i % 2 ? 100.0f + (float)(i - 1) : (float)i,
+                         "element %d: %g", i, d[i]);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        wbt_release_last(x);
+        wbt_release_last(v);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}

@@ -241,9 +241,11 @@ void wb_rt_commit_data(wb_tensor *t, wb_tensor *v)
             st = wb_rt_prep_nd_##D(e, input + i, a[i].t, r[i].t);           \
         return st;                                                          \
     }                                                                       \
+    /* t has D dims unless a hook or guard re-viewed it after the        \
+       argument check; the check phase then passed v with t's dims. */    \
     static inline void wb_rt_commit_nd_##D(wb_tensor *t, wb_tensor *v)     \
     {                                                                       \
-        if (t->storage->device.device_type == kDLCPU &&                     \
+        if (t->ndim == D && t->storage->device.device_type == kDLCPU &&     \
             wb_rt_dense_##D(t) && wb_rt_dense_##D(v)) {                     \
             /* The check phase saw one dtype on both sides. */              \
             size_t es = wb_rt_tensor_esize(t), n = es;                      \
