@@ -199,7 +199,8 @@ WB_API wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
 /* Resizes t in place to contiguous sizes, keeping its offset and growing its
    storage when it is too small (torch.Tensor.resize_).  A storage that a
    DLPack export holds (wb_tensor_to_dlpack) does not grow: WB_ERR_INVALID,
-   as the export hands out its data where it lies. */
+   as the export hands out its data where it lies; nor does one imported
+   from DLPack (wb_tensor_from_dlpack), whose data is the producer's. */
 WB_API wb_status wb_tensor_resize_(wb_tensor *t, int ndim,
                                    const int64_t *sizes);
 /* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);

@@ -76,9 +76,20 @@ Test(regress, growth_of_an_exported_storage_is_refused)
         cr_assert_eq(wb_tensor_version(x), 0);
         cr_assert_eq(wb_tensor_version(y), 0);
         cr_assert_eq(wb_tensor_refcount(regress_vals[0]), 1);
-        /* Outside a call too, while the import lives; then it grows. */
+        /* Outside a call too, while the import lives; nor does the
+           import itself grow, in a call or outside; then x grows. */
         WBT_FAILS(wb_tensor_resize_(x, 1, (int64_t[]){8}), WB_ERR_INVALID,
                   "DLPack export");
+        wb_arg yx[2] = {{.t = y}, {.t = x}};
+        WBT_FAILS(wb_call(w, yx, 2, NULL, 0), WB_ERR_INVALID,
+                  "input 0 'x': cannot grow a storage imported from DLPack");
+        WBT_FAILS(wb_tensor_resize_(y, 1, (int64_t[]){8}), WB_ERR_INVALID,
+                  "imported from DLPack");
+        cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(y)), 16);
+        cr_assert_eq(wb_tensor_storage(y) != wb_tensor_storage(x), true);
+        cr_assert_eq(wb_storage_data(wb_tensor_storage(y)),
+                     wb_storage_data(wb_tensor_storage(x)));
+        cr_assert_eq(wb_tensor_version(y), 0);
         wbt_release_last(y);
         WBT_OK(wb_tensor_resize_(x, 1, (int64_t[]){8}));
         cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(x)), 32);

@@ -959,6 +959,8 @@ wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src)
     return WB_OK;
 }
 
+static void wb_rt_dlpack_release(void *ctx, void *data);
+
 /* Plans the growth resize_ needs for t at sizes: g->data NULL if none. */
 wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
                                  const int64_t *sizes, wb_rt_grow *g)
@@ -975,12 +977,18 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
         return wb_rt_fail(WB_ERR_SHAPE, "resize to negative or overflowing sizes");
     if ((size_t)need <= t->storage->nbytes)
         return WB_OK;
-    /* Growth moves the data and frees the old buffer, which an export,
-       or a storage imported from one, still points at. */
+    /* Growth moves the data and frees the old buffer, which an export
+       still points at, and which an import hands back to its producer,
+       whose other tensors stay on it: neither grows, as a storage from
+       torch.from_dlpack is not resizable. */
     if (atomic_load_explicit(&t->storage->exports, memory_order_acquire))
         return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage that a "
                           "DLPack export (wb_tensor_to_dlpack) holds: its "
                           "data would move");
+    if (t->storage->deleter == wb_rt_dlpack_release)
+        return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage imported "
+                          "from DLPack (wb_tensor_from_dlpack): its data "
+                          "is the producer's");
     if (t->storage->device.device_type != kDLCPU)
         return wb_rt_device_grow(t->storage, (size_t)need, g);
     if (!(g->data = calloc(1, (size_t)need)))
