@@ -530,6 +530,34 @@ Test(faults, a_value_is_an_input_a_mutation_moves_first)
     }
 }
 
+/* The refusal names the value as the graph counts it: after its effect
+   tokens, y's value is value 3. */
+Test(faults, a_moved_value_is_named_counting_the_effect_tokens)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("moved_after_tokens", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_METADATA, 0, NULL));
+        WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA, 0, NULL));
+        WBT_OK(wb_spec_set_effect_tokens(s, 2));
+        wb_tensor *x = wbt_f32(0, 1, 4), *y = wbt_f32(10, 1, 4), *nx;
+        WBT_OK(wb_tensor_as_strided(x, 1, (int64_t[]){1}, NULL, 3, &nx));
+        faults_graph g = {{NULL, NULL, nx, x}, 4};
+        wb_wrapper *w = wbt_wrap(s, faults_fn, &g, tier);
+        wb_arg a[2] = {{.t = x}, {.t = y}};
+        WBT_FAILS(wb_call(w, a, 2, NULL, 0), WB_ERR_INVALID,
+                  "input 1 'y': its value 3 is input 0 'x', whose metadata "
+                  "mutation commits first");
+        cr_assert_eq(wb_tensor_numel(x), 4);
+        cr_assert_eq(wb_tensor_version(y), 0);
+        wb_wrapper_free(w);
+        wbt_release_last(nx);
+        wbt_release_last(y);
+        wbt_release_last(x);
+        wb_spec_free(s);
+    }
+}
+
 /* The same for a view's value: an output that aliases an input, whose
    value is that input, which its metadata mutation moves first. */
 Test(faults, a_view_of_an_input_a_mutation_moves_first)

@@ -28,16 +28,18 @@ static const char *wb_rt_output_label(const wb_env *e, int k, char *buf,
     return buf;
 }
 
-/* Refuses value x, which reader reads at the commit: it is input i, whose
-   mutation (of kind kind) commits first and changes it, where the check
-   saw it as it was. */
+/* Refuses value x (counted after the effect tokens), which reader reads
+   at the commit: it is input i, whose mutation (of kind kind) commits
+   first and changes it, where the check saw it as it was.  The message
+   counts the tokens, as the graph does. */
 static int wb_rt_moved(const wb_env *e, const char *reader, int x, int i,
                        wb_mutation kind)
 {
     char li[400];
     return wb_rt_callf(e, WB_ERR_INVALID, "%s: its value %d is %s, whose %s "
                        "mutation commits first and changes it; expected a "
-                       "tensor of the graph's own", reader, x,
+                       "tensor of the graph's own", reader,
+                       e->spec->ntokens + x,
                        wb_rt_input_label(e, i, li, sizeof li),
                        wb_mutation_name(kind));
 }
