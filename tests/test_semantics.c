@@ -1219,6 +1219,59 @@ Test(semantics, alias_of_intermediate_base_is_user_output)
 /* Training, inference, hooks, guards, grad mode                            */
 /* ======================================================================= */
 
+/* In training the write-back of data is original.copy_(updated) in the
+   caller's grad mode: with grad on, an input whose data is written back
+   from a value that requires grad requires grad afterwards (x by data, y
+   by data and metadata); not one whose value does not (z), nor a view
+   changed alone (w: as_strided_), nor any with grad off or in inference,
+   whose values come from a graph run without grad. */
+Test(semantics, training_write_back_takes_requires_grad_from_the_value)
+{
+    WBT_EACH_TIER(tier) {
+        for (int k = 0; k < 4; k++) {
+            bool training = k & 1, grad = k & 2;
+            wb_spec *s = sem_spec("grad_writes");
+            WBT_OK(wb_spec_set_training(s, training));
+            WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_DATA, 0, NULL));
+            WBT_OK(wb_spec_add_tensor(s, "y", WB_MUT_DATA_METADATA, 0, NULL));
+            WBT_OK(wb_spec_add_tensor(s, "z", WB_MUT_DATA, 0, NULL));
+            WBT_OK(wb_spec_add_tensor(s, "w", WB_MUT_METADATA, 0, NULL));
+            wb_tensor *in[4], *v[4];
+            for (int i = 0; i < 4; i++)
+                in[i] = wbt_f32(0, 1, 4);
+            v[0] = wbt_f32(10, 1, 4);
+            v[1] = wbt_f32(20, 1, 4);
+            v[2] = wbt_f32(30, 1, 4);
+            WBT_OK(wb_tensor_as_strided(in[3], 1, (int64_t[]){2}, NULL, 1,
+                                        &v[3]));
+            for (int i = 0; i < 4; i++)
+                wb_tensor_set_requires_grad(v[i], i != 2);
+            sem_ctx c = {.vals = {v[0], v[1], v[2], v[3]}, .nvals = 4};
+            wb_wrapper *w = wbt_wrap(s, sem_graph, &c, tier);
+            wb_arg a[4] = {{.t = in[0]}, {.t = in[1]}, {.t = in[2]},
+                           {.t = in[3]}};
+            wb_set_grad_enabled(grad);
+            WBT_OK(wb_call(w, a, 4, NULL, 0));
+            wb_set_grad_enabled(true);
+            bool took = training && grad;
+            cr_assert_eq(wb_tensor_requires_grad(in[0]), took, "%s k=%d x",
+                         wb_tier_name(tier), k);
+            cr_assert_eq(wb_tensor_requires_grad(in[1]), took, "%s k=%d y",
+                         wb_tier_name(tier), k);
+            cr_assert_not(wb_tensor_requires_grad(in[2]), "z");
+            cr_assert_not(wb_tensor_requires_grad(in[3]), "w");
+            cr_assert_eq(wbt_at(in[0], 3), 13.0f);
+            cr_assert_eq(wb_tensor_version(in[1]), 2);
+            wb_wrapper_free(w);
+            for (int i = 3; i >= 0; i--)
+                wbt_release_last(v[i]);
+            for (int i = 0; i < 4; i++)
+                wbt_release_last(in[i]);
+            wb_spec_free(s);
+        }
+    }
+}
+
 Test(semantics, training_detaches_and_enables_grad)
 {
     WBT_EACH_TIER(tier) {

@@ -65,6 +65,30 @@ int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
     return wb_rt_call_graph(e, a, nargs, r, nvalues, true);
 }
 
+/* In training, the write-back of an input's data is AOTAutograd's
+   original.copy_(updated) in the caller's grad mode: with grad on, an
+   input whose updated value requires grad requires grad afterwards (one
+   that did already keeps it, as its detach().copy_ leaves it).  Runs in
+   the commit phase, before the commits release the values. */
+void wb_rt_take_grads(const wb_env *e, const wb_arg *a, const wb_value *r)
+{
+    const wb_spec *s = e->spec;
+    if (wb_rt_grad_off)
+        return;
+    for (int q = 0; q < s->nupdated; q++) {
+        const wb_spec_mut *m = &s->muts[q];
+        if (m->input < 0 || !wb_mutation_copies(m->kind) ||
+            !(__atomic_load_n(&r[q].t->flags, __ATOMIC_RELAXED) &
+              WB_TENSOR_REQUIRES_GRAD))
+            continue;
+        wb_tensor *t = a[m->input].t;
+        if (!(__atomic_load_n(&t->flags, __ATOMIC_RELAXED) &
+              WB_TENSOR_REQUIRES_GRAD))
+            __atomic_fetch_or(&t->flags, WB_TENSOR_REQUIRES_GRAD,
+                              __ATOMIC_RELAXED);
+    }
+}
+
 /* ---- hooks, guards, detached inputs, versions ---- */
 
 /* The first-call hooks running on this thread, innermost first, so that a

@@ -1373,6 +1373,12 @@ static void wb_emit_commits(wb_emitter *x, wb_buf *b)
         wb_emit_at(x, 1);
     wb_emit_comment(x, b, "/* commit: mutations, then outputs; cannot "
                     "fail */");
+    if (s->grad_writes) {
+        wb_emit_at(x, 1);
+        wb_emit_comment(x, b, "/* with grad on, inputs written back take "
+                        "requires-grad from their values */");
+        wb_buf_line(b, "%s(e, a, r);", WB_EMIT_NAME(wb_rt_take_grads));
+    }
     for (int j = 0, n; j < s->nupdated; j += n) {
         const wb_spec_mut *m = &s->muts[j];
         n = wb_emit_mut_run(s, j);

@@ -208,6 +208,8 @@ leave_guards:
 
     /* Commit phase: mutations, then outputs; cannot fail.  Only the CUDA
        write-back enqueued at the end (wb_rt_flush) can. */
+    if (s->grad_writes)
+        wb_rt_take_grads(e, args, r);
     for (i = 0; i < M; i++)
         wb_interp_commit_mut(&s->muts[i],
                              wb_interp_target(s, s->muts[i].input, args,

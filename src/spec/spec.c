@@ -122,8 +122,7 @@ bool wb_spec_mut_on_device(const wb_spec *s, const wb_spec_mut *m)
     /* A synthetic base is on its first member's device. */
     int base = wb_spec_synth(s, m->input);
     int input = base >= 0 ? s->group_first[base] : m->input;
-    return (m->kind == WB_MUT_DATA || m->kind == WB_MUT_DATA_METADATA ||
-            m->kind == WB_MUT_RESIZE) &&
+    return wb_mutation_copies(m->kind) &&
            s->inputs[input].device.device_type != kDLCPU;
 }
 
@@ -1066,6 +1065,10 @@ wb_status wb_spec_validate(wb_spec *s)
                           wb_mutation_moves(s->muts[j].kind) &&
                           (j + 1 < s->nupdated || s->nviews > 0 ||
                            s->nmeta_members > 0);
+    s->grad_writes = false;
+    for (int j = 0; j < s->nupdated; j++)
+        s->grad_writes |= s->training && s->muts[j].input >= 0 &&
+                          wb_mutation_copies(s->muts[j].kind);
     s->nreturned = s->ntokens + s->nvalues + s->rng;
     if ((st = wb_spec_derive_signature(s)) != WB_OK)
         goto fail;

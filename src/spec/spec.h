@@ -152,6 +152,9 @@ struct wb_spec {
                                    before the commit reads a graph value:
                                    the call checks that no such value is
                                    that input (wb_rt_check_moved) */
+    bool grad_writes;           /* training, and an input's data is
+                                   written back: it takes requires-grad
+                                   from its value (wb_rt_take_grads) */
     wb_direction *dirs;         /* one per input */
     char *signature;
 };
@@ -191,6 +194,13 @@ static inline bool wb_mutation_moves(wb_mutation m)
 {
     return m == WB_MUT_METADATA || m == WB_MUT_DATA_METADATA ||
            m == WB_MUT_STORAGE || m == WB_MUT_RESIZE;
+}
+/* Whether mutation m copies data into its tensor: data, data_metadata
+   or resize. */
+static inline bool wb_mutation_copies(wb_mutation m)
+{
+    return m == WB_MUT_DATA || m == WB_MUT_DATA_METADATA ||
+           m == WB_MUT_RESIZE;
 }
 const char *wb_alias_name(wb_alias a);
 /* The C type a number is passed as ("int64_t", "double", "bool",

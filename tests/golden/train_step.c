@@ -56,6 +56,7 @@ int wb_rt_before_call(const wb_env *e);
 int wb_rt_guard_enter(const wb_env *e, int guard);
 void wb_rt_guard_leave(const wb_env *e, int guard);
 int wb_rt_grad_swap(int on);
+void wb_rt_take_grads(const wb_env *e, const wb_arg *a, const wb_value *r);
 void wb_rt_grad_set(int on);
 int wb_rt_args_missing(const wb_arg *a, unsigned n);
 int wb_rt_detach(const wb_env *e, int input, const wb_tensor *t,
@@ -203,6 +204,8 @@ leave0:
             goto fail;
 
     /* commit: mutations, then outputs; cannot fail */
+    /* with grad on, inputs written back take requires-grad from their values */
+    wb_rt_take_grads(e, a, r);
     wb_rt_commit_storage(a[3].t, r[0].t);
     wb_rt_commit_resize(a[4].t, r[1].t, &g1);
     wb_rt_commit_meta(a[5].t, r[2].t);
