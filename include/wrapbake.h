@@ -51,7 +51,8 @@ extern "C" {
 #define WB_VERSION_PATCH 0
 #define WB_VERSION "0.1.0"
 /* Bumped whenever the layout of a public struct or a callback type changes,
-   or the helpers generated code calls do: 2 made the values a graph
+   or a helper generated code calls changes or goes (a new helper leaves
+   code generated before it working): 2 made the values a graph
    returns and a call hands back wb_value, so that an output may be a
    number as well as a tensor; 3 took away the helper that copied a hidden
    data mutation without a bump, and lets wb_rt_grad_swap answer -1 (leave
