@@ -685,6 +685,92 @@ Test(cuda, copies_outside_a_call_keep_stream_ties)
     cu.stream_destroy(s2);
 }
 
+/* A call whose graph hands over a value on a storage whose deleter calls
+   another wrapper: the value goes in the first call's commit, after its
+   copy is recorded and before it is enqueued.  The inner call is refused
+   (it would take the outer's copy for its own), and the outer writes
+   back as if nothing had run. */
+typedef struct tc_inner {
+    wb_wrapper *w;
+    wb_tensor *x;
+    wb_status st;
+    char why[300];
+    int runs;
+} tc_inner;
+
+static void tc_inner_deleter(void *ctx, void *data)
+{
+    tc_inner *in = ctx;
+    wb_value out;
+    in->runs++;
+    in->st = wb_call(in->w, (wb_arg[]){{.t = in->x}}, 1, &out, 1);
+    snprintf(in->why, sizeof in->why, "%s", wb_last_error());
+    if (in->st == WB_OK)
+        wb_tensor_release(out.t);
+    free(data);
+}
+
+typedef struct tc_outer {
+    wb_tensor *value;
+    tc_inner *inner;
+} tc_outer;
+
+static int tc_outer_graph(void *ctx, const wb_arg *args, int nargs,
+                          wb_value *values, int nvalues)
+{
+    tc_outer *g = ctx;
+    wb_storage *s;
+    (void)args; (void)nargs; (void)nvalues;
+    values[0].t = wb_tensor_retain(g->value);
+    if (wb_storage_wrap(calloc(4, sizeof(float)), 16,
+                        (DLDevice){kDLCPU, 0}, tc_inner_deleter, g->inner,
+                        &s) != WB_OK ||
+        wb_tensor_from_storage(s, tc_f32, 1, (int64_t[]){4}, NULL, 0,
+                               &values[1].t) != WB_OK)
+        return -1;
+    wb_storage_release(s);
+    return 2;
+}
+
+Test(cuda, a_call_inside_another_calls_commit_is_refused)
+{
+    tc_need_cuda();
+    for (int k = 0; k < TC_NTIERS; k++) {
+        wb_spec *outer, *muts = tc_mut_spec(1, (DLDevice){0, 0});
+        WBT_OK(wb_spec_parse("outer(Tensor(a!) x) -> Tensor(a!)", &outer));
+        tc_graph g2 = {.n = 2, .values = {tc_vec(0, 4, 50), tc_vec(0, 4, 0)}};
+        tc_inner inner = {.w = wbt_wrap(muts, tc_graph_fn, &g2, tc_tiers[k]),
+                          .x = tc_vec(0, 4, 0)};
+        tc_outer g1 = {tc_vec(0, 4, 9), &inner};
+        wb_wrapper *w = wbt_wrap(outer, tc_outer_graph, &g1, tc_tiers[k]);
+        wb_tensor *x = tc_vec(0, 4, 0);
+        wb_value out;
+        WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+        cr_assert_eq(out.t, x);
+        wb_tensor_release(out.t);
+        cr_assert_eq(inner.runs, 1);
+        cr_assert_eq(inner.st, WB_ERR_INVALID, "%s", inner.why);
+        cr_assert(strstr(inner.why, "inside another call's commit"),
+                  "%s", inner.why);
+        tc_expect(x, 4, 9);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        tc_expect(inner.x, 4, 0);
+        cr_assert_eq(wb_tensor_version(inner.x), 0);
+        /* Outside, the inner wrapper runs as ever. */
+        WBT_OK(wb_call(inner.w, (wb_arg[]){{.t = inner.x}}, 1, &out, 1));
+        wb_tensor_release(out.t);
+        tc_expect(inner.x, 4, 50);
+        wb_wrapper_free(w);
+        wb_wrapper_free(inner.w);
+        wb_tensor_release(g1.value);
+        wb_tensor_release(inner.x);
+        wb_tensor_release(x);
+        tc_graph_free(&g2);
+        wb_spec_free(muts);
+        wb_spec_free(outer);
+    }
+}
+
 Test(cuda, an_empty_copy_of_huge_sizes_copies_nothing)
 {
     /* Sizes whose product overflows, with a 0 among them: no element. */

@@ -33,6 +33,12 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
                            "with more than %d dimensions that do not merge",
                            wb_rt_input_label(e, input, lb, sizeof lb),
                            wb_rt_device_copy_dims());
+    case WB_RT_COPY_INSIDE_A_CALL:
+        return wb_rt_callf(e, WB_ERR_INVALID, "%s: this call writes back "
+                           "on a CUDA device inside another call's commit "
+                           "on this thread (a deleter of that call's "
+                           "values called it)",
+                           wb_rt_input_label(e, input, lb, sizeof lb));
     case WB_RT_COPY_NO_CUDA:
         break;
     }

@@ -378,6 +378,8 @@ typedef enum wb_rt_copy_fit {
     WB_RT_COPY_OTHER_DEVICE,  /* an earlier input is on another device */
     WB_RT_COPY_OTHER_STREAM,  /* t's storage is tied to another stream */
     WB_RT_COPY_TOO_MANY_DIMS, /* the views do not merge into few dims */
+    WB_RT_COPY_INSIDE_A_CALL, /* inside another call's commit on this
+                                 thread (a deleter that calls a wrapper) */
     WB_RT_COPY_NO_CUDA
 } wb_rt_copy_fit;
 wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,

@@ -281,6 +281,7 @@ wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
 
 typedef struct wb_rt_pending {
     const void *call;    /* the call whose copies are checked, or NULL */
+    int refused;         /* calls refused inside it, each yet to drop */
     int last;            /* the input checked last */
     void *stream;        /* the call's stream and device */
     int device;
@@ -530,9 +531,13 @@ static wb_status wb_rt_submit(wb_rt_pending *p)
             st = wb_rt_launch(&p->c[i], j - i, p->stream);
     }
     wb_rt_leave(p->device, prev);
-    for (int i = 0; i < p->n; i++)
-        wb_storage_release(p->hold[i]);
+    /* The sources go once p is done with: a deleter may run a call. */
+    wb_storage *hold[WB_RT_PENDING];
+    int n = p->n;
+    memcpy(hold, p->hold, sizeof *hold * (size_t)n);
     p->n = 0;
+    for (int i = 0; i < n; i++)
+        wb_storage_release(hold[i]);
     return st;
 }
 
@@ -545,11 +550,16 @@ wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
     const wb_storage *s = t->storage;
     wb_cuda_copy c;
     /* A call ends by flushing or, failed in its check phase, by dropping
-       its copies, so another wrapper's call finds p->call unset or its
-       own.  A call checks its mutations in input order, so an input not
-       after the last one checked starts a new call of the same wrapper
-       too. */
+       its copies, so a call starts with p->call unset.  One that finds it
+       set (another wrapper's, or its own, as a call checks its mutations
+       in input order and this input is not after the last one checked)
+       runs inside that call's commit, from a deleter or hook of its values:
+       it is refused, as it would take the other's copies for its own. */
     if (p->call != call || input <= p->last) {
+        if (p->call) {
+            p->refused++;
+            return WB_RT_COPY_INSIDE_A_CALL;
+        }
         p->call = call;
         p->stream = wb_rt_stream_of(stream);
         p->device = s->device.device_id;
@@ -588,9 +598,13 @@ void wb_rt_defer_copy(wb_tensor *t, const wb_tensor *v)
 
 void wb_rt_device_drop(const void *call)
 {
-    /* The check phase records nothing, so only the call is forgotten. */
-    if (wb_rt_pend.call == call)
-        wb_rt_pend.call = NULL;
+    /* The check phase records nothing, so only the call is forgotten;
+       a call refused inside another leaves the other's. */
+    wb_rt_pending *p = &wb_rt_pend;
+    if (p->refused)
+        p->refused--;
+    else if (p->call == call)
+        p->call = NULL;
 }
 
 wb_status wb_rt_device_flush(const void *call)
@@ -598,11 +612,9 @@ wb_status wb_rt_device_flush(const void *call)
     wb_rt_pending *p = &wb_rt_pend;
     if (p->call != call)
         return WB_OK;  /* no CUDA copy was checked */
+    p->call = NULL;  /* done: a deleter the submission runs may call */
     wb_status st = p->n ? wb_rt_submit(p) : WB_OK;
-    if (st == WB_OK)
-        st = p->st;
-    p->call = NULL;
-    return st;
+    return st != WB_OK ? st : p->st;
 }
 
 wb_status wb_rt_device_grow(const wb_storage *s, size_t nbytes,
