@@ -53,6 +53,7 @@ uint64_t wb_cuda_launches(void) { return wb_rt_launches; }
 #ifdef WB_WITH_CUDA
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <pthread.h>
 #include <cuda_runtime_api.h>
@@ -84,33 +85,43 @@ static struct {
 _Static_assert(CUDART_VERSION / 1000 == WB_CUDART_MAJOR,
                "WB_CUDART_MAJOR names the runtime of the headers");
 
-/* Whether the file $WRAPBAKE_CUDART names may be loaded, with the rules
+/* Whether the file at path (named by whom) may be loaded, with the rules
    the disk cache keeps for what it loads (wb_rt_unsafe_file): loading runs
    its constructors in this process.  Its resolved path goes to real; why
    it may not, to wb_cu.why. */
-static bool wb_cu_trusted(const char *path, char real[PATH_MAX])
+static bool wb_cu_trusted(const char *path, const char *whom,
+                          char real[PATH_MAX])
 {
     char why[600], shown[200];
     if (!wb_rt_unsafe_file(path, real, why, sizeof why))
         return true;
     snprintf(wb_cu.why, sizeof wb_cu.why, "cannot load the CUDA runtime "
-             "WRAPBAKE_CUDART names (%s): %s",
-             wb_rt_printable(path, shown, sizeof shown), why);
+             "%s (%s): %s", whom, wb_rt_printable(path, shown, sizeof shown),
+             why);
     return false;
 }
 
+/* The runtime: the file $WRAPBAKE_CUDART names; else the loader's
+   search; else the toolkit's own copy, where the library was built. */
 static void wb_cu_load(void)
 {
     const char *path = wb_rt_getenv("WRAPBAKE_CUDART");
     char real[PATH_MAX];
-    if (path && *path && !wb_cu_trusted(path, real))
+    if (path && *path && !wb_cu_trusted(path, "WRAPBAKE_CUDART names", real))
         return;
     wb_rt_inside_dependency++;
-    if (path && *path)
+    struct stat sb;
+    if (path && *path) {
         wb_cu.lib = dlopen(real, RTLD_NOW | RTLD_LOCAL);
-    else if (!(wb_cu.lib = dlopen(WB_CUDART, RTLD_NOW | RTLD_LOCAL)))
-        wb_cu.lib = dlopen(WB_CUDA_LIBDIR "/" WB_CUDART,
-                           RTLD_NOW | RTLD_LOCAL);
+    } else if (!(wb_cu.lib = dlopen(WB_CUDART, RTLD_NOW | RTLD_LOCAL)) &&
+               lstat(WB_CUDA_LIBDIR "/" WB_CUDART, &sb) == 0) {
+        if (!wb_cu_trusted(WB_CUDA_LIBDIR "/" WB_CUDART, "of the toolkit",
+                           real)) {
+            wb_rt_inside_dependency--;
+            return;
+        }
+        wb_cu.lib = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    }
     if (!wb_cu.lib) {
         /* The path and the loader's words come from the environment and
            the file: shown printable. */
