@@ -180,7 +180,12 @@ WB_API wb_status wb_tensor_from_storage(wb_storage *storage, DLDataType dtype,
                                         int ndim, const int64_t *sizes,
                                         const int64_t *strides, int64_t offset,
                                         wb_tensor **out);
-/* A new view of base's storage with base's dtype (torch.as_strided). */
+/* A new view of base's storage with base's dtype (torch.as_strided's
+   view).  Like every tensor the library makes outside a call, it does not
+   require grad: these functions do no autograd, and leave requires-grad
+   to the caller (wb_tensor_set_requires_grad), where torch's view of a
+   tensor that requires grad, and its copy_ and set_ with grad on from
+   one, would require grad. */
 WB_API wb_status wb_tensor_as_strided(const wb_tensor *base, int ndim,
                                       const int64_t *sizes,
                                       const int64_t *strides, int64_t offset,
