@@ -623,9 +623,11 @@ wb_status wb_rt_device_flush(const void *call)
     wb_rt_pending *p = &wb_rt_pend;
     if (p->call != call)
         return WB_OK;  /* no CUDA copy was checked */
-    p->call = NULL;  /* done: a deleter the submission runs may call */
+    /* Done: a deleter the submission runs may make a call. */
+    wb_status early = p->st;
+    p->call = NULL;
     wb_status st = p->n ? wb_rt_submit(p) : WB_OK;
-    return st != WB_OK ? st : p->st;
+    return st != WB_OK ? st : early;
 }
 
 wb_status wb_rt_device_grow(const wb_storage *s, size_t nbytes,
