@@ -441,11 +441,14 @@ static int wb_cli_yaml_tags(wb_cli_yaml *y, const yaml_event_t *val,
 /* Ops tagged inplace_view change their `!` arguments' views, not their
    data: the entry says so with the extension's graph attribute, as a `with`
    clause of its own or added to the one the text has, whichever the
-   schema parser takes.  A text that already says inplace_view, or does
-   not parse at all, stays as written, so its errors point into it. */
+   schema parser takes.  The attribute goes on a line of its own, so that
+   a comment the text ends in does not swallow it.  A text that already
+   says inplace_view, or does not parse at all, stays as written, so its
+   errors point into it. */
 static int wb_cli_yaml_mark_view(wb_cli_yaml *y, wb_cli_entry *en)
 {
-    static const char *const how[] = {" with inplace_view", ", inplace_view"};
+    static const char *const how[] = {"\nwith inplace_view",
+                                      "\n, inplace_view"};
     for (size_t i = 0; i < sizeof how / sizeof *how; i++) {
         char *p = wb_cli_format("%s%s", en->text, how[i]);
         wb_schema *sc = NULL;

@@ -465,6 +465,16 @@ else
 fi
 run emit_tags_with 0 "$wb" emit --name trained_ "$tmp/tags_with.yaml"
 has emit_tags_with.out 'training: grad mode on' 'wb_rt_prep_meta('
+# A text that ends in a comment takes the tag too, with a `with` clause or
+# without one, in a block or a quoted value.
+printf -- '- func: |-\n    v1_(Tensor(a!) self) -> Tensor(a!)   # a comment\n  tags: inplace_view\n- func: "v2_(Tensor(a!) self) -> Tensor(a!) # c"\n  tags: inplace_view\n- func: |-\n    v3_(Tensor(a!) self) -> Tensor(a!) with training # c\n  tags: inplace_view\n' >"$tmp/tags_comment.yaml"
+run check_tags_comment 0 "$wb" check "$tmp/tags_comment.yaml"
+has check_tags_comment.out '3 specs: 3 wrappable, 0 not wrappable, 0 failed'
+if [ "$(grep -c 'metadata mutation' "$tmp/check_tags_comment.out")" = 3 ]; then
+    pass
+else
+    fail "check_tags_comment.out: not every tagged spec has a metadata mutation"
+fi
 
 # ---- namespaces ----------------------------------------------------------------
 # A schema's namespace is part of the name it is shown and picked by.
