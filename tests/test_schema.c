@@ -165,6 +165,8 @@ Test(schema, operator_names_namespaces_and_overloads)
          "op_3.over_load4", "op_3"},
         {"  aten :: add . out ( Tensor x ) -> Tensor", "aten", "add.out",
          "add"},
+        {"x.default_(Tensor x) -> Tensor", "", "x.default_", "x"},
+        {"x._private(Tensor x) -> Tensor", "", "x._private", "x"},
     };
     for (int i = 0; i < TSC_COUNT(c); i++) {
         wb_schema *sc = tsc_parse(c[i].text);
@@ -523,6 +525,15 @@ Test(schema, grammar_rejections_name_and_parameters)
         {"aten:add(Tensor x) -> Tensor", 5,
          "expected '(' after the operator name 'aten'"},
         {"add.(Tensor x) -> Tensor", 5, "expected an overload name after '.'"},
+        {"x.default(Tensor self, Tensor o) -> Tensor", 3,
+         "'default' is not a legal overload name: it names the 'x' without "
+         "an overload"},
+        {"aten::x.__call__(Tensor self) -> Tensor", 9,
+         "'__call__' is not a legal overload name: one that starts with "
+         "'__' would be a Python special attribute"},
+        {"x.__(Tensor self) -> Tensor", 3,
+         "'__' is not a legal overload name: one that starts with '__' "
+         "would be a Python special attribute"},
         {"add.Tensor.x(Tensor x) -> Tensor", 11,
          "expected '(' after the operator name 'add'"},
         {"f Tensor x) -> Tensor", 3,

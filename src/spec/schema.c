@@ -1447,6 +1447,20 @@ static wb_status wb_schema_parse_name(wb_schema_parser *p)
         return wb_schema_dup(p->text + s, n, &sc->name);
     if (!wb_schema_ident(p, &os, &on))
         return wb_schema_expected(p, "an overload name after '.'");
+    /* ATen refuses these too: NAME.default is NAME without an overload
+       (torch.ops names it so, as the CLI's --name and allowlists do), and a
+       name starting with "__" would be a Python special attribute. */
+    char q[300];
+    if (wb_schema_is_word(p->text + os, on, "default"))
+        return wb_schema_fail_at(p, os, "'default' is not a legal overload "
+                                 "name: it names the '%s' without an "
+                                 "overload",
+                                 wb_schema_q(p->text + s, n, q, sizeof q));
+    if (p->text[os] == '_' && p->text[os + 1] == '_')
+        return wb_schema_fail_at(p, os, "'%s' is not a legal overload name: "
+                                 "one that starts with '__' would be a "
+                                 "Python special attribute",
+                                 wb_schema_q(p->text + os, on, q, sizeof q));
     wb_schema_buf b = {0};
     wb_schema_buf_add(&b, p->text + s, n);
     wb_schema_buf_str(&b, ".");
