@@ -816,8 +816,10 @@ static int wb_cli_emit(const char *want, const char *path,
         rc = wb_cli_emit_entry(&entries.v[0], form);
         goto done;
     }
-    /* Several specs: list them when none was named, else find the one. */
+    /* Several specs: list them when none was named, else find the one;
+       when several match, the first is listed once the second shows. */
     size_t found = 0, pick = 0;
+    char *first = NULL;
     for (size_t i = 0; i < entries.n; i++) {
         char *name = wb_cli_entry_name(&entries.v[i]);
         if (!want) {
@@ -829,16 +831,20 @@ static int wb_cli_emit(const char *want, const char *path,
         } else if (name && wb_cli_name_matches(want, name)) {
             if (found == 1)
                 wb_cli_error("wrapbake: several specs in %s are named "
-                             "'%s':\n  %s:%d\n", file, want, file,
-                             entries.v[pick].line);
+                             "'%s':\n  %s:%d: %s\n", file, want, file,
+                             entries.v[pick].line, first);
             if (found >= 1)
                 wb_cli_error("  %s:%d: %s\n", file, entries.v[i].line, name);
-            if (found == 0)
+            if (found == 0) {
                 pick = i;
+                first = name;
+                name = NULL;
+            }
             found++;
         }
         free(name);
     }
+    free(first);
     if (!want) {
         fputs("Try 'wrapbake --help' for more information.\n", stderr);
         rc = WB_CLI_USAGE;

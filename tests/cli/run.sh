@@ -387,6 +387,12 @@ run emit_many_abs 1 "$wb" emit --name abs "$tmp/abs.txt"
 has emit_many_abs.err "several specs in $tmp/abs.txt are named 'abs'"
 run emit_default 0 "$wb" emit --name abs.default "$tmp/abs.txt"
 has emit_default.out "from spec 'abs'"
+# Every spec a name picks is listed with its own name.
+printf '# ops\n\n\naten::mul.Tensor(Tensor self, Tensor other) -> Tensor\nmyops::mul.Tensor(Tensor self, Tensor other) -> Tensor\n' >"$tmp/mul.txt"
+run emit_many_mul 1 "$wb" emit -n mul.Tensor "$tmp/mul.txt"
+has emit_many_mul.err "several specs in $tmp/mul.txt are named 'mul.Tensor':" \
+    "  $tmp/mul.txt:4: aten::mul.Tensor" "  $tmp/mul.txt:5: myops::mul.Tensor"
+lines emit_many_mul.err 3
 # Several specs and no --name: a usage error that lists them.
 run emit_unnamed 2 "$wb" emit $s
 has emit_unnamed.err 'holds 26 specs; pick one with --name' \
