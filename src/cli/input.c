@@ -379,11 +379,17 @@ static int wb_cli_yaml_entry_error(wb_cli_yaml *y, yaml_mark_t m,
 
 /* The entry for a `func:` value.  A plain value on one line is padded to
    its column so that the parser's columns are the file's; other styles
-   start where their text does, as near as the YAML allows. */
+   start where their text does, as near as the YAML allows.  An empty
+   value is reported where it starts, right after `func:`, which the
+   padded text could not show. */
 static int wb_cli_yaml_func(wb_cli_yaml *y, const yaml_event_t *ev)
 {
     const yaml_mark_t *s = &ev->start_mark, *e = &ev->end_mark;
     yaml_scalar_style_t style = ev->data.scalar.style;
+    const char *v = (const char *)ev->data.scalar.value;
+    if (strspn(v, " \t\r\n") == ev->data.scalar.length)
+        return wb_cli_yaml_entry_error(y, *s, "expected a spec after "
+                                       "`func:`");
     wb_buf t = {0};
     wb_cli_entry en = {.file = y->file, .line = (int)s->line + 1,
                        .col = (int)s->column + 1};
@@ -407,6 +413,22 @@ static int wb_cli_yaml_func(wb_cli_yaml *y, const yaml_event_t *ev)
         return -1;
     }
     return 0;
+}
+
+/* A `func:` value that is an alias (*NAME): the reader takes no aliases,
+   which libyaml hands over without the value they stand for. */
+static int wb_cli_yaml_alias(wb_cli_yaml *y, const yaml_event_t *ev)
+{
+    char *what = wb_cli_format("expected a spec after `func:`, as text: "
+                               "YAML aliases (*%s) are not supported",
+                               (const char *)ev->data.alias.anchor);
+    if (!what) {
+        y->err = wb_cli_format("%s: out of memory", y->file);
+        return -1;
+    }
+    int rc = wb_cli_yaml_entry_error(y, ev->start_mark, what);
+    free(what);
+    return rc;
 }
 
 /* Whether a `tags:` value (one scalar or a list of them) names
@@ -497,11 +519,14 @@ static int wb_cli_yaml_item(wb_cli_yaml *y, const yaml_event_t *start)
         } else if (is_func) {
             found = true;
             entry = y->out->n;
-            rc = val.type == YAML_SCALAR_EVENT
-                     ? wb_cli_yaml_func(y, &val)
-                     : wb_cli_yaml_entry_error(y, val.start_mark,
-                                               "expected a spec after "
-                                               "`func:`, as text");
+            if (val.type == YAML_SCALAR_EVENT)
+                rc = wb_cli_yaml_func(y, &val);
+            else if (val.type == YAML_ALIAS_EVENT)
+                rc = wb_cli_yaml_alias(y, &val);
+            else
+                rc = wb_cli_yaml_entry_error(y, val.start_mark,
+                                             "expected a spec after "
+                                             "`func:`, as text");
             if (rc == 0)
                 rc = wb_cli_yaml_skip(y, &val);
         } else if (is_tags) {

@@ -260,6 +260,14 @@ printf -- '- func: a(Tensor x) -> Tensor\n  func: b(Tensor x) -> Tensor\n' >"$tm
 run check_dup_func 1 "$wb" check "$tmp/dup.yaml"
 has check_dup_func.err "$tmp/dup.yaml:2:3: a second \`func:\` key in this entry"
 lacks check_bad_yaml.out sigmoid
+# An empty `func:` is reported right after the key; an alias is no text.
+printf -- '- func:\n- func: &a a(Tensor x) -> Tensor\n- func: *a\n- func: ""\n' >"$tmp/empty.yaml"
+run check_empty_func 1 "$wb" check "$tmp/empty.yaml"
+has check_empty_func.err "$tmp/empty.yaml:1:8: expected a spec after \`func:\`" \
+    "$tmp/empty.yaml:3:9: expected a spec after \`func:\`, as text: YAML aliases (*a) are not supported" \
+    "$tmp/empty.yaml:4:9: expected a spec after \`func:\`"
+lines check_empty_func.err 3
+has check_empty_func.out '4 specs: 1 wrappable, 0 not wrappable, 3 failed'
 run check_not_list 1 "$wb" check tests/cli/notlist.yaml
 has check_not_list.err 'tests/cli/notlist.yaml:1:1: expected a list of mappings'
 # Every real schema of the corpus checks; so do the 2,500 entries the
