@@ -770,8 +770,12 @@ static int wb_aot_write_all(wb_aot *a, const int *order)
     bool made = false;
     if (stat(a->dir, &st) != 0) {
         if (errno != ENOENT || mkdir(a->dir, 0777) != 0) {
-            wb_cli_error("wrapbake: cannot create the directory %s: %s\n",
-                         a->dir, strerror(errno));
+            /* Only the last part is made, so that the one directory
+               removed on failure is all a run made. */
+            int e = errno;
+            wb_cli_error("wrapbake: cannot create the directory %s: %s%s\n",
+                         a->dir, strerror(e),
+                         e == ENOENT ? " (its parent must exist)" : "");
             return -1;
         }
         made = true;
