@@ -545,5 +545,8 @@ same help.out help_check.out
 run version 0 "$wb" --version
 has version.out 'wrapbake 0.1.0'
 lines version.out 1
+run usage_version_extra 2 "$wb" --version extra
+has usage_version_extra.err "wrapbake: --version takes no argument, 'extra' given"
+lines usage_version_extra.out 0
 
 finish
