@@ -661,7 +661,11 @@ int wb_cli_allowlist_read(const char *path, wb_cli_allowlist *al, char **err)
         return -1;
     }
     int lineno = 0, rc = 0;
-    for (char *line = buf; rc == 0 && line < buf + len;) {
+    /* A UTF-8 byte order mark is not part of the first name. */
+    char *line = buf;
+    if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3))
+        line += 3;
+    while (rc == 0 && line < buf + len) {
         char *nl = memchr(line, '\n', (size_t)(buf + len - line));
         char *end = nl ? nl : buf + len;
         lineno++;
@@ -750,12 +754,17 @@ bool wb_cli_allowlist_takes(wb_cli_allowlist *al, const char *name)
     return taken;
 }
 
+/* The entry is shown as the parser shows names, bytes that are not
+   printable ASCII as \xHH, so that the warning says what the file holds. */
 void wb_cli_allowlist_warn_unused(const wb_cli_allowlist *al)
 {
+    char shown[300];
     for (size_t i = 0; al && i < al->n; i++)
         if (!al->used[i])
             wb_cli_error("%s:%d: warning: allowlist entry '%s' takes no "
-                         "spec\n", al->file, al->lines[i], al->names[i]);
+                         "spec\n", al->file, al->lines[i],
+                         wb_spec_print_name(al->names[i], shown,
+                                            sizeof shown));
 }
 
 void wb_cli_allowlist_free(wb_cli_allowlist *al)

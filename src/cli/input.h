@@ -64,14 +64,16 @@ typedef struct wb_cli_allowlist {
     const char *file;  /* its file name (borrowed) */
 } wb_cli_allowlist;
 
-/* Reads an allowlist: one name per line, `#` comments, blank lines
-   ignored.  Returns 0, or -1 with *err set to a malloc'ed message. */
+/* Reads an allowlist: one name per line, `#` comments, blank lines and a
+   leading UTF-8 byte order mark ignored.  Returns 0, or -1 with *err set
+   to a malloc'ed message. */
 int wb_cli_allowlist_read(const char *path, wb_cli_allowlist *al, char **err);
 /* Whether the allowlist takes the spec named name (with its overload, and
    maybe a namespace); an entry without an overload takes every overload.
    Marks the entries that match as used. */
 bool wb_cli_allowlist_takes(wb_cli_allowlist *al, const char *name);
-/* Warns on stderr of each entry that took no spec (none for NULL). */
+/* Warns on stderr of each entry that took no spec (none for NULL), its
+   bytes that are not printable ASCII escaped. */
 void wb_cli_allowlist_warn_unused(const wb_cli_allowlist *al);
 void wb_cli_allowlist_free(wb_cli_allowlist *al);
 

@@ -293,6 +293,13 @@ run check_allow_text 0 "$wb" check -a tests/cli/allow.txt $s
 has check_allow_text.out 'cummax.out  (tests/cli/specs.txt:19)' \
     '2 specs: 2 wrappable, 0 not wrappable, 0 failed; 24 left out by the allowlist'
 lacks check_allow_text.out 'add_.Tensor'
+# A byte order mark is not part of the first entry; a warning shows the
+# bytes of an entry that are not printable ASCII escaped.
+printf '\357\273\277cummax\nno\001such\n' >"$tmp/bom_allow.txt"
+run check_allow_bom 0 "$wb" check --json --allowlist "$tmp/bom_allow.txt" tests/cli/ops.yaml
+has check_allow_bom.out '{"name": "cummax.out", "ok": true'
+has check_allow_bom.err "bom_allow.txt:2: warning: allowlist entry 'no\\x01such' takes no spec"
+lines check_allow_bom.err 1
 printf 'add mul\n' >"$tmp/two.txt"
 run check_allow_bad 1 "$wb" check --allowlist "$tmp/two.txt" $s
 has check_allow_bad.err 'two.txt:1: expected one name per line'
