@@ -347,6 +347,14 @@ has check_graph_json.out '"mutation": "data+metadata"}' '"duplicate_of": 0}' \
     '"effect_tokens": 1, "functional_rng": false, "graph_args": [0], "synthetic_bases": [], "updated_bases": [], "updated": [], "outputs": 1, "intermediate_bases": 0, "new_views": [], "values": 2}' \
     '"elements": 2, "first_output": 0, "elementwise": true}' \
     '"graph_args": [0, 1, 2], "synthetic_bases": [], "updated_bases": [], "updated": [0, 1], "outputs": 2, "intermediate_bases": 0, "new_views": [], "values": 4}'
+# What each index counts, as docs/cli.md shows it: arguments, or spec
+# inputs, which a list of known length makes more of.
+sed -n '/^<!-- json-indices -->/,/^```$/p' docs/cli.md | sed '1,2d;$d' >"$tmp/indices.md"
+sed -n 1p "$tmp/indices.md" >"$tmp/indices.txt"
+sed -n 2p "$tmp/indices.md" >"$tmp/indices_want.out"
+run check_indices 0 "$wb" check --json "$tmp/indices.txt"
+lines check_indices.out 1
+same check_indices.out indices_want.out
 # A synthetic base mutated in the graph has no updated value; one mutated
 # after it comes first.
 printf 'g(Tensor(a!) x [in_graph], Tensor(b) y [aliases=x], Tensor(c!) z) -> Tensor with keep_input_mutations\nh(Tensor(a!) x, Tensor(b) y [aliases=x], Tensor(c!) z) -> Tensor\n' >"$tmp/bases.txt"
