@@ -894,7 +894,7 @@ Test(errors, wrapper_new_bad_arguments)
     WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, NULL, NULL),
               WB_ERR_INVALID, "out");
     WBT_FAILS(wb_wrapper_new(s, err_noop_graph, NULL, &bad, &w),
-              WB_ERR_UNSUPPORTED, "tier 99 is not available");
+              WB_ERR_INVALID, "wb_wrapper_new: unknown tier 99");
     cr_assert_eq(w, (wb_wrapper *)(void *)&err_sentinel, "out written");
 
     /* The default tier works and is tcc. */
@@ -1333,8 +1333,7 @@ Test(errors, constructor_messages_name_the_function_called)
     WBT_FAILS(wb_wrappers_new(2, specs, graphs, NULL, &aot, &w),
               WB_ERR_INVALID, "wb_wrappers_new: aot wrappers");
     WBT_FAILS(wb_wrappers_new(2, specs, graphs, NULL, &bad, &w),
-              WB_ERR_UNSUPPORTED, "wb_wrappers_new: tier 99 is not "
-              "available");
+              WB_ERR_INVALID, "wb_wrappers_new: unknown tier 99");
 
     WBT_FAILS(wb_wrapper_new_aot(NULL, err_aot_entry, fp, err_noop_graph,
                                  NULL, &w),

@@ -265,8 +265,8 @@ static wb_status wb_options_check(const char *fn, const wb_options *o)
                           "wb_wrapper_new_aot", fn);
     if (t != WB_TIER_INTERP && t != WB_TIER_TCC && t != WB_TIER_CC &&
         t != WB_TIER_AUTO)
-        return wb_rt_fail(WB_ERR_UNSUPPORTED, "%s: tier %d is not "
-                          "available in this build", fn, (int)t);
+        return wb_rt_fail(WB_ERR_INVALID, "%s: unknown tier %d", fn,
+                          (int)t);
     return WB_OK;
 }
 
