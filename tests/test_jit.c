@@ -736,6 +736,25 @@ Test(jit_heap, blocks_behave_as_the_c_library_s)
     wb_jit_heap_free(c);
 }
 
+/* libtcc reports an allocation of its own that failed as an error in the
+   code ("memory full"): the compile fails out of memory, not as code
+   libtcc rejects, and the next one compiles. */
+Test(jit_heap, libtcc_out_of_memory_is_nomem)
+{
+    wb_jit_code *code = NULL;
+    void *entry = NULL;
+    wb_test_jit_heap_limit((size_t)1 << 20);
+    WBT_FAILS(jit_compile("static const char big[4 << 20] = {1};\n"
+                          "int f(int i) { return big[i]; }", "f", &code,
+                          &entry),
+              WB_ERR_NOMEM, "libtcc ran out of memory");
+    cr_assert_null(code);
+    wb_test_jit_heap_limit(0);
+    cr_assert_eq(jit_compile_ok("int twice(int x) { return 2 * x; }",
+                                "twice", &code)(4), 8);
+    wb_jit_free(code);
+}
+
 Test(jit_heap, a_block_left_live_retires_the_arena)
 {
     wb_jit_heap_open();

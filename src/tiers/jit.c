@@ -5,13 +5,15 @@
  * every compile holds wb_jit_lock, the library's one lock.  The compiler
  * gets only fixed option strings and code from the emitter (no user text
  * outside escaped comments), which keeps it from calling exit, except when
- * its own allocator runs out of memory, which cannot be caught from outside
- * libtcc.  The code is relocated into pages of our own that turn
- * read+execute before anyone can call them, and the compiler state is
- * deleted at once: pages of a zone near the helpers, so that the code
- * calls them directly, while it has room, else pages anywhere.  Freed
- * code pages turn read-write again; the zone's go back to it, and a few
- * others are kept, under a lock of their own, for later compiles.
+ * its own allocator runs out of memory outside a compile, which cannot be
+ * caught from outside libtcc; inside one, it reports the failure as an
+ * error in the code, which wb_jit_fail tells apart.  The code is relocated
+ * into pages of our own that turn read+execute before anyone can call them,
+ * and the compiler state is deleted at once: pages of a zone near the
+ * helpers, so that the code calls them directly, while it has room, else
+ * pages anywhere.  Freed code pages turn read-write again; the zone's go
+ * back to it, and a few others are kept, under a lock of their own, for
+ * later compiles.
  */
 #include <libtcc.h>
 #include <pthread.h>
@@ -38,6 +40,7 @@ struct wb_jit_code {
 typedef struct wb_jit_diag {
     char text[2048];
     size_t len;
+    long failures;  /* wb_jit_heap_failures() when the compile began */
 } wb_jit_diag;
 
 static void wb_jit_on_message(void *opaque, const char *msg)
@@ -48,6 +51,18 @@ static void wb_jit_on_message(void *opaque, const char *msg)
     if (n > 0)
         d->len = d->len + (size_t)n < sizeof d->text ? d->len + (size_t)n
                                                      : sizeof d->text - 1;
+}
+
+/* A failure of libtcc's at what it did to the generated code, with its
+   messages: WB_ERR_NOMEM where one of its allocations failed meanwhile,
+   which it reports as an error in the code ("memory full"). */
+static wb_status wb_jit_fail(const wb_jit_diag *d, const char *did)
+{
+    if (wb_jit_heap_failures() != d->failures)
+        return wb_rt_fail(WB_ERR_NOMEM, "libtcc ran out of memory: %s",
+                          d->text);
+    return wb_rt_fail(WB_ERR_COMPILE, "libtcc %s the generated code: %s",
+                      did, d->text);
 }
 
 /* libtcc's objects go into libwrapbake.a with their one mprotect call
@@ -246,27 +261,23 @@ static wb_status wb_jit_place(TCCState *s, wb_jit_code *c, wb_jit_diag *d,
 #ifdef TCC_RELOCATE_AUTO
     int size = tcc_relocate(s, NULL);
     if (size < 0)
-        return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not link the "
-                          "generated code: %s", d->text);
+        return wb_jit_fail(d, "could not link");
     if (near) {
         if (!(*no_room = !wb_jit_zone_pages(c, (size_t)size)) &&
             tcc_relocate(s, c->mem) < 0)
-            return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not relocate "
-                              "the generated code: %s", d->text);
+            return wb_jit_fail(d, "could not relocate");
         return WB_OK;
     }
     if (!wb_jit_pages(c, (size_t)size))
         return wb_rt_fail(WB_ERR_NOMEM, "cannot map %d bytes for code",
                           size);
     if (tcc_relocate(s, c->mem) < 0)
-        return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not relocate the "
-                          "generated code: %s", d->text);
+        return wb_jit_fail(d, "could not relocate");
 #else
     (void)near;
     (void)no_room;
     if (tcc_relocate(s) < 0)
-        return wb_rt_fail(WB_ERR_COMPILE, "libtcc could not link the "
-                          "generated code: %s", d->text);
+        return wb_jit_fail(d, "could not link");
 #endif
     return WB_OK;
 }
@@ -407,7 +418,7 @@ static wb_status wb_jit_build(const char *unit, int n, const wb_jit_src *srcs,
                               const unsigned char *used, bool near,
                               wb_jit_code *c, void **entries, bool *no_room)
 {
-    wb_jit_diag diag = {{0}, 0};
+    wb_jit_diag diag = {{0}, 0, wb_jit_heap_failures()};
     wb_status st = WB_OK;
     *no_room = false;
     wb_jit_tcc_stdout = stdout;
@@ -439,8 +450,7 @@ static wb_status wb_jit_build(const char *unit, int n, const wb_jit_src *srcs,
         tcc_add_symbol(s, y->name, addr);
     }
     if (tcc_compile_string(s, unit) < 0)
-        st = wb_rt_fail(WB_ERR_COMPILE, "libtcc rejected the generated "
-                        "code: %s", diag.text);
+        st = wb_jit_fail(&diag, "rejected");
     if (st == WB_OK)
         st = wb_jit_place(s, c, &diag, near, no_room);
     for (int i = 0; i < n && st == WB_OK && !*no_room; i++) {

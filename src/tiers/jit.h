@@ -61,6 +61,9 @@ void wb_jit_heap_free(void *p);
    that the close resets; outside them, from the C library. */
 void wb_jit_heap_open(void);
 void wb_jit_heap_close(void);
+/* How many of libtcc's allocations have failed in the process (read under
+   wb_jit_lock): a compile that saw the count grow ran out of memory. */
+long wb_jit_heap_failures(void);
 /* The arena's address space, reserved at the first compile; a page costs
    memory once something is written to it.  A compile that needs more gets
    the rest from the C library. */
@@ -85,6 +88,9 @@ typedef struct wb_test_jit_heap_stats {
     bool broken;       /* a compile left blocks live: the arena is unused */
 } wb_test_jit_heap_stats;
 void wb_test_jit_heap_stat(wb_test_jit_heap_stats *st);
+/* From now on libtcc's blocks of more than n bytes fail, as if memory
+   ran out (0: none do). */
+void wb_test_jit_heap_limit(size_t n);
 #endif
 
 #endif /* WB_JIT_H */

@@ -15,6 +15,10 @@
  * stay touched, and the whole arena is reset at once when libtcc is done.
  * Outside that window, for a block the mapping has no room for, and for a
  * block the C library allocated, they pass through to the C library.
+ *
+ * libtcc reports an allocation of its own that failed as an error in the
+ * code ("memory full"), so the heap counts the failures, and the JIT
+ * tells running out of memory from code it rejects by the count.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,7 +39,13 @@ static struct {
     long live;       /* blocks allocated here and not yet freed */
     bool open;       /* a compile is using the arena */
     bool broken;     /* a compile left blocks live: never reset again */
+    long failures;   /* allocations that failed */
 } wb_jit_heap;
+
+long wb_jit_heap_failures(void)
+{
+    return wb_jit_heap.failures;
+}
 
 #ifdef WB_TEST_HOOKS
 void wb_test_jit_heap_stat(wb_test_jit_heap_stats *st)
@@ -45,7 +55,36 @@ void wb_test_jit_heap_stat(wb_test_jit_heap_stats *st)
     st->live = wb_jit_heap.live;
     st->broken = wb_jit_heap.broken;
 }
+
+static size_t wb_jit_heap_limit;
+
+void wb_test_jit_heap_limit(size_t n)
+{
+    wb_jit_heap_limit = n;
+}
 #endif
+
+/* Whether a block of n bytes is refused: only the test build's limit
+   refuses one that memory could hold.  A refusal counts as a failure. */
+static bool wb_jit_heap_refused(size_t n)
+{
+#ifdef WB_TEST_HOOKS
+    if (wb_jit_heap_limit && n > wb_jit_heap_limit) {
+        wb_jit_heap.failures++;
+        return true;
+    }
+#endif
+    (void)n;
+    return false;
+}
+
+/* p, the C library's block of n bytes, counting a failure. */
+static void *wb_jit_heap_counted(void *p, size_t n)
+{
+    if (!p && n)
+        wb_jit_heap.failures++;
+    return p;
+}
 
 static bool wb_jit_heap_owns(const void *p)
 {
@@ -86,17 +125,23 @@ static bool wb_jit_heap_is_last(void *p)
 
 void *wb_jit_heap_malloc(size_t n)
 {
+    if (wb_jit_heap_refused(n))
+        return NULL;
     void *p = wb_jit_heap.open ? wb_jit_heap_carve(n) : NULL;
-    return p ? p : malloc(n);
+    return p ? p : wb_jit_heap_counted(malloc(n), n);
 }
 
 void *wb_jit_heap_calloc(size_t n, size_t size)
 {
-    if (size && n > SIZE_MAX / size)
+    if (size && n > SIZE_MAX / size) {
+        wb_jit_heap.failures++;
+        return NULL;
+    }
+    if (wb_jit_heap_refused(n * size))
         return NULL;
     void *p = wb_jit_heap.open ? wb_jit_heap_carve(n * size) : NULL;
     if (!p)
-        return calloc(n, size);
+        return wb_jit_heap_counted(calloc(n, size), n * size);
     return memset(p, 0, n * size);
 }
 
@@ -119,8 +164,10 @@ void *wb_jit_heap_realloc(void *p, size_t n)
 {
     if (!p)
         return wb_jit_heap_malloc(n);
+    if (wb_jit_heap_refused(n))
+        return NULL;
     if (!wb_jit_heap_owns(p))
-        return realloc(p, n);
+        return wb_jit_heap_counted(realloc(p, n), n);
     if (n == 0) {
         wb_jit_heap_free(p);
         return NULL;
