@@ -18,7 +18,7 @@
 
 #include "tiers.h"
 
-static pthread_mutex_t wb_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t wb_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define WB_BUCKETS 256
 static wb_code *wb_table[WB_BUCKETS];

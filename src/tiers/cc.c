@@ -419,7 +419,7 @@ static wb_status wb_cc_load_locked(const char *path, const char *fn,
 /* Equal code from different sources is one object, and dlopen hands every
    load of it the same handle: binds are serialized so that two loads never
    write its pointers at once. */
-static pthread_mutex_t wb_cc_bind_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t wb_cc_bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 wb_status wb_cc_load(const char *path, const char *fn, wb_code **code)
 {

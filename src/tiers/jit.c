@@ -27,7 +27,7 @@
 #include "jit.h"
 #include "../gen/gen.h"
 
-static pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t wb_jit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct wb_jit_code {
     void *mem;
@@ -106,7 +106,7 @@ extern char **environ;
    of them: 1 MiB at worst. */
 #define WB_JIT_SPARES 16
 #define WB_JIT_SPARE_PAGES 16
-static pthread_mutex_t wb_jit_spare_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t wb_jit_spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     void *mem;
     size_t size;

@@ -5,11 +5,17 @@
 #ifndef WB_JIT_H
 #define WB_JIT_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "../abi/abi.h"
 
 /* ---- the JIT (jit.c) ---- */
+
+/* The lock every compile holds, and the lock of the code pages kept for
+   later compiles, taken under it.  Only the fork handlers (tiers.c) take
+   them outside jit.c. */
+extern pthread_mutex_t wb_jit_lock, wb_jit_spare_lock;
 
 /* Code compiled by libtcc, in pages that are read+execute only. */
 typedef struct wb_jit_code wb_jit_code;

@@ -9,6 +9,10 @@
  * entry.  Callers never wait: they run the old entry or the new one, and
  * the tcc code stays until the wrapper goes.  If the system compiler is
  * missing or fails, the wrapper stays on tcc and its note says why.
+ *
+ * Around fork, handlers hold the library's locks, so that a child finds
+ * none held by a thread it does not have; the child starts with no
+ * promoter, and starts one when a promotion is next queued or triggered.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -28,7 +32,7 @@ struct wb_promotion {
     wb_entry_fn tcc_entry;
     atomic_uint_fast64_t calls_left;
     double due_ms;            /* when to start by time (0: only by calls) */
-    bool triggered, running;
+    bool triggered;
     atomic_bool cancel;
     struct wb_promotion *next;
 };
@@ -37,6 +41,7 @@ static pthread_mutex_t wb_promo_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wb_promo_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t wb_promo_finished = PTHREAD_COND_INITIALIZER;
 static struct wb_promotion *wb_promo_queue;
+static struct wb_promotion *wb_promo_running;  /* off the queue, running */
 static bool wb_promo_worker;
 
 static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
@@ -105,11 +110,11 @@ static void *wb_promoter(void *unused)
             pp = &p->next;
         if (p) {
             *pp = p->next;
-            p->running = true;
+            wb_promo_running = p;
             pthread_mutex_unlock(&wb_promo_lock);
             wb_promote(p);
             pthread_mutex_lock(&wb_promo_lock);
-            p->running = false;
+            wb_promo_running = NULL;
             pthread_cond_broadcast(&wb_promo_finished);
             continue;
         }
@@ -133,27 +138,32 @@ static void *wb_promoter(void *unused)
     return NULL;
 }
 
-/* Queues p and makes sure a promoter runs; called with the lock held. */
-static wb_status wb_promo_enqueue(struct wb_promotion *p)
+/* Wakes the promoter, starting one where none runs; false when none
+   could start.  Called with the lock held. */
+static bool wb_promo_wake(void)
 {
-    p->next = wb_promo_queue;
-    wb_promo_queue = p;
     if (wb_promo_worker) {
         pthread_cond_signal(&wb_promo_work);
-        return WB_OK;
+        return true;
     }
     pthread_t t;
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &a, wb_promoter, NULL);
+    wb_promo_worker = pthread_create(&t, &a, wb_promoter, NULL) == 0;
     pthread_attr_destroy(&a);
-    if (rc != 0) {
-        wb_promo_queue = p->next;
-        return wb_rt_fail(WB_ERR_NOMEM, "cannot start the promotion thread");
-    }
-    wb_promo_worker = true;
-    return WB_OK;
+    return wb_promo_worker;
+}
+
+/* Queues p and makes sure a promoter runs; called with the lock held. */
+static wb_status wb_promo_enqueue(struct wb_promotion *p)
+{
+    p->next = wb_promo_queue;
+    wb_promo_queue = p;
+    if (wb_promo_wake())
+        return WB_OK;
+    wb_promo_queue = p->next;
+    return wb_rt_fail(WB_ERR_NOMEM, "cannot start the promotion thread");
 }
 
 /* The entry of an auto wrapper until its promotion is triggered. */
@@ -168,7 +178,7 @@ static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
         wb_auto_to_tcc(w, p);
         pthread_mutex_lock(&wb_promo_lock);
         p->triggered = true;
-        pthread_cond_signal(&wb_promo_work);
+        wb_promo_wake();  /* a child of fork has no promoter yet */
         pthread_mutex_unlock(&wb_promo_lock);
     }
     return p->tcc_entry(e, args, nargs, outs, nouts);
@@ -188,7 +198,7 @@ static void wb_auto_retire(wb_wrapper *w)
             break;
         }
     atomic_store(&p->cancel, true);
-    while (p->running)
+    while (wb_promo_running == p)
         pthread_cond_wait(&wb_promo_finished, &wb_promo_lock);
     pthread_mutex_unlock(&wb_promo_lock);
     wb_cc_opts_free(&p->cc);
@@ -234,6 +244,57 @@ static wb_status wb_auto_start(wb_wrapper *w, const wb_options *o)
         wb_auto_stay(w, "cannot start the promotion thread");
     }
     return WB_OK;
+}
+
+/* ---- fork ---- */
+
+/* The library's locks, in the order the fork handlers take them: the one
+   lock ever taken while another is held (the spare pages', under the
+   JIT's) comes after it.  The CUDA copy kernel's is not among them: a
+   child of fork must not use CUDA (docs/api.md). */
+static pthread_mutex_t *const wb_fork_locks[] = {
+    &wb_jit_lock, &wb_jit_spare_lock, &wb_cache_lock, &wb_cc_bind_lock,
+    &wb_promo_lock};
+#define WB_FORK_LOCKS (sizeof wb_fork_locks / sizeof *wb_fork_locks)
+
+static void wb_fork_prepare(void)
+{
+    for (size_t i = 0; i < WB_FORK_LOCKS; i++)
+        pthread_mutex_lock(wb_fork_locks[i]);
+}
+
+static void wb_fork_parent(void)
+{
+    for (size_t i = WB_FORK_LOCKS; i-- > 0;)
+        pthread_mutex_unlock(wb_fork_locks[i]);
+}
+
+/* The child has the forking thread alone: new locks and conditions, no
+   promoter (wb_promo_wake starts one when a promotion is next queued or
+   triggered), and the promotion the parent's promoter ran back in the
+   queue, unless it was cancelled or had got its code. */
+static void wb_fork_child(void)
+{
+    for (size_t i = 0; i < WB_FORK_LOCKS; i++)
+        pthread_mutex_init(wb_fork_locks[i], NULL);
+    pthread_cond_init(&wb_promo_work, NULL);
+    pthread_cond_init(&wb_promo_finished, NULL);
+    wb_promo_worker = false;
+    struct wb_promotion *p = wb_promo_running;
+    wb_promo_running = NULL;
+    if (p && !atomic_load(&p->cancel) && !atomic_load(&p->w->promoted)) {
+        p->next = wb_promo_queue;
+        wb_promo_queue = p;
+    }
+}
+
+static pthread_once_t wb_fork_once = PTHREAD_ONCE_INIT;
+
+static void wb_fork_register(void)
+{
+    /* It fails only out of memory, and then fork is as unsafe as it was
+       without it. */
+    (void)pthread_atfork(wb_fork_prepare, wb_fork_parent, wb_fork_child);
 }
 
 /* Serves w from code (taking the reference). */
@@ -304,6 +365,8 @@ static wb_status wb_wrappers_make(const char *fn, int n,
     wb_status st;
     if ((st = wb_options_check(fn, o)) != WB_OK)
         return st;
+    /* Before the first lock a wrapper takes. */
+    pthread_once(&wb_fork_once, wb_fork_register);
     ws = calloc((size_t)n, sizeof *ws);
     codes = calloc((size_t)n, sizeof *codes);
     srcs = calloc((size_t)n, sizeof *srcs);

@@ -106,6 +106,10 @@ wb_status wb_cc_load(const char *path, const char *fn, wb_code **code);
 wb_status wb_cc_load_bytes(const void *bytes, size_t n, const char *hex,
                            const char *fn, wb_code **code);
 
+/* The lock that loads cc code one object at a time (cc.c); only the fork
+   handlers (tiers.c) take it outside cc.c. */
+extern pthread_mutex_t wb_cc_bind_lock;
+
 /* WB_OK where the cc tier may run the system compiler: not in a process
    running with privileges its user lacks (wb_rt_privileged), whose PATH
    and compiler environment (COMPILER_PATH, GCC_EXEC_PREFIX) that user
@@ -125,6 +129,10 @@ wb_status wb_tcc_codes(int n, const wb_emitted *const *parts, bool share,
                        wb_code **out);
 
 /* ---- the in-process cache and its statistics (cache.c) ---- */
+
+/* The lock of the table and the statistics; only the fork handlers
+   (tiers.c) take it outside cache.c. */
+extern pthread_mutex_t wb_cache_lock;
 
 /* A live code of tier for key (and source, unless NULL: tcc keys are a
    fast hash, confirmed by comparing sources), with a new reference, or
