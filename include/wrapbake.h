@@ -24,7 +24,9 @@
  *     tensor headers, whose bound, one for all threads, only grows (see
  *     wb_thread_cache_flush).  The shared library is never unloaded: the
  *     promoter and a thread's exit may run its code after a plugin that
- *     loaded it is gone.
+ *     loaded it is gone.  Fork handlers, registered with the first
+ *     wrapper, hold the locks across fork, so a child may go on using the
+ *     library (but not CUDA state the parent set up).
  */
 #ifndef WRAPBAKE_H
 #define WRAPBAKE_H
