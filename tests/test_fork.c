@@ -63,9 +63,8 @@ static bool fork_wait_tier(wb_wrapper *w, wb_tier tier)
     return wb_wrapper_tier(w) == tier;
 }
 
-/* Runs child(arg) in a child of fork, killed after secs: its exit code,
-   or 128 and the signal that ended it. */
-static int fork_run(int (*child)(void *), void *arg, unsigned secs)
+/* Starts child(arg) in a child of fork, killed after secs. */
+static pid_t fork_start(int (*child)(void *), void *arg, unsigned secs)
 {
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
@@ -74,9 +73,20 @@ static int fork_run(int (*child)(void *), void *arg, unsigned secs)
         alarm(secs);
         _exit(child(arg));
     }
+    return pid;
+}
+
+/* The child's exit code, or 128 and the signal that ended it. */
+static int fork_wait(pid_t pid)
+{
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int fork_run(int (*child)(void *), void *arg, unsigned secs)
+{
+    return fork_wait(fork_start(child, arg, secs));
 }
 
 /* ---- fork while another thread compiles ---- */
@@ -195,6 +205,22 @@ static int fork_child_promotes(void *arg)
     return 0;
 }
 
+/* A child that calls the wrapper whose promotion was running: the
+   promotion, back in the child's queue, runs again on its promoter. */
+static int fork_child_resumes(void *arg)
+{
+    fork_promoting *f = arg;
+    if (!fork_call_ok(f->compiling))
+        return 1;
+    if (!fork_wait_tier(f->compiling, WB_TIER_CC))
+        return 2;
+    if (!fork_call_ok(f->compiling))
+        return 3;
+    wb_wrapper_free(f->compiling);
+    wb_wrapper_free(f->waiting);
+    return 0;
+}
+
 Test(fork, a_child_frees_and_promotes_auto_wrappers, .timeout = 120)
 {
     /* A compiler that says when it starts and then takes its time. */
@@ -222,9 +248,15 @@ Test(fork, a_child_frees_and_promotes_auto_wrappers, .timeout = 120)
     }
     cr_assert_eq(access(started, F_OK), 0, "the promotion did not start");
 
-    int rc = fork_run(fork_child_promotes, &p, 60);
+    /* Both children start while the parent's promotion runs. */
+    pid_t frees = fork_start(fork_child_promotes, &p, 60);
+    pid_t resumes = fork_start(fork_child_resumes, &p, 60);
+    int rc = fork_wait(frees);
     cr_assert_neq(rc, 128 + SIGALRM, "the child hung");
     cr_assert_eq(rc, 0, "the child failed at step %d", rc);
+    rc = fork_wait(resumes);
+    cr_assert_neq(rc, 128 + SIGALRM, "the resuming child hung");
+    cr_assert_eq(rc, 0, "the resuming child failed at step %d", rc);
     /* The parent's promotion went on. */
     cr_assert(fork_wait_tier(p.compiling, WB_TIER_CC), "note: %s",
               wb_wrapper_note(p.compiling) ? wb_wrapper_note(p.compiling)

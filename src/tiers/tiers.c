@@ -272,7 +272,8 @@ static void wb_fork_parent(void)
 /* The child has the forking thread alone: new locks and conditions, no
    promoter (wb_promo_wake starts one when a promotion is next queued or
    triggered), and the promotion the parent's promoter ran back in the
-   queue, unless it was cancelled or had got its code. */
+   queue, unless it was cancelled or had got its code; the queue's
+   triggered promotions wait for their wrappers' next calls. */
 static void wb_fork_child(void)
 {
     for (size_t i = 0; i < WB_FORK_LOCKS; i++)
@@ -286,6 +287,15 @@ static void wb_fork_child(void)
         p->next = wb_promo_queue;
         wb_promo_queue = p;
     }
+    /* A triggered promotion's wrapper no longer counts its calls: it gets
+       its counting entry back, and its next call triggers it again, which
+       starts the child's promoter. */
+    for (p = wb_promo_queue; p; p = p->next)
+        if (p->triggered) {
+            p->triggered = false;
+            atomic_store(&p->calls_left, 1);
+            atomic_store(&p->w->entry, wb_auto_entry);
+        }
 }
 
 static pthread_once_t wb_fork_once = PTHREAD_ONCE_INIT;
