@@ -685,11 +685,14 @@ Test(cuda, copies_outside_a_call_keep_stream_ties)
     cu.stream_destroy(s2);
 }
 
-/* A call whose graph hands over a value on a storage whose deleter calls
-   another wrapper: the value goes in the first call's commit, after its
-   copy is recorded and before it is enqueued.  The inner call is refused
-   (it would take the outer's copy for its own), and the outer writes
-   back as if nothing had run. */
+/* A call whose graph hands over a value on a storage whose deleter makes
+   a call of its own: the value goes in the first call's commit, after its
+   copy is recorded and before it is enqueued, or in its cleanup when its
+   check failed.  An inner call that writes back on the device inside the
+   outer's commit is refused (it would take the outer's copy for its
+   own); one of the same wrapper whose graph fails leaves the outer's
+   copy alone; one made from a failed call's cleanup runs.  The outer call
+   writes back, or fails, as if nothing had run. */
 typedef struct tc_inner {
     wb_wrapper *w;
     wb_tensor *x;
@@ -702,11 +705,12 @@ static void tc_inner_deleter(void *ctx, void *data)
 {
     tc_inner *in = ctx;
     wb_value out;
-    in->runs++;
-    in->st = wb_call(in->w, (wb_arg[]){{.t = in->x}}, 1, &out, 1);
-    snprintf(in->why, sizeof in->why, "%s", wb_last_error());
-    if (in->st == WB_OK)
-        wb_tensor_release(out.t);
+    if (in->runs++ == 0) {
+        in->st = wb_call(in->w, (wb_arg[]){{.t = in->x}}, 1, &out, 1);
+        snprintf(in->why, sizeof in->why, "%s", wb_last_error());
+        if (in->st == WB_OK)
+            wb_tensor_release(out.t);
+    }
     free(data);
 }
 
@@ -715,12 +719,16 @@ typedef struct tc_outer {
     tc_inner *inner;
 } tc_outer;
 
+/* x's new value, then one for the output x is, whose deleter calls; a
+   call made from that deleter gets no value. */
 static int tc_outer_graph(void *ctx, const wb_arg *args, int nargs,
                           wb_value *values, int nvalues)
 {
     tc_outer *g = ctx;
     wb_storage *s;
     (void)args; (void)nargs; (void)nvalues;
+    if (g->inner->runs)
+        return -1;
     values[0].t = wb_tensor_retain(g->value);
     if (wb_storage_wrap(calloc(4, sizeof(float)), 16,
                         (DLDevice){kDLCPU, 0}, tc_inner_deleter, g->inner,
@@ -732,36 +740,54 @@ static int tc_outer_graph(void *ctx, const wb_arg *args, int nargs,
     return 2;
 }
 
-Test(cuda, a_call_inside_another_calls_commit_is_refused)
+enum { TC_INNER_OTHER, TC_INNER_SAME, TC_OUTER_FAILS };
+
+Test(cuda, a_call_inside_another_calls_write_back)
 {
     tc_need_cuda();
-    for (int k = 0; k < TC_NTIERS; k++) {
+    for (int k = 0; k < 3 * TC_NTIERS; k++) {
+        int how = k % 3;
         wb_spec *outer, *muts = tc_mut_spec(1, (DLDevice){0, 0});
         WBT_OK(wb_spec_parse("outer(Tensor(a!) x) -> Tensor(a!)", &outer));
         tc_graph g2 = {.n = 2, .values = {tc_vec(0, 4, 50), tc_vec(0, 4, 0)}};
-        tc_inner inner = {.w = wbt_wrap(muts, tc_graph_fn, &g2, tc_tiers[k]),
-                          .x = tc_vec(0, 4, 0)};
-        tc_outer g1 = {tc_vec(0, 4, 9), &inner};
-        wb_wrapper *w = wbt_wrap(outer, tc_outer_graph, &g1, tc_tiers[k]);
+        tc_inner inner = {.x = tc_vec(0, 4, 0)};
+        /* An updated value of 8 elements fails the outer call's check. */
+        tc_outer g1 = {tc_vec(0, how == TC_OUTER_FAILS ? 8 : 4, 9), &inner};
+        wb_wrapper *w = wbt_wrap(outer, tc_outer_graph, &g1, tc_tiers[k / 3]);
+        wb_wrapper *other = wbt_wrap(muts, tc_graph_fn, &g2, tc_tiers[k / 3]);
+        inner.w = how == TC_INNER_SAME ? w : other;
         wb_tensor *x = tc_vec(0, 4, 0);
         wb_value out;
-        WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
-        cr_assert_eq(out.t, x);
-        wb_tensor_release(out.t);
+        if (how == TC_OUTER_FAILS) {
+            WBT_FAILS(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1),
+                      WB_ERR_SHAPE, "spec 'outer'");
+            tc_expect(x, 4, 0);
+            cr_assert_eq(wb_tensor_version(x), 0);
+        } else {
+            WBT_OK(wb_call(w, (wb_arg[]){{.t = x}}, 1, &out, 1));
+            cr_assert_eq(out.t, x);
+            wb_tensor_release(out.t);
+            tc_expect(x, 4, 9);
+            cr_assert_eq(wb_tensor_version(x), 1);
+        }
         cr_assert_eq(inner.runs, 1);
-        cr_assert_eq(inner.st, WB_ERR_INVALID, "%s", inner.why);
-        cr_assert(strstr(inner.why, "inside another call's commit"),
-                  "%s", inner.why);
-        tc_expect(x, 4, 9);
-        cr_assert_eq(wb_tensor_version(x), 1);
-        tc_expect(inner.x, 4, 0);
-        cr_assert_eq(wb_tensor_version(inner.x), 0);
-        /* Outside, the inner wrapper runs as ever. */
-        WBT_OK(wb_call(inner.w, (wb_arg[]){{.t = inner.x}}, 1, &out, 1));
+        if (how == TC_INNER_OTHER) {
+            cr_assert_eq(inner.st, WB_ERR_INVALID, "%s", inner.why);
+            cr_assert(strstr(inner.why, "inside another call"), "%s",
+                      inner.why);
+        } else if (how == TC_INNER_SAME) {
+            cr_assert_eq(inner.st, WB_ERR_GRAPH, "%s", inner.why);
+        } else {
+            cr_assert_eq(inner.st, WB_OK, "%s", inner.why);
+        }
+        tc_expect(inner.x, 4, how == TC_OUTER_FAILS ? 50 : 0);
+        /* Outside, the other wrapper runs as ever, its own copy alone. */
+        WBT_OK(wb_call(other, (wb_arg[]){{.t = inner.x}}, 1, &out, 1));
         wb_tensor_release(out.t);
         tc_expect(inner.x, 4, 50);
+        tc_expect(x, 4, how == TC_OUTER_FAILS ? 0 : 9);
         wb_wrapper_free(w);
-        wb_wrapper_free(inner.w);
+        wb_wrapper_free(other);
         wb_tensor_release(g1.value);
         wb_tensor_release(inner.x);
         wb_tensor_release(x);

@@ -7,14 +7,21 @@
 #include "abi.h"
 #include "../spec/spec.h"
 
+/* The call e runs: its frame, or e where a caller ran the code without
+   wb_call. */
+static const void *wb_rt_call_of(const wb_env *e)
+{
+    return wb_rt_calls ? wb_rt_calls : (const void *)e;
+}
+
 wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
                                  const wb_tensor *t, const wb_tensor *v)
 {
     char lb[400];
     int device;
     void *stream;
-    switch (wb_rt_device_copy_fits(e, e->stream, input, t, v, &device,
-                                   &stream)) {
+    switch (wb_rt_device_copy_fits(wb_rt_call_of(e), e->stream, input, t,
+                                   v, &device, &stream)) {
     case WB_RT_COPY_FITS:
         return WB_OK;
     case WB_RT_COPY_OTHER_DEVICE:
@@ -35,7 +42,7 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
                            wb_rt_device_copy_dims());
     case WB_RT_COPY_INSIDE_A_CALL:
         return wb_rt_callf(e, WB_ERR_INVALID, "%s: this call writes back "
-                           "on a CUDA device inside another call's commit "
+                           "on a CUDA device inside another call that does "
                            "on this thread (a deleter of that call's "
                            "values called it)",
                            wb_rt_input_label(e, input, lb, sizeof lb));
@@ -47,12 +54,12 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
 
 void wb_rt_drop_copies(const wb_env *e)
 {
-    wb_rt_device_drop(e);
+    wb_rt_device_drop(wb_rt_call_of(e));
 }
 
 int wb_rt_flush(const wb_env *e, wb_value *outs, int nouts)
 {
-    wb_status st = wb_rt_device_flush(e);
+    wb_status st = wb_rt_device_flush(wb_rt_call_of(e));
     if (st != WB_OK) {
         /* The message names the spec, as every call's does. */
         char why[600];

@@ -366,8 +366,14 @@ wb_status wb_rt_device_resize_now(wb_tensor *t, int ndim,
    none is loaded or it lacks name. */
 void *wb_rt_cuda_symbol(const char *name);
 
-/* The write-back of a call's CUDA copies.  call identifies the call (the
-   wrapper's wb_env), stream is where the call's work goes unless the
+/* The calls running on this thread, innermost first: wb_call links a
+   frame of its own (src/tiers/wrapper.c) for the length of each call, so
+   the innermost frame tells one call from another, a call of the same
+   wrapper made inside it included. */
+extern _Thread_local void *wb_rt_calls;
+
+/* The write-back of a call's CUDA copies.  call identifies the call (its
+   frame in wb_rt_calls), stream is where the call's work goes unless the
    calling thread set a stream (wb_set_call_stream).  The check phase asks
    whether the copy into input t from v may join the call's write-back:
    WB_RT_COPY_FITS, or why not, with the device and stream the call writes
@@ -378,8 +384,9 @@ typedef enum wb_rt_copy_fit {
     WB_RT_COPY_OTHER_DEVICE,  /* an earlier input is on another device */
     WB_RT_COPY_OTHER_STREAM,  /* t's storage is tied to another stream */
     WB_RT_COPY_TOO_MANY_DIMS, /* the views do not merge into few dims */
-    WB_RT_COPY_INSIDE_A_CALL, /* inside another call's commit on this
-                                 thread (a deleter that calls a wrapper) */
+    WB_RT_COPY_INSIDE_A_CALL, /* inside another call's check or commit
+                                 on this thread (a deleter that calls a
+                                 wrapper) */
     WB_RT_COPY_NO_CUDA
 } wb_rt_copy_fit;
 wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,

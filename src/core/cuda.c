@@ -36,6 +36,8 @@ static _Thread_local struct {
 
 static _Thread_local uint64_t wb_rt_launches;
 
+_Thread_local void *wb_rt_calls;
+
 void wb_set_call_stream(void *stream)
 {
     wb_rt_call_stream.set = true;
@@ -292,8 +294,6 @@ wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
 
 typedef struct wb_rt_pending {
     const void *call;    /* the call whose copies are checked, or NULL */
-    int refused;         /* calls refused inside it, each yet to drop */
-    int last;            /* the input checked last */
     void *stream;        /* the call's stream and device */
     int device;
     int n;               /* copies recorded */
@@ -561,22 +561,18 @@ wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
     const wb_storage *s = t->storage;
     wb_cuda_copy c;
     /* A call ends by flushing or, failed in its check phase, by dropping
-       its copies, so a call starts with p->call unset.  One that finds it
-       set (another wrapper's, or its own, as a call checks its mutations
-       in input order and this input is not after the last one checked)
-       runs inside that call's commit, from a deleter or hook of its values:
+       its copies, so a call starts with p->call unset.  One that finds
+       another call's runs inside it, from a deleter of that call's values:
        it is refused, as it would take the other's copies for its own. */
-    if (p->call != call || input <= p->last) {
-        if (p->call) {
-            p->refused++;
+    (void)input;
+    if (p->call != call) {
+        if (p->call)
             return WB_RT_COPY_INSIDE_A_CALL;
-        }
         p->call = call;
         p->stream = wb_rt_stream_of(stream);
         p->device = s->device.device_id;
         p->st = WB_OK;
     }
-    p->last = input;
     *device = p->device;
     *call_stream = p->stream;
     if (s->device.device_id != p->device)
@@ -611,11 +607,8 @@ void wb_rt_device_drop(const void *call)
 {
     /* The check phase records nothing, so only the call is forgotten;
        a call refused inside another leaves the other's. */
-    wb_rt_pending *p = &wb_rt_pend;
-    if (p->refused)
-        p->refused--;
-    else if (p->call == call)
-        p->call = NULL;
+    if (wb_rt_pend.call == call)
+        wb_rt_pend.call = NULL;
 }
 
 wb_status wb_rt_device_flush(const void *call)

@@ -1493,6 +1493,10 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
                     "their version bumps stand */");
     const char *release = WB_EMIT_NAME(wb_rt_release_values);
     wb_buf_printf(b, "fail:\n");
+    /* First, so that a deleter the releases run may make a call. */
+    if (s->device_copies)
+        wb_buf_line(b, "%s(e); /* the device copies checked */",
+                    WB_EMIT_NAME(wb_rt_drop_copies));
     for (int k = 0; k < s->noutputs; k++)
         if (s->outs[k].scalar)
             wb_buf_line(b, "r[%d].t = 0; /* a number, not a tensor */",
@@ -1504,9 +1508,6 @@ static void wb_emit_failure(wb_emitter *x, wb_buf *b)
     for (int j = 0; j < s->nupdated; j++)
         if (wb_emit_grows(&s->muts[j]))
             wb_buf_line(b, "%s(&g%d);", WB_EMIT_NAME(wb_rt_grow_free), j);
-    if (s->device_copies)
-        wb_buf_line(b, "%s(e); /* the device copies checked */",
-                    WB_EMIT_NAME(wb_rt_drop_copies));
     /* Every way out releases the synthetic bases: fail, unbump, and drop
        for a bail-out before the call when nothing was bumped. */
     if (s->ngroups)

@@ -268,6 +268,9 @@ leave_guards:
     /* After the graph ran, its in-graph writes stand, and so do their
        version bumps. */
 fail:
+    /* First, so that a deleter the releases run may make a call. */
+    if (s->device_copies)
+        wb_rt_drop_copies(e);
     for (i = 0; s->nscalar_outs && i < s->noutputs; i++)
         if (s->outs[i].scalar)
             r[s->outs[i].value].t = NULL;  /* a number, not a reference */
@@ -276,8 +279,6 @@ fail:
     wb_rt_release_all(views, s->nviews);
     for (i = 0; i < M; i++)
         wb_rt_grow_free(&grows[i]);
-    if (s->device_copies)
-        wb_rt_drop_copies(e);
     return st;
 unbump:
     for (i = 0; i < s->nbumped; i++)

@@ -83,13 +83,14 @@ void wb_wrapper_set_note(wb_wrapper *w, char *text)
 }
 
 /*
- * The calls running on this thread, innermost first.  wb_call links a
- * frame for the length of each call, so that a wb_wrapper_free from inside
- * it (the graph, a hook, a guard) can tell the wrapper is still running and
- * leave the free to the call.  One thread-local pointer, saved and restored
- * by each call, keeps that path free of atomics and locks; frames of other
- * threads are never looked at, since freeing a wrapper another thread is
- * calling is the caller's error.
+ * The calls running on this thread, innermost first (wb_rt_calls, which
+ * the CUDA write-back also tells calls apart by).  wb_call links a frame
+ * for the length of each call, so that a wb_wrapper_free from inside it
+ * (the graph, a hook, a guard) can tell the wrapper is still running and
+ * leave the free to the call.  One thread-local pointer, saved and
+ * restored by each call, keeps that path free of atomics and locks;
+ * frames of other threads are never looked at, since freeing a wrapper
+ * another thread is calling is the caller's error.
  */
 typedef struct wb_wrapper_frame {
     wb_wrapper *w;
@@ -97,7 +98,6 @@ typedef struct wb_wrapper_frame {
     struct wb_wrapper_frame *prev;
 } wb_wrapper_frame;
 
-static _Thread_local wb_wrapper_frame *wb_wrapper_calls;
 
 /* Frees w and everything it holds, now. */
 static void wb_wrapper_destroy(wb_wrapper *w)
@@ -121,7 +121,7 @@ void wb_wrapper_free(wb_wrapper *w)
        call still has the outer call to finish.  A second free from inside
        finds the frame already doomed and changes nothing. */
     wb_wrapper_frame *outer = NULL;
-    for (wb_wrapper_frame *f = wb_wrapper_calls; f; f = f->prev)
+    for (wb_wrapper_frame *f = wb_rt_calls; f; f = f->prev)
         if (f->w == w)
             outer = f;
     if (WB_RT_UNLIKELY(outer != NULL)) {
@@ -141,10 +141,10 @@ wb_status wb_call(wb_wrapper *w, const wb_arg *args, int nargs,
         return wb_rt_fail(WB_ERR_INVALID, "wb_call: NULL wrapper, args or "
                           "outs");
     wb_entry_fn entry = atomic_load_explicit(&w->entry, memory_order_acquire);
-    wb_wrapper_frame frame = {w, false, wb_wrapper_calls};
-    wb_wrapper_calls = &frame;
+    wb_wrapper_frame frame = {w, false, wb_rt_calls};
+    wb_rt_calls = &frame;
     wb_status st = (wb_status)entry(&w->env, args, nargs, outs, nouts);
-    wb_wrapper_calls = frame.prev;
+    wb_rt_calls = frame.prev;
     /* w was freed from inside this call: its code has returned, so it can
        go now, before the caller sees the result. */
     if (WB_RT_UNLIKELY(frame.doomed))

@@ -198,8 +198,8 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
+    wb_rt_drop_copies(e); /* the device copies checked */
     wb_rt_release_values(r, 9);
     wb_rt_release_all(v, 5);
-    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 }

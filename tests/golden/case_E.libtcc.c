@@ -72,8 +72,8 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
     return wb_rt_flush(e, outs, 6);
 
 fail:
+    wb_rt_drop_copies(e); /* the device copies checked */
     wb_rt_release_values(r, 9);
     wb_rt_release_all(v, 5);
-    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 }

@@ -136,8 +136,8 @@ undetach0:
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
+    wb_rt_drop_copies(e); /* the device copies checked */
     wb_rt_release_values(rt, 5);
     wb_rt_release_all(v, 1);
-    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 }

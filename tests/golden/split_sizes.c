@@ -109,6 +109,7 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
+    wb_rt_drop_copies(e); /* the device copies checked */
     r[3].t = 0; /* a number, not a tensor */
     r[4].t = 0; /* a number, not a tensor */
     r[5].t = 0; /* a number, not a tensor */
@@ -116,6 +117,5 @@ fail:
     r[7].t = 0; /* a number, not a tensor */
     wb_rt_release_values(r, 8);
     wb_rt_release_all(v, 2);
-    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 }

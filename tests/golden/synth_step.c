@@ -129,9 +129,9 @@ int wb_generated(const wb_env *e, const wb_arg *a, int nargs,
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
+    wb_rt_drop_copies(e); /* the device copies checked */
     wb_rt_release_values(r, 5);
     wb_rt_release_all(v, 2);
-    wb_rt_drop_copies(e); /* the device copies checked */
     wb_rt_release_values(ca + 0, 1); /* the synthetic bases */
     return st;
 }

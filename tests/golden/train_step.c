@@ -236,10 +236,10 @@ leave0:
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
+    wb_rt_drop_copies(e); /* the device copies checked */
     wb_rt_release_values(r, 13);
     wb_rt_release_all(v, 5);
     wb_rt_grow_free(&g1);
-    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 unbump:
     wb_rt_unbump(a[1].t);

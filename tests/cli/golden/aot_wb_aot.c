@@ -39,7 +39,7 @@ static const struct wb_aot_graph {
     wb_entry_fn entry;
 } wb_aot_graphs[1] = {
     {"decode_step", wb_aot_0_text,
-     "b97f050873a5cacdc0e245e767b107ab67447885cd9233304bba2c7a398fe990",
+     "b3456336c051b3faca4f9b63b4f062a296d39b72cdbcf621ce83647a4dc0162d",
      wb_aot_decode_step_0},
 };
 

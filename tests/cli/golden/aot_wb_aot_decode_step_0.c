@@ -7,7 +7,7 @@
  *
  *     decode_step(Tensor(a!) cache, Tensor(b) x, Tensor w, int pos, float scale) -> (Tensor, Tensor(b), Tensor(a!))
  *
- * Fingerprint b97f050873a5cacdc0e245e767b107ab67447885cd9233304bba2c7a398fe990.
+ * Fingerprint b3456336c051b3faca4f9b63b4f062a296d39b72cdbcf621ce83647a4dc0162d.
  * wb_aot.c checks it when it makes a wrapper, so that code this library
  * would no longer generate for the spec is refused.
  */
@@ -112,8 +112,8 @@ int wb_aot_decode_step_0(const wb_env *e, const wb_arg *a, int nargs,
 
     /* after the graph ran, its in-graph writes and their version bumps stand */
 fail:
+    wb_rt_drop_copies(e); /* the device copies checked */
     wb_rt_release_values(r, 4);
     wb_rt_release_all(v, 1);
-    wb_rt_drop_copies(e); /* the device copies checked */
     return st;
 }
