@@ -8,9 +8,12 @@
  * functionalized graph returns, and what PyTorch left behind -- where each
  * input lies, its view, how far its version counter moved, its elements,
  * the bytes of each storage, and for each output its storage, view,
- * version counter and elements, or that it is an input itself.  A case
- * marked `refuse` is one wrapbake is known to refuse: the wrapper cannot
- * be made or the call fails, and every input is left as it was.
+ * version counter and elements, or that it is an input itself.  A
+ * training case also says which inputs and graph values require grad
+ * before the call and the grad mode it runs in, and expects whether each
+ * input requires grad after it.  A case marked `refuse` is one wrapbake
+ * is known to refuse: the wrapper cannot be made or the call fails, and
+ * every input is left as it was.
  *
  *   driver CASES [TIER...]   every case on each tier (interp tcc cc)
  *   driver --specs CASES     the specs wrapbake accepts, one a line: the
@@ -94,6 +97,7 @@ typedef struct tc_input {
     int storage;
     long group;  /* the version-counter group */
     int same;    /* the input whose object this is, or -1 */
+    bool requires_grad;  /* before the call */
     tc_view view;
 } tc_input;
 
@@ -109,6 +113,7 @@ typedef struct tc_value {
     tc_view view;      /* new, view, of */
     wb_scalar_type type;  /* number: its type, and its value in num */
     wb_value num;
+    bool requires_grad;  /* new, view, of: the graph's value requires grad */
     int line;
 } tc_value;
 
@@ -125,7 +130,8 @@ typedef enum tc_expect_kind {
     TC_EXPECT_STORAGE,   /* expect storage S BYTES */
     TC_EXPECT_IS_INPUT,  /* expect output O is_input I */
     TC_EXPECT_OUTPUT,    /* expect output O WHERE VIEW SHARES BYTES */
-    TC_EXPECT_NUMBER     /* expect output O number TYPE [V] */
+    TC_EXPECT_NUMBER,    /* expect output O number TYPE [V] */
+    TC_EXPECT_GRAD       /* expect requires_grad I 0|1 */
 } tc_expect_kind;
 
 typedef struct tc_expect {
@@ -138,6 +144,7 @@ typedef struct tc_expect {
     tc_bytes bytes;
     wb_scalar_type type;  /* number */
     wb_value num;
+    bool requires_grad;  /* requires_grad */
 } tc_expect;
 
 typedef struct tc_case {
@@ -147,6 +154,7 @@ typedef struct tc_case {
     tc_value *values;
     tc_expect *expects;
     int nstorages, ninputs, nvalues, nexpects;
+    bool grad_off;  /* the call runs with grad mode off */
 } tc_case;
 
 typedef struct tc_suite {
@@ -592,6 +600,54 @@ static bool tc_output_number(const tc_reader *rd, const char *s, int *out)
     return true;
 }
 
+/* 0 or 1. */
+static bool tc_flag(const tc_reader *rd, const char *s, bool *out)
+{
+    if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0)
+        return tc_bad(rd, "expected 0 or 1, got '%s'", s);
+    *out = s[0] == '1';
+    return true;
+}
+
+/* requires_grad input I, or requires_grad value K: a tensor the graph
+   makes (new, view, of), which the driver marks as it makes it. */
+static bool tc_read_requires_grad(tc_reader *rd, char **f, int n)
+{
+    tc_case *c = rd->c;
+    int k = 0;
+    if (!tc_fields(rd, "requires_grad", n, 3))
+        return false;
+    if (strcmp(f[1], "input") == 0) {
+        if (!tc_index(rd, "input", f[2], c->ninputs, &k))
+            return false;
+        if (c->inputs[k].same >= 0)
+            return tc_bad(rd, "input %d is input %d's object: mark that one",
+                          k, c->inputs[k].same);
+        c->inputs[k].requires_grad = true;
+        return true;
+    }
+    if (strcmp(f[1], "value") != 0)
+        return tc_bad(rd, "'requires_grad %s' is not input or value", f[1]);
+    if (!tc_index(rd, "value", f[2], c->nvalues, &k))
+        return false;
+    if (c->values[k].kind == TC_INPUT || c->values[k].kind == TC_NUMBER)
+        return tc_bad(rd, "value %d is an input or a number, which the "
+                      "graph does not make", k);
+    c->values[k].requires_grad = true;
+    return true;
+}
+
+/* grad_mode on|off: the grad mode the call runs in (on by default). */
+static bool tc_read_grad_mode(tc_reader *rd, char **f, int n)
+{
+    if (!tc_fields(rd, "grad_mode", n, 2))
+        return false;
+    if (strcmp(f[1], "on") != 0 && strcmp(f[1], "off") != 0)
+        return tc_bad(rd, "grad_mode '%s' is not on or off", f[1]);
+    rd->c->grad_off = strcmp(f[1], "off") == 0;
+    return true;
+}
+
 static bool tc_read_expect(tc_reader *rd, char **f, int n)
 {
     tc_case *c = rd->c;
@@ -635,9 +691,14 @@ static bool tc_read_expect(tc_reader *rd, char **f, int n)
              tc_view_read(rd, f + 4, &e.view) &&
              tc_shares(rd, f[8], &e.input) &&
              tc_hex(rd, "bytes", f[9], &e.bytes);
+    } else if (strcmp(f[1], "requires_grad") == 0) {
+        e.kind = TC_EXPECT_GRAD;
+        ok = tc_fields(rd, "expect requires_grad", n, 4) &&
+             tc_index(rd, "input", f[2], c->ninputs, &e.index) &&
+             tc_flag(rd, f[3], &e.requires_grad);
     } else {
-        return tc_bad(rd, "'expect %s' is not input, elems, storage or "
-                      "output", f[1]);
+        return tc_bad(rd, "'expect %s' is not input, elems, storage, "
+                      "output or requires_grad", f[1]);
     }
     if (!ok)
         return false;
@@ -714,6 +775,10 @@ static bool tc_read_line(tc_reader *rd, char *line)
         return tc_read_input(rd, f, n);
     if (strcmp(f[0], "value") == 0)
         return tc_read_value(rd, f, n);
+    if (strcmp(f[0], "requires_grad") == 0)
+        return tc_read_requires_grad(rd, f, n);
+    if (strcmp(f[0], "grad_mode") == 0)
+        return tc_read_grad_mode(rd, f, n);
     if (strcmp(f[0], "expect") == 0)
         return tc_read_expect(rd, f, n);
     if (strcmp(f[0], "end") == 0)
@@ -899,6 +964,8 @@ static bool tc_make_value(tc_run *r, wb_value *values, int k)
                  "the graph could not make value %d: %s", k, wb_last_error());
         return false;
     }
+    if (v->requires_grad)
+        wb_tensor_set_requires_grad(t, true);
     if (r->mode == TC_FIXED && v->kind != TC_INPUT)
         wb_tensor_fix_storage(t);
     if (r->mode != TC_HANDED)
@@ -979,6 +1046,8 @@ static bool tc_setup(tc_run *r)
         if (st != WB_OK)
             return tc_fail(r, "input %d cannot be made: %s", i,
                            wb_last_error());
+        if (in->requires_grad)
+            wb_tensor_set_requires_grad(r->inputs[i], true);
         r->before[i] = wb_tensor_version(r->inputs[i]);
     }
     return true;
@@ -1266,6 +1335,12 @@ static void tc_check_expect(const tc_run *r, const tc_expect *e)
         tc_check_view(r, what, t, &e->view);
         tc_check_elems(r, what, t, &e->bytes);
         break;
+    case TC_EXPECT_GRAD:
+        tc_check(r, wb_tensor_requires_grad(r->inputs[e->index]) ==
+                        e->requires_grad,
+                 "input %d: requires grad %d, PyTorch's %d", e->index,
+                 (int)!e->requires_grad, (int)e->requires_grad);
+        break;
     case TC_EXPECT_NUMBER: {
         if (!tc_check(r, e->index < r->nouts && tc_out_is_number(r, e->index),
                       "output %d: expected a number", e->index))
@@ -1466,9 +1541,12 @@ static tc_outcome tc_invoke(tc_run *r, wb_wrapper *w, const wb_spec *spec,
     r->nouts = wb_spec_num_outputs(spec);
     r->nupdated = wb_spec_num_updated(spec);
     r->outs = tc_alloc(sizeof *r->outs * (size_t)r->nouts);
+    wb_set_grad_enabled(!c->grad_off);
     wb_status st = wb_call(w, args, c->ninputs, r->outs, r->nouts);
     if (st != WB_OK)
         snprintf(why, TC_MSG, "%s", wb_last_error());
+    bool mode = wb_grad_enabled();
+    wb_set_grad_enabled(true);
     free(args);
     if (r->graph_error[0]) {
         tc_fail(r, "%s", r->graph_error);
@@ -1479,6 +1557,9 @@ static tc_outcome tc_invoke(tc_run *r, wb_wrapper *w, const wb_spec *spec,
         tc_fail(r, "the graph ran %d times (expected once)", r->calls);
         return TC_BROKEN;
     }
+    tc_check(r, mode == !c->grad_off, "the call left grad mode %s, where "
+             "the caller had it %s", mode ? "on" : "off",
+             c->grad_off ? "off" : "on");
     return st == WB_OK ? TC_CALLED : TC_REFUSED;
 }
 

@@ -69,10 +69,25 @@ input, a write-back into a view whose elements overlap).  Numbers f returns
 returns, passed through.  Each case also runs twice, so that no expectation depends on
 uninitialized memory.  A case may make some of its
 inputs one list parameter and its outputs one list return, of known length
-(``Tensor[n]``).  Calls the format cannot describe are left out rather than
-refused: outputs with several possible bases, and out= kernels that resize their out tensor to the strides of a
-non-contiguous input (wrapbake's resize write-back lays the input out
-contiguously, as resize_ does).
+(``Tensor[n]``).
+
+The ``grad`` cases are training calls (``with training``) that record
+autograd state as well: which inputs and graph values require grad before
+the call (``requires_grad input I``, ``requires_grad value K``), its grad
+mode (``grad_mode off``), and whether each input requires grad after it
+(``expect requires_grad I 0|1``).  The inputs that require grad are made
+non-leaves (a ``copy_`` from a leaf that requires grad); a value requires
+grad as the eager result it stands for does with grad on.  What each input
+requires afterwards is observed twice, and both must agree: by f run with
+eager autograd in the call's grad mode, and by AOTAutograd's epilogue
+(``copy_`` in the caller's grad mode, ``detach().copy_`` for a leaf that
+requires grad, ``as_strided_``, ``set_`` under ``no_grad``) replayed in
+torch from the flagged values.
+
+Calls the format cannot describe are left out rather than refused:
+outputs with several possible bases, and out= kernels that resize their
+out tensor to the strides of a non-contiguous input (wrapbake's resize
+write-back lays the input out contiguously, as resize_ does).
 """
 
 import itertools
@@ -292,16 +307,27 @@ class Case:
     covers: tuple
     lists: tuple         # (first input, count, optional): a list parameter
     list_return: bool    # the outputs are one list return
+    grad: Optional["Grad"] = None  # a training call, its autograd state
+
+
+@dataclass(frozen=True)
+class Grad:
+    """A training call: the inputs made to require grad before it (each a
+    non-leaf, as a copy_ from a leaf that requires grad makes it), and the
+    grad mode the call runs in."""
+    requires: tuple = ()
+    enabled: bool = True
 
 
 CASES = []
 
 
 def add(category, name, fn, *parts, refused=False, covers=(), lists=(),
-        list_return=False):
+        list_return=False, grad=None):
     """Registers a case: f and its inputs, described by T, Shared, Same.
     lists makes inputs one list parameter each, Tensor[n] (Tensor?[n] when
-    optional), and list_return the outputs one list return, Tensor[n]."""
+    optional), and list_return the outputs one list return, Tensor[n];
+    grad (a Grad) makes it a training call that compares requires-grad."""
     seed = zlib.crc32(name.encode())
     storages, inputs, groups = [], [], 0
     for part in parts:
@@ -316,7 +342,7 @@ def add(category, name, fn, *parts, refused=False, covers=(), lists=(),
         storages.append(StorageDef(part.dtype, data))
         groups += 1 + max(group for _, group in part.views)
     CASES.append(Case(f"{category}/{name}", category, fn, storages, inputs,
-                      refused, covers, tuple(lists), list_return))
+                      refused, covers, tuple(lists), list_return, grad))
 
 
 def case(category, name, *parts, **options):
@@ -1148,6 +1174,102 @@ def replay(case, d, dversion):
 
 
 # ---------------------------------------------------------------------------
+# Requires-grad in training: eager autograd, and the epilogue replayed
+#
+# AOTAutograd's epilogue (runtime_wrappers.py) writes an input's data back
+# as original.copy_(updated) in the caller's grad mode, or
+# original.detach().copy_(updated) for a leaf that requires grad; a
+# metadata mutation is as_strided_, and set_ runs under no_grad.  torch's
+# own copy_ then decides whether the input requires grad afterwards.  The
+# cases' inputs that require grad are non-leaves, on which eager's
+# in-place ops run, so eager autograd observes the same, and both are
+# required to agree.
+
+def make_requiring(case, inputs):
+    """Makes case.grad.requires require grad: a copy_ of its own elements
+    from a leaf that requires grad, which leaves a non-leaf (and the base
+    of a view requiring grad as well)."""
+    with torch.enable_grad():
+        for i in case.grad.requires:
+            t = inputs[i]
+            t.copy_(t.detach().clone().requires_grad_())
+    return [t.requires_grad for t in inputs]
+
+
+def grad_eager(case, enabled):
+    """f run eagerly with autograd in grad mode `enabled`: whether each
+    input requires grad before and after, and each output after."""
+    _, inputs = build(case)
+    before = make_requiring(case, inputs)
+    with torch.set_grad_enabled(enabled):
+        result = flatten(case.fn(*inputs))
+    return (before, [t.requires_grad for t in inputs],
+            [isinstance(o, torch.Tensor) and o.requires_grad for o in result])
+
+
+def value_grads(d, grad_on):
+    """Per graph value, whether it requires grad, as the functional result
+    it stands for does with grad on: an updated input's, an output's.  An
+    output that is an input is that input, which the driver does not
+    flag."""
+    _, inputs, outputs = grad_on
+    flags = [inputs[i] for i in d.updated]
+    flags += [o and v.kind != "input"
+              for o, v in zip(outputs, d.values[d.first_output:])]
+    return flags
+
+
+def replay_grads(case, d, before, values):
+    """Whether each input requires grad after AOTAutograd's epilogue, in
+    torch, from inputs and values flagged as the case says."""
+    _, inputs = build(case)
+    assert make_requiring(case, inputs) == before
+    made = make_values(d.values, inputs)
+    for k, v in enumerate(d.values):
+        if values[k] and v.kind == "new":
+            made[k].requires_grad_()
+        assert v.kind in ("new", "input", "number") or \
+            made[k].requires_grad == values[k], \
+            f"value {k}, a view, cannot require grad as recorded"
+    with torch.set_grad_enabled(case.grad.enabled):
+        for i in d.updated:
+            t, kind, v = inputs[i], d.kinds[i], made[d.update_value(i)]
+            if kind == STORAGE:
+                with torch.no_grad():
+                    t.set_(v)
+                continue
+            if kind in (METADATA, DATA_METADATA):
+                t.as_strided_(v.size(), v.stride(), v.storage_offset())
+            if kind == RESIZE and t.size() != v.size():
+                t.resize_(v.size())
+            if kind != METADATA:
+                dst = t.detach() if t.is_leaf and t.requires_grad else t
+                dst.copy_(v)
+    return [t.requires_grad for t in inputs]
+
+
+def grad_lines(case, d):
+    """The records of a training case: the inputs and values that require
+    grad before the call, its grad mode, and whether each input requires
+    grad after it, as eager autograd and the epilogue replayed agree."""
+    assert not d.groups and d.kept == list(range(len(d.kinds))) and \
+        len(d.values) == d.first_output + len(d.outputs), \
+        "a training case has no duplicates, synthetic or intermediate bases"
+    grad_on = grad_eager(case, True)
+    before, after, _ = grad_eager(case, case.grad.enabled)
+    values = value_grads(d, grad_on)
+    replayed = replay_grads(case, d, before, values)
+    assert replayed == after, \
+        f"the epilogue leaves requires-grad {replayed}, eager {after}"
+    lines = [f"requires_grad input {i}" for i, on in enumerate(before) if on]
+    lines += [f"requires_grad value {k}" for k, on in enumerate(values) if on]
+    lines += [] if case.grad.enabled else ["grad_mode off"]
+    expects = [f"expect requires_grad {i} {int(on)}"
+               for i, on in enumerate(after)]
+    return lines, expects
+
+
+# ---------------------------------------------------------------------------
 # One case, checked and written
 
 def spec_name(index, case):
@@ -1177,6 +1299,8 @@ def generate(index, case):
     spec = spec_text(spec_name(index, case), d, case.lists,
                      case.list_return)
     check_case(case, spec, d, lines)
+    grads, grad_expects = grad_lines(case, d) if case.grad else ([], [])
+    spec += " with training" if case.grad else ""
     out = [f"case {case.name}", f"spec {spec}"]
     for s, st in enumerate(case.storages):
         out.append(f"storage {s} {WB_DTYPE[st.dtype]} {len(st.data)} "
@@ -1185,7 +1309,8 @@ def generate(index, case):
         out.append(f"input {i} same {x.same}" if x.same is not None else
                    f"input {i} {x.storage} {x.group} {x.view.text()}")
     out += [f"value {k} {v.text()}" for k, v in enumerate(d.values)]
-    out += [f"refuse {why}"] if why else lines
+    out += grads
+    out += [f"refuse {why}"] if why else lines + grad_expects
     out.append("end")
     return out, run.tracer.ops
 
@@ -2066,7 +2191,41 @@ add("numbers", "shape_as_list", lambda x: list(x.t().shape), T(2, 3),
     list_return=True)
 
 
-# ---- 13. calls wrapbake refuses ---------------------------------------------
+# ---- 13. requires-grad in training -----------------------------------------
+# Training calls (`with training`) whose inputs or updated values require
+# grad: whether each input requires grad after the write-back, with grad
+# on or off at the call.
+
+def _t_both(x, y, p):
+    x.t_()
+    y.t_()
+    return p * 2
+
+
+GRAD = [
+    ("copy_from_grad", returns_nothing(lambda x, p: x.copy_(p * 2)),
+     (T(3), T(3)), Grad(requires=(1,))),
+    ("mul_by_grad", returns_nothing(lambda x, p: x.mul_(p)),
+     (T(2, 2, how="t"), T(2, 2)), Grad(requires=(1,))),
+    ("copy_from_grad/grad_off", returns_nothing(lambda x, p: x.copy_(p * 2)),
+     (T(3), T(3)), Grad(requires=(1,), enabled=False)),
+    ("grad_only_in_output", lambda x, p: (x.add_(1), p * 2)[1],
+     (T(3), T(3)), Grad(requires=(1,))),
+    ("view_requires_grad", returns_nothing(lambda x, y: y.mul_(3)),
+     (Shared(8, EVEN, ((4,), (2,), 1, 0)),), Grad(requires=(1,))),
+    ("metadata_only", _t_both, (T(2, 3), T(3, 2), T(2)),
+     Grad(requires=(0, 2))),
+    ("data_metadata", returns_nothing(lambda x, p: x.t_().mul_(p)),
+     (T(2, 3), T(3, 2)), Grad(requires=(1,))),
+    ("resize", returns_nothing(lambda o, p: o.resize_(4).copy_(p)),
+     (T(2), T(4)), Grad(requires=(1,))),
+]
+
+for name, fn, parts, grad in GRAD:
+    add("grad", name, fn, *parts, grad=grad)
+
+
+# ---- 14. calls wrapbake refuses ---------------------------------------------
 
 def _resize_and_add(x, y):
     x.resize_(16).fill_(1)
