@@ -526,8 +526,8 @@ Test(schema, grammar_rejections_name_and_parameters)
          "expected '(' after the operator name 'aten'"},
         {"add.(Tensor x) -> Tensor", 5, "expected an overload name after '.'"},
         {"x.default(Tensor self, Tensor o) -> Tensor", 3,
-         "'default' is not a legal overload name: it names the 'x' without "
-         "an overload"},
+         "'default' is not a legal overload name: it names 'x' without an "
+         "overload"},
         {"aten::x.__call__(Tensor self) -> Tensor", 9,
          "'__call__' is not a legal overload name: one that starts with "
          "'__' would be a Python special attribute"},

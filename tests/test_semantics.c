@@ -2428,6 +2428,44 @@ Test(semantics, synthetic_base_takes_the_data_and_the_counter)
         }
 }
 
+/* In training, with grad on, the members of a synthetic base whose data
+   is written back from a value that requires grad require grad after, as
+   the views of a tensor copied into do; with grad off they do not. */
+static int sem_synth_grad_graph(void *ctx, const wb_arg *a, int na,
+                                wb_value *v, int nv)
+{
+    (void)ctx; (void)a; (void)na; (void)nv;
+    v[0].t = wbt_f32(100, 1, 8);
+    wb_tensor_set_requires_grad(v[0].t, true);
+    return 1;
+}
+
+Test(semantics, synthetic_base_members_take_requires_grad_in_training)
+{
+    WBT_EACH_TIER(tier) {
+        for (int grad = 0; grad < 2; grad++) {
+            wb_spec *s;
+            WBT_OK(wb_spec_parse("f(Tensor(a!) x, Tensor(b) y [aliases=x]) "
+                                 "-> () with training", &s));
+            wb_tensor *x, *y;
+            sem_synth_inputs(true, &x, &y);
+            wb_wrapper *w = wbt_wrap(s, sem_synth_grad_graph, NULL, tier);
+            wb_arg a[2] = {{.t = x}, {.t = y}};
+            wb_set_grad_enabled(grad);
+            WBT_OK(wb_call(w, a, 2, NULL, 0));
+            wb_set_grad_enabled(true);
+            cr_assert_eq(wb_tensor_requires_grad(x), (bool)grad, "%s grad %d",
+                         wb_tier_name(tier), grad);
+            cr_assert_eq(wb_tensor_requires_grad(y), (bool)grad);
+            cr_assert_eq(wbt_at(y, 0), 102.0f);
+            wb_wrapper_free(w);
+            wbt_release_last(x);
+            wbt_release_last(y);
+            wb_spec_free(s);
+        }
+    }
+}
+
 /* The base's new data, and the member y itself as the output's value. */
 static int sem_synth_is_input_graph(void *ctx, const wb_arg *a, int na,
                                     wb_value *v, int nv)

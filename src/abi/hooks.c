@@ -65,11 +65,21 @@ int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
     return wb_rt_call_graph(e, a, nargs, r, nvalues, true);
 }
 
+static void wb_rt_take_grad(wb_tensor *t)
+{
+    if (!(__atomic_load_n(&t->flags, __ATOMIC_RELAXED) &
+          WB_TENSOR_REQUIRES_GRAD))
+        __atomic_fetch_or(&t->flags, WB_TENSOR_REQUIRES_GRAD,
+                          __ATOMIC_RELAXED);
+}
+
 /* In training, the write-back of an input's data is AOTAutograd's
    original.copy_(updated) in the caller's grad mode: with grad on, an
    input whose updated value requires grad requires grad afterwards (one
-   that did already keeps it, as its detach().copy_ leaves it).  Runs in
-   the commit phase, before the commits release the values. */
+   that did already keeps it, as its detach().copy_ leaves it), and so do
+   the members of a synthetic base written so, views of one tensor, as
+   the views of a tensor copied into do.  Runs in the commit phase,
+   before the commits release the values. */
 void wb_rt_take_grads(const wb_env *e, const wb_arg *a, const wb_value *r)
 {
     const wb_spec *s = e->spec;
@@ -77,15 +87,16 @@ void wb_rt_take_grads(const wb_env *e, const wb_arg *a, const wb_value *r)
         return;
     for (int q = 0; q < s->nupdated; q++) {
         const wb_spec_mut *m = &s->muts[q];
-        if (m->input < 0 || !wb_mutation_copies(m->kind) ||
+        if (!wb_mutation_copies(m->kind) ||
             !(__atomic_load_n(&r[q].t->flags, __ATOMIC_RELAXED) &
               WB_TENSOR_REQUIRES_GRAD))
             continue;
-        wb_tensor *t = a[m->input].t;
-        if (!(__atomic_load_n(&t->flags, __ATOMIC_RELAXED) &
-              WB_TENSOR_REQUIRES_GRAD))
-            __atomic_fetch_or(&t->flags, WB_TENSOR_REQUIRES_GRAD,
-                              __ATOMIC_RELAXED);
+        int g = wb_spec_synth(s, m->input);
+        if (g < 0)
+            wb_rt_take_grad(a[m->input].t);
+        for (int i = 0; g >= 0 && i < s->ninputs; i++)
+            if (s->group_of[i] == g)
+                wb_rt_take_grad(a[i].t);
     }
 }
 

@@ -1031,8 +1031,8 @@ int main(int argc, char **argv)
         case 'h': fputs(wb_cli_usage_text, stdout); return wb_cli_finish(0);
         case 'V':
             if (optind < argc)
-                return wb_cli_usage_error("--version takes no argument, "
-                                          "'%s' given", argv[optind]);
+                return wb_cli_usage_error("%s takes no argument, '%s' given",
+                                          argv[optind - 1], argv[optind]);
             printf("wrapbake %s\n", wb_version());
             return wb_cli_finish(0);
         default: return wb_cli_bad_option("", c, argv);

@@ -1453,7 +1453,7 @@ static wb_status wb_schema_parse_name(wb_schema_parser *p)
     char q[300];
     if (wb_schema_is_word(p->text + os, on, "default"))
         return wb_schema_fail_at(p, os, "'default' is not a legal overload "
-                                 "name: it names the '%s' without an "
+                                 "name: it names '%s' without an "
                                  "overload",
                                  wb_schema_q(p->text + s, n, q, sizeof q));
     if (p->text[os] == '_' && p->text[os + 1] == '_')

@@ -1067,8 +1067,7 @@ wb_status wb_spec_validate(wb_spec *s)
                            s->nmeta_members > 0);
     s->grad_writes = false;
     for (int j = 0; j < s->nupdated; j++)
-        s->grad_writes |= s->training && s->muts[j].input >= 0 &&
-                          wb_mutation_copies(s->muts[j].kind);
+        s->grad_writes |= s->training && wb_mutation_copies(s->muts[j].kind);
     s->nreturned = s->ntokens + s->nvalues + s->rng;
     if ((st = wb_spec_derive_signature(s)) != WB_OK)
         goto fail;
