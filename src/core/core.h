@@ -370,7 +370,14 @@ void *wb_rt_cuda_symbol(const char *name);
    frame of its own (src/tiers/wrapper.c) for the length of each call, so
    the innermost frame tells one call from another, a call of the same
    wrapper made inside it included. */
+#if defined(__PIE__) || !defined(__PIC__)
+/* In the archive, built for executables: %fs:offset, with no load of the
+   offset first. */
+extern _Thread_local void *wb_rt_calls
+    __attribute__((tls_model("local-exec")));
+#else
 extern _Thread_local void *wb_rt_calls;
+#endif
 
 /* The write-back of a call's CUDA copies.  call identifies the call (its
    frame in wb_rt_calls), stream is where the call's work goes unless the
