@@ -20,8 +20,8 @@ wb_status wb_rt_prep_device_copy(const wb_env *e, int input,
     char lb[400];
     int device;
     void *stream;
-    switch (wb_rt_device_copy_fits(wb_rt_call_of(e), e->stream, input, t,
-                                   v, &device, &stream)) {
+    switch (wb_rt_device_copy_fits(wb_rt_call_of(e), e->stream, t, v,
+                                   &device, &stream)) {
     case WB_RT_COPY_FITS:
         return WB_OK;
     case WB_RT_COPY_OTHER_DEVICE:

@@ -397,9 +397,8 @@ typedef enum wb_rt_copy_fit {
     WB_RT_COPY_NO_CUDA
 } wb_rt_copy_fit;
 wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
-                                      int input, const wb_tensor *t,
-                                      const wb_tensor *v, int *device,
-                                      void **call_stream);
+                                      const wb_tensor *t, const wb_tensor *v,
+                                      int *device, void **call_stream);
 /* The end of the call: enqueues the copies recorded (WB_OK when the call
    checked none). */
 wb_status wb_rt_device_flush(const void *call);

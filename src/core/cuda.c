@@ -553,9 +553,8 @@ static wb_status wb_rt_submit(wb_rt_pending *p)
 }
 
 wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
-                                      int input, const wb_tensor *t,
-                                      const wb_tensor *v, int *device,
-                                      void **call_stream)
+                                      const wb_tensor *t, const wb_tensor *v,
+                                      int *device, void **call_stream)
 {
     wb_rt_pending *p = &wb_rt_pend;
     const wb_storage *s = t->storage;
@@ -564,7 +563,6 @@ wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
        its copies, so a call starts with p->call unset.  One that finds
        another call's runs inside it, from a deleter of that call's values:
        it is refused, as it would take the other's copies for its own. */
-    (void)input;
     if (p->call != call) {
         if (p->call)
             return WB_RT_COPY_INSIDE_A_CALL;
@@ -777,11 +775,10 @@ wb_status wb_rt_device_alloc(DLDevice device, size_t nbytes, void **data,
 }
 
 wb_rt_copy_fit wb_rt_device_copy_fits(const void *call, void *stream,
-                                      int input, const wb_tensor *t,
-                                      const wb_tensor *v, int *device,
-                                      void **call_stream)
+                                      const wb_tensor *t, const wb_tensor *v,
+                                      int *device, void **call_stream)
 {
-    (void)call; (void)stream; (void)input; (void)v;
+    (void)call; (void)stream; (void)v;
     *device = 0;
     *call_stream = NULL;
     return wb_rt_device_check(t->storage->device) == WB_OK
