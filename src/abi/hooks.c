@@ -65,14 +65,6 @@ int wb_rt_call_grad(const wb_env *e, const wb_arg *a, int nargs,
     return wb_rt_call_graph(e, a, nargs, r, nvalues, true);
 }
 
-static void wb_rt_take_grad(wb_tensor *t)
-{
-    if (!(__atomic_load_n(&t->flags, __ATOMIC_RELAXED) &
-          WB_TENSOR_REQUIRES_GRAD))
-        __atomic_fetch_or(&t->flags, WB_TENSOR_REQUIRES_GRAD,
-                          __ATOMIC_RELAXED);
-}
-
 /* In training, the write-back of an input's data is AOTAutograd's
    original.copy_(updated) in the caller's grad mode: with grad on, an
    input whose updated value requires grad requires grad afterwards (one
@@ -91,12 +83,13 @@ void wb_rt_take_grads(const wb_env *e, const wb_arg *a, const wb_value *r)
             !(__atomic_load_n(&r[q].t->flags, __ATOMIC_RELAXED) &
               WB_TENSOR_REQUIRES_GRAD))
             continue;
+        /* Set as an output's flag is (wb_rt_out_flags), no dim added. */
         int g = wb_spec_synth(s, m->input);
         if (g < 0)
-            wb_rt_take_grad(a[m->input].t);
+            wb_rt_out_flags(a[m->input].t, 1, 0);
         for (int i = 0; g >= 0 && i < s->ninputs; i++)
             if (s->group_of[i] == g)
-                wb_rt_take_grad(a[i].t);
+                wb_rt_out_flags(a[i].t, 1, 0);
     }
 }
 
