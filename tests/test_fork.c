@@ -269,3 +269,74 @@ Test(fork, a_child_frees_and_promotes_auto_wrappers, .timeout = 120)
     unlink(cc);
     rmdir(dir);
 }
+
+/* ---- fork while another thread runs a first-call hook ---- */
+
+/* The hook counts its runs in this process and, run by the parent's
+   thread, holds until the test lets it go. */
+typedef struct fork_hook {
+    atomic_int runs;
+    atomic_bool entered, hold;
+    wb_wrapper *w;
+} fork_hook;
+
+static int fork_hook_run(void *ud)
+{
+    fork_hook *h = ud;
+    atomic_fetch_add(&h->runs, 1);
+    atomic_store(&h->entered, true);
+    while (atomic_load(&h->hold)) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    return 0;
+}
+
+static void *fork_hook_caller(void *arg)
+{
+    fork_hook *h = arg;
+    return fork_call_ok(h->w) ? arg : NULL;
+}
+
+/* A child: the hook the parent's other thread was inside did not finish
+   here, so the child's first call runs it again, and its later calls go
+   straight through. */
+static int fork_child_runs_the_hook(void *arg)
+{
+    fork_hook *h = arg;
+    atomic_store(&h->hold, false);
+    int before = atomic_load(&h->runs);
+    if (!fork_call_ok(h->w) || !fork_call_ok(h->w))
+        return 1;
+    return atomic_load(&h->runs) == before + 1 ? 0 : 2;
+}
+
+Test(fork, a_child_runs_a_first_call_hook_another_thread_was_running,
+     .timeout = 60)
+{
+    fork_hook h = {0};
+    atomic_store(&h.hold, true);
+    wb_spec *s = fork_spec("fork_first");
+    WBT_OK(wb_spec_set_first_call(s, fork_hook_run, &h));
+    wb_options o = {.tier = WB_TIER_TCC};
+    WBT_OK(wb_wrapper_new(s, fork_graph, NULL, &o, &h.w));
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, fork_hook_caller, &h), 0);
+    while (!atomic_load(&h.entered)) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    int rc = fork_run(fork_child_runs_the_hook, &h, 10);
+    cr_assert_neq(rc, 128 + SIGALRM, "the child's call waited for a hook "
+                  "no thread of it runs");
+    cr_assert_eq(rc, 0, "the child failed at step %d", rc);
+    /* The parent's hook, let go, finishes its call; it ran once here. */
+    atomic_store(&h.hold, false);
+    void *ok;
+    cr_assert_eq(pthread_join(t, &ok), 0);
+    cr_assert_not_null(ok, "the call that ran the hook failed");
+    cr_assert(fork_call_ok(h.w));
+    cr_assert_eq(atomic_load(&h.runs), 1);
+    wb_wrapper_free(h.w);
+    wb_spec_free(s);
+}

@@ -43,6 +43,11 @@ wb_status wb_rt_err_null_input(const wb_env *e, const wb_arg *args);
 /* Checks input's declared dtype and ndim. */
 wb_status wb_rt_check_input(const wb_env *e, int input, const wb_tensor *t);
 
+/* Readies the first-call hooks for fork, once, before the first wrapper
+   with one is called: in a child, a hook that another thread of the
+   parent was running runs again at the wrapper's next call (hooks.c). */
+void wb_rt_first_call_init(void);
+
 /* The helpers generated code calls (helpers.def), declared.  They leave
    the library with the public API (WB_API): ahead-of-time code built as a
    shared object links to them by name.  What the

@@ -6,6 +6,7 @@
  * The graph call sits beside the grad mode it swaps, so that the swap
  * stays inlined into it.
  */
+#include <pthread.h>
 #include <sched.h>
 
 #include "abi.h"
@@ -104,7 +105,46 @@ typedef struct wb_rt_first_frame {
 } wb_rt_first_frame;
 static _Thread_local const wb_rt_first_frame *wb_rt_first_running;
 
-enum { WB_RT_FIRST_NOT_RUN, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE };
+/* A wrapper's first_call_state: the phase in the low two bits, and above
+   them the fork generation of the process that marked it running. */
+enum { WB_RT_FIRST_NOT_RUN, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE,
+       WB_RT_FIRST_PHASE = 3 };
+
+/* How many forks deep this process is. */
+static atomic_uint wb_rt_fork_gen;
+
+static int wb_rt_first_running_now(void)
+{
+    return (int)(atomic_load_explicit(&wb_rt_fork_gen, memory_order_relaxed)
+                 << 2 | WB_RT_FIRST_RUNNING);
+}
+
+/* In a child of fork, whose one thread is the one that forked: a hook
+   marked running in an older generation ran on a thread the child does
+   not have, and the next call runs it again, as after a hook that
+   failed; the hooks the forking thread is inside are marked again as
+   running here, so that they stay its own. */
+static void wb_rt_forked(void)
+{
+    atomic_fetch_add_explicit(&wb_rt_fork_gen, 1, memory_order_relaxed);
+    for (const wb_rt_first_frame *f = wb_rt_first_running; f; f = f->up)
+        atomic_store((atomic_int *)&f->env->first_call_state,
+                     wb_rt_first_running_now());
+}
+
+static pthread_once_t wb_rt_fork_once = PTHREAD_ONCE_INIT;
+
+static void wb_rt_fork_register(void)
+{
+    /* It fails only out of memory, and then a child may wait for a hook
+       as it would without it. */
+    (void)pthread_atfork(NULL, NULL, wb_rt_forked);
+}
+
+void wb_rt_first_call_init(void)
+{
+    pthread_once(&wb_rt_fork_once, wb_rt_fork_register);
+}
 
 static bool wb_rt_first_is_mine(const wb_env *e)
 {
@@ -122,17 +162,21 @@ int wb_rt_first_call(const wb_env *e)
 {
     const wb_spec *s = e->spec;
     atomic_int *state = (atomic_int *)&e->first_call_state;
+    int running;
     for (;;) {
         int now = atomic_load_explicit(state, memory_order_acquire);
-        if (now == WB_RT_FIRST_DONE)
+        if ((now & WB_RT_FIRST_PHASE) == WB_RT_FIRST_DONE)
             return WB_OK;
-        if (now == WB_RT_FIRST_RUNNING) {
+        running = wb_rt_first_running_now();
+        if ((now & WB_RT_FIRST_PHASE) == WB_RT_FIRST_RUNNING) {
             if (wb_rt_first_is_mine(e))
                 return WB_OK;
-            sched_yield();
-            continue;
+            if (now == running) {
+                sched_yield();
+                continue;
+            }
         }
-        if (atomic_compare_exchange_weak(state, &now, WB_RT_FIRST_RUNNING))
+        if (atomic_compare_exchange_weak(state, &now, running))
             break;
     }
     wb_rt_first_frame frame = {e, wb_rt_first_running};

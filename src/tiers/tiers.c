@@ -65,9 +65,11 @@ static void wb_auto_stay(wb_wrapper *w, const char *why)
     wb_wrapper_set_note(w, note);
 }
 
-/* Builds and publishes the cc code of one promotion (no lock held).  On
-   failure the calls go straight to tcc, as they would have once their
-   count ran out. */
+/* Builds the cc code of one promotion (entered without the lock) and
+   publishes it (under the lock, which a fork holds, so that a child sees
+   all of the publication or none of it).  On failure the calls go
+   straight to tcc, as they would have once their count ran out.  Returns
+   with the lock held. */
 static void wb_promote(struct wb_promotion *p)
 {
     wb_wrapper *w = p->w;
@@ -78,6 +80,7 @@ static void wb_promote(struct wb_promotion *p)
     wb_status st = source ? wb_cc_code_get(source, p->share, &p->cc, spec,
                                            &p->cancel, &code)
                           : WB_ERR_NOMEM;
+    pthread_mutex_lock(&wb_promo_lock);
     if (st == WB_OK) {
         atomic_store(&w->promoted, code);
         atomic_store_explicit(&w->entry, code->entry, memory_order_release);
@@ -113,7 +116,6 @@ static void *wb_promoter(void *unused)
             wb_promo_running = p;
             pthread_mutex_unlock(&wb_promo_lock);
             wb_promote(p);
-            pthread_mutex_lock(&wb_promo_lock);
             wb_promo_running = NULL;
             pthread_cond_broadcast(&wb_promo_finished);
             continue;
@@ -175,8 +177,10 @@ static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
     struct wb_promotion *p = w->promotion;
     if (atomic_fetch_sub_explicit(&p->calls_left, 1,
                                   memory_order_relaxed) == 1) {
-        wb_auto_to_tcc(w, p);
+        /* Under the lock, as a fork holds it: a child sees the entry
+           switched only with the promotion triggered, which it re-arms. */
         pthread_mutex_lock(&wb_promo_lock);
+        wb_auto_to_tcc(w, p);
         p->triggered = true;
         wb_promo_wake();  /* a child of fork has no promoter yet */
         pthread_mutex_unlock(&wb_promo_lock);

@@ -64,6 +64,8 @@ wb_status wb_wrapper_alloc(const wb_spec *spec, wb_graph_fn graph,
        members' new views and its detached inputs. */
     wb_rt_cache_reserve(w->spec->nviews + w->spec->ngroups +
                         w->spec->nmeta_members + w->spec->ndetached);
+    if (w->spec->first_call)
+        wb_rt_first_call_init();
     w->env.graph = graph;
     w->env.graph_ctx = graph_ctx;
     w->env.spec = w->spec;
