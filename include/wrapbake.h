@@ -507,8 +507,8 @@ WB_API const char *wb_spec_name(const wb_spec *spec);
 WB_API int wb_spec_num_inputs(const wb_spec *spec);
 WB_API int wb_spec_num_outputs(const wb_spec *spec);
 /* The values the graph returns, in this order: the effect tokens, the M
-   updated inputs (synthetic bases first), the outputs, the intermediate
-   bases, the views of members of synthetic bases, the RNG offset. */
+   updated inputs (synthetic bases first), the outputs, the new views of
+   members of synthetic bases, the intermediate bases, the RNG offset. */
 WB_API int wb_spec_num_values(const wb_spec *spec);
 /* The arguments the graph gets, in this order: the effect tokens, the
    synthetic bases, the inputs that are neither duplicates of earlier ones
