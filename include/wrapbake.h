@@ -617,7 +617,11 @@ typedef struct wb_wrapper wb_wrapper;
    WB_TIER_AUTO the wrapper stays on tcc and wb_wrapper_note() says why.
    A process running with privileges its user lacks (setuid, file
    capabilities) runs no system compiler: WB_TIER_CC fails with
-   WB_ERR_UNSUPPORTED, and WB_TIER_AUTO stays on tcc. */
+   WB_ERR_UNSUPPORTED, and WB_TIER_AUTO stays on tcc.  Nor does a process
+   whose SIGCHLD is ignored (SIG_IGN or SA_NOCLDWAIT), where the
+   compiler's exit status would be lost: a compile fails with
+   WB_ERR_COMPILE (an object in the disk cache still loads).  The library
+   never changes SIGCHLD's disposition. */
 WB_API wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
                                 void *graph_ctx, const wb_options *options,
                                 wb_wrapper **out);

@@ -405,6 +405,96 @@ Test(tiers, cc_compiler_words_are_not_a_shell_command)
     wb_spec_free(s);
 }
 
+/* The host may have the system reap its children (SIGCHLD ignored, or
+   SA_NOCLDWAIT): the compiler's exit status is then lost, so the cc tier
+   refuses to compile, as for any failed compile, and leaves the
+   disposition as it was.  An object in the disk cache still loads. */
+Test(tiers, cc_refuses_to_compile_while_sigchld_is_ignored, .timeout = 120)
+{
+    char *dir = tiers_cache_dir();
+    wb_spec *s = tiers_spec("cc_sigchld"), *t = tiers_spec("cc_sigchld_new");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_SHARE};
+    wb_wrapper *w = NULL;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    wb_wrapper_free(w);
+    struct sigaction old, ign = {.sa_handler = SIG_IGN}, now;
+    struct sigaction nowait = {.sa_handler = SIG_DFL,
+                               .sa_flags = SA_NOCLDWAIT};
+    const struct sigaction *ways[] = {&ign, &nowait};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(sigaction(SIGCHLD, ways[i], &old), 0);
+        w = NULL;
+        WBT_FAILS(wb_wrapper_new(t, tiers_graph, NULL, &o, &w),
+                  WB_ERR_COMPILE, "SIGCHLD is ignored in this process");
+        cr_assert_null(w);
+        WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+        cr_assert_not_null(strstr(wb_wrapper_note(w), "loaded from the disk "
+                                  "cache"), "note: %s", wb_wrapper_note(w));
+        cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
+        wb_wrapper_free(w);
+        cr_assert_eq(sigaction(SIGCHLD, NULL, &now), 0);
+        cr_assert(now.sa_handler == ways[i]->sa_handler &&
+                      (now.sa_flags & SA_NOCLDWAIT) ==
+                          (ways[i]->sa_flags & SA_NOCLDWAIT),
+                  "the library changed SIGCHLD's disposition");
+        cr_assert_eq(sigaction(SIGCHLD, &old, NULL), 0);
+    }
+    /* auto stays on tcc and says why. */
+    cr_assert_eq(sigaction(SIGCHLD, &ign, &old), 0);
+    wb_options a = {.tier = WB_TIER_AUTO, .promote_calls = 1,
+                    .flags = WB_OPT_NO_DISK_CACHE};
+    WBT_OK(wb_wrapper_new(t, tiers_graph, NULL, &a, &w));
+    cr_assert_eq(tiers_check_calls(w, 3, 0), 0);
+    for (int i = 0; i < 3000 && !wb_wrapper_note(w); i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_TCC);
+    cr_assert_not_null(wb_wrapper_note(w));
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "stays on tcc: cannot run "
+                              "the system compiler"), "note: %s",
+                       wb_wrapper_note(w));
+    cr_assert_not_null(strstr(wb_wrapper_note(w), "SIGCHLD is ignored"),
+                       "note: %s", wb_wrapper_note(w));
+    wb_wrapper_free(w);
+    cr_assert_eq(sigaction(SIGCHLD, &old, NULL), 0);
+    wb_spec_free(t);
+    wb_spec_free(s);
+    tiers_rm(dir);
+}
+
+/* SIGUSR1's handler in the next test: the host turns to ignoring SIGCHLD
+   while the compiler runs. */
+static void tiers_ignore_sigchld(int sig)
+{
+    (void)sig;
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigaction(SIGCHLD, &ign, NULL);
+}
+
+Test(tiers, cc_reports_a_compiler_status_it_could_not_read, .timeout = 30)
+{
+    /* The stand-in has its parent ignore SIGCHLD, then exits: the system
+       reaps it, and its status, failure or success, is gone. */
+    wb_spec *s = tiers_spec("cc_status_lost");
+    wb_options o = {.tier = WB_TIER_CC, .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w = NULL;
+    struct sigaction usr = {.sa_handler = tiers_ignore_sigchld}, old_usr;
+    struct sigaction old_chld;
+    cr_assert_eq(sigaction(SIGCHLD, NULL, &old_chld), 0);
+    cr_assert_eq(sigaction(SIGUSR1, &usr, &old_usr), 0);
+    o.cc = tiers_script("kill -USR1 $PPID; sleep 0.3; exit 0");
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              "the exit status of the system compiler '");
+    cr_assert_null(w);
+    cr_assert(strstr(wb_last_error(), "' was lost: SIGCHLD is ignored"),
+              "%s", wb_last_error());
+    cr_assert_eq(sigaction(SIGCHLD, &old_chld, NULL), 0);
+    cr_assert_eq(sigaction(SIGUSR1, &old_usr, NULL), 0);
+    unlink(o.cc);
+    wb_spec_free(s);
+}
+
 /* ---- auto promotion ---- */
 
 typedef struct tiers_caller {

@@ -239,10 +239,23 @@ static void wb_cc_read_head(const char *path, char *buf, size_t n)
         strcat(buf, "\n");
 }
 
+/* Whether the system reaps this process's children itself: SIGCHLD set
+   to SIG_IGN or handled with SA_NOCLDWAIT.  No wait can then read the
+   compiler's exit status.  The disposition is the host's: it is read,
+   never changed. */
+static bool wb_cc_children_reaped(void)
+{
+    struct sigaction sa;
+    return sigaction(SIGCHLD, NULL, &sa) == 0 &&
+           (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT));
+}
+
 /* Runs argv (cmd: argv[0] printable) with stdout and stderr in diag,
    within timeout_s seconds, until cancel turns true.  Returns the exit
    status, -1 with a message set when it could not run, was killed or
-   timed out. */
+   timed out, or its status was lost: a compiler that failed, or was
+   killed halfway through writing the object, is not told apart from one
+   that succeeded by what it left. */
 static int wb_cc_run(char **argv, const char *cmd, const char *diag,
                      uint32_t timeout_s, const atomic_bool *cancel)
 {
@@ -250,6 +263,13 @@ static int wb_cc_run(char **argv, const char *cmd, const char *diag,
     posix_spawnattr_t attr;
     pid_t pid;
     int rc, status;
+    if (wb_cc_children_reaped()) {
+        wb_rt_fail(WB_ERR_COMPILE, "cannot run the system compiler '%s': "
+                   "SIGCHLD is ignored in this process (SIG_IGN or "
+                   "SA_NOCLDWAIT), so the compiler's exit status would be "
+                   "lost", cmd);
+        return -1;
+    }
     if (posix_spawn_file_actions_init(&fa) != 0) {
         wb_rt_fail(WB_ERR_NOMEM, "cannot start the system compiler");
         return -1;
@@ -281,8 +301,13 @@ static int wb_cc_run(char **argv, const char *cmd, const char *diag,
         if (got == pid)
             break;
         if (got < 0 && errno != EINTR) {
-            /* Someone else reaped it (SIGCHLD ignored): judge by output. */
-            return 0;
+            /* SIGCHLD came to be ignored after the check above, or another
+               part of the process waited for any child. */
+            wb_rt_fail(WB_ERR_COMPILE, "the exit status of the system "
+                       "compiler '%s' was lost: SIGCHLD is ignored in this "
+                       "process, or another part of it reaped the compiler",
+                       cmd);
+            return -1;
         }
         bool stop = cancel && atomic_load(cancel);
         if (stop || wb_now_ms() > deadline) {
