@@ -1007,6 +1007,18 @@ static int wb_cli_main_emit(int argc, char **argv)
                        libtcc ? WB_EMIT_LIBTCC : WB_EMIT_LINES);
 }
 
+/* --help and --version stand alone: an argument after either is a usage
+   error.  getopt_long has just returned the first option, and leaves
+   optind on a bundle whose later letters it has yet to read (-Vh). */
+static int wb_cli_alone(char **argv)
+{
+    if (optind == 1)
+        return wb_cli_usage_error("-%c takes no argument, '-%s' given",
+                                  argv[1][1], argv[1] + 2);
+    return wb_cli_usage_error("%s takes no argument, '%s' given",
+                              argv[optind - 1], argv[optind]);
+}
+
 static int wb_cli_finish(int rc)
 {
     /* A full disk or a closed pipe shows up here, not in the printing. */
@@ -1028,11 +1040,14 @@ int main(int argc, char **argv)
     /* "+": stop at the command, whose options are its own. */
     while ((c = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': fputs(wb_cli_usage_text, stdout); return wb_cli_finish(0);
+        case 'h':
+            if (optind < argc)
+                return wb_cli_alone(argv);
+            fputs(wb_cli_usage_text, stdout);
+            return wb_cli_finish(0);
         case 'V':
             if (optind < argc)
-                return wb_cli_usage_error("%s takes no argument, '%s' given",
-                                          argv[optind - 1], argv[optind]);
+                return wb_cli_alone(argv);
             printf("wrapbake %s\n", wb_version());
             return wb_cli_finish(0);
         default: return wb_cli_bad_option("", c, argv);

@@ -563,5 +563,23 @@ lines version.out 1
 run usage_version_extra 2 "$wb" --version extra
 has usage_version_extra.err "wrapbake: --version takes no argument, 'extra' given"
 lines usage_version_extra.out 0
+run usage_help_extra 2 "$wb" --help extra
+has usage_help_extra.err "wrapbake: --help takes no argument, 'extra' given"
+lines usage_help_extra.out 0
+run usage_help_command 2 "$wb" -h check
+has usage_help_command.err "wrapbake: -h takes no argument, 'check' given"
+lines usage_help_command.out 0
+run usage_version_help 2 "$wb" --version --help
+has usage_version_help.err "wrapbake: --version takes no argument, '--help' given"
+lines usage_version_help.out 0
+# In a bundle the letters after the first are what follows it.
+run usage_version_bundle 2 "$wb" -Vh
+has usage_version_bundle.err "wrapbake: -V takes no argument, '-h' given"
+lines usage_version_bundle.out 0
+run usage_help_bundle 2 "$wb" -hVx
+has usage_help_bundle.err "wrapbake: -h takes no argument, '-Vx' given"
+lines usage_help_bundle.out 0
+run help_short 0 "$wb" -h
+same help.out help_short.out
 
 finish
