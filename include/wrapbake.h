@@ -143,7 +143,10 @@ typedef void (*wb_deleter)(void *ctx, void *data);
 WB_API wb_status wb_storage_new(DLDevice device, size_t nbytes,
                                 wb_storage **out);
 /* A storage over memory the caller owns; deleter (may be NULL) runs at the
-   last release.  On failure the deleter is not called.  On a CUDA device
+   last release.  On failure the deleter is not called.  The storage is
+   not resizable, as one from torch.from_blob is not: a resize that would
+   grow it (wb_tensor_resize_, a resize mutation) fails with
+   WB_ERR_INVALID, and the memory stays the caller's.  On a CUDA device
    the last release may come while a copy from the memory is still queued
    on the call's stream (a call's write-back), so the deleter frees in
    stream order: cudaFree, cudaFreeAsync on that stream, or a caching
@@ -208,7 +211,9 @@ WB_API wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
    storage when it is too small (torch.Tensor.resize_).  A storage that a
    DLPack export holds (wb_tensor_to_dlpack) does not grow: WB_ERR_INVALID,
    as the export hands out its data where it lies; nor does one imported
-   from DLPack (wb_tensor_from_dlpack), whose data is the producer's. */
+   from DLPack (wb_tensor_from_dlpack), whose data is the producer's, nor
+   one over the caller's memory (wb_storage_wrap).  Only storages the
+   library allocated grow. */
 WB_API wb_status wb_tensor_resize_(wb_tensor *t, int ndim,
                                    const int64_t *sizes);
 /* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);

@@ -101,6 +101,63 @@ Test(regress, growth_of_an_exported_storage_is_refused)
     }
 }
 
+static void regress_count_deletes(void *ctx, void *data)
+{
+    (void)data;
+    ++*(int *)ctx;
+}
+
+/* A resize mutation grew an input over memory the caller wrapped
+   (wb_storage_wrap) and handed the caller's block to its deleter, where
+   torch refuses to grow a storage from torch.from_blob.  Such a growth is
+   refused in the check phase, nothing written; a resize within the
+   caller's memory goes through. */
+Test(regress, growth_of_a_wrapped_storage_is_refused)
+{
+    WBT_EACH_TIER(tier) {
+        wb_spec *s;
+        WBT_OK(wb_spec_new("wrapped", &s));
+        WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_RESIZE, 0, NULL));
+        float buf[4] = {1, 2, 3, 4};
+        int deletes = 0;
+        wb_storage *st;
+        wb_tensor *x;
+        WBT_OK(wb_storage_wrap(buf, sizeof buf, WBT_CPU,
+                               regress_count_deletes, &deletes, &st));
+        WBT_OK(wb_tensor_from_storage(st, WBT_F32, 1, (int64_t[]){4}, NULL,
+                                      0, &x));
+        wb_storage_release(st);
+        regress_vals[0] = wbt_f32(10, 1, 8);
+        regress_nvals = 1;
+        wb_wrapper *w = wbt_wrap(s, regress_graph, NULL, tier);
+        wb_arg args[1] = {{.t = x}};
+        WBT_FAILS(wb_call(w, args, 1, NULL, 0), WB_ERR_INVALID,
+                  "input 0 'x': cannot grow a storage that wraps memory of "
+                  "the caller's (wb_storage_wrap)");
+        cr_assert_eq(deletes, 0, "the caller's memory went to its deleter");
+        cr_assert_eq(wb_tensor_data(x), (void *)buf);
+        cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(x)), 16);
+        cr_assert_eq(wb_tensor_sizes(x)[0], 4);
+        cr_assert_eq(wb_tensor_version(x), 0);
+        cr_assert_eq(buf[0] + buf[1] + buf[2] + buf[3], 10.0f,
+                     "a refused call wrote");
+        cr_assert_eq(wb_tensor_refcount(regress_vals[0]), 1);
+        wbt_release_last(regress_vals[0]);
+        regress_vals[0] = wbt_f32(20, 1, 3);
+        WBT_OK(wb_call(w, args, 1, NULL, 0));
+        cr_assert_eq(wb_tensor_sizes(x)[0], 3);
+        cr_assert_eq(wb_tensor_data(x), (void *)buf);
+        cr_assert_eq(buf[2], 22.0f);
+        cr_assert_eq(buf[3], 4.0f);
+        cr_assert_eq(wb_tensor_version(x), 1);
+        wbt_release_last(x);
+        cr_assert_eq(deletes, 1);
+        wbt_release_last(regress_vals[0]);
+        wb_wrapper_free(w);
+        wb_spec_free(s);
+    }
+}
+
 /* One tensor passed for a metadata-mutated input and for another input
    would be checked against its old view and then changed under the other. */
 Test(regress, reshaped_input_passed_twice_is_refused)

@@ -1207,7 +1207,11 @@ Test(tensor, resize_that_shrinks_keeps_the_storage)
     wbt_release_last(t);
 }
 
-Test(tensor, resize_growth_hands_the_old_buffer_to_its_deleter_once)
+/* Memory the caller wrapped is the caller's until the last release: a
+   resize within it goes through, a growth is refused (a storage from
+   torch.from_blob is not resizable) and the deleter does not run.  set_
+   onto a storage of the runtime's lets the tensor grow. */
+Test(tensor, resize_does_not_grow_a_wrapped_storage)
 {
     tt_log log = {.free_data = true};
     float *buf = malloc(4 * sizeof *buf);
@@ -1215,41 +1219,62 @@ Test(tensor, resize_growth_hands_the_old_buffer_to_its_deleter_once)
     for (int i = 0; i < 4; i++)
         buf[i] = (float)(i + 1);
     wb_storage *s = NULL;
-    wb_tensor *t = NULL;
-    int64_t four[1] = {4}, eight[1] = {8};
+    wb_tensor *t = NULL, *v = NULL;
+    int64_t two[1] = {2}, three[1] = {3}, four[1] = {4}, eight[1] = {8};
     WBT_OK(wb_storage_wrap(buf, 16, WBT_CPU, tt_deleter, &log, &s));
     WBT_OK(wb_tensor_from_storage(s, WBT_F32, 1, four, NULL, 0, &t));
+    WBT_OK(wb_tensor_from_storage(s, WBT_F32, 1, two, NULL, 2, &v));
     wb_storage_release(s);
-    WBT_OK(wb_tensor_resize_(t, 1, eight));
-    cr_assert_eq(log.calls, 1, "the old buffer went to its deleter %d times",
-                 log.calls);
-    cr_assert_eq(log.data, (void *)buf);
-    cr_assert_neq(wb_tensor_data(t), (void *)buf);
+    WBT_OK(wb_tensor_resize_(t, 1, three));
+    WBT_OK(wb_tensor_resize_(t, 1, four));
+    WBT_FAILS(wb_tensor_resize_(t, 1, eight), WB_ERR_INVALID,
+              "cannot grow a storage that wraps memory of the caller's "
+              "(wb_storage_wrap): it is not resizable");
+    /* A view at an offset grows past the end sooner. */
+    WBT_OK(wb_tensor_resize_(v, 1, two));
+    WBT_FAILS(wb_tensor_resize_(v, 1, three), WB_ERR_INVALID,
+              "wb_storage_wrap");
+    cr_assert_eq(wb_tensor_sizes(t)[0], 4);
+    cr_assert_eq(wb_tensor_sizes(v)[0], 2);
+    cr_assert_eq(wb_storage_data(s), (void *)buf);
+    cr_assert_eq(wb_storage_nbytes(s), 16);
+    cr_assert_eq(wb_tensor_version(t), 0);
     cr_assert_eq(wbt_at(t, 3), 4.0f);
+    cr_assert_eq(log.calls, 0, "the caller's buffer went to its deleter");
+    wbt_release_last(v);
+    wb_tensor *src = wbt_f32(7, 1, 4);
+    WBT_OK(wb_tensor_set_(t, src));
+    cr_assert_eq(log.calls, 1);
+    cr_assert_eq(log.data, (void *)buf);
+    WBT_OK(wb_tensor_resize_(t, 1, eight));
+    cr_assert_eq(wbt_at(t, 3), 10.0f);
     cr_assert_eq(wbt_at(t, 7), 0.0f);
+    cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(src)), 32);
+    wbt_release_last(src);
     wbt_release_last(t);
     cr_assert_eq(log.calls, 1, "the user deleter ran on the runtime's buffer");
 }
 
-Test(tensor, resize_grows_a_wrapped_storage_of_no_bytes)
+Test(tensor, resize_does_not_grow_a_wrapped_storage_of_no_bytes)
 {
-    /* A storage over no memory at all (NULL data) grows like any other. */
+    /* A storage over no memory at all (NULL data) holds empty tensors. */
     tt_log log = {0};
     wb_storage *s = NULL;
     wb_tensor *t = NULL;
-    int64_t zero[1] = {0}, three[1] = {3};
+    int64_t zero[1] = {0}, none[2] = {3, 0}, three[1] = {3};
     WBT_OK(wb_storage_wrap(NULL, 0, WBT_CPU, tt_deleter, &log, &s));
     WBT_OK(wb_tensor_from_storage(s, WBT_I64, 1, zero, NULL, 0, &t));
     wb_storage_release(s);
-    WBT_OK(wb_tensor_resize_(t, 1, three));
-    cr_assert_eq(log.calls, 1);
-    cr_assert_null(log.data);
-    cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(t)), 24);
-    const int64_t *p = wb_tensor_data(t);
-    cr_assert_not_null(p);
-    cr_assert_eq(p[0] + p[1] + p[2], 0, "grown bytes are not zero");
+    WBT_OK(wb_tensor_resize_(t, 2, none));
+    WBT_FAILS(wb_tensor_resize_(t, 1, three), WB_ERR_INVALID,
+              "cannot grow a storage that wraps memory of the caller's");
+    cr_assert_eq(wb_tensor_ndim(t), 2);
+    cr_assert_eq(log.calls, 0);
+    cr_assert_eq(wb_storage_nbytes(wb_tensor_storage(t)), 0);
+    cr_assert_null(wb_tensor_data(t));
     wbt_release_last(t);
     cr_assert_eq(log.calls, 1);
+    cr_assert_null(log.data);
 }
 
 Test(tensor, resize_refusals_leave_the_view_alone)

@@ -52,6 +52,10 @@ struct wb_storage {
     void *deleter_ctx;
     bool has_stream;      /* CUDA: writes must run on stream */
     void *stream;
+    /* The runtime allocated the data (wb_storage_new), so growth may
+       move it; memory of the caller's (wb_storage_wrap) stays where it
+       is, as a storage from torch.from_blob is not resizable. */
+    bool resizable;
 };
 
 struct wb_tensor {

@@ -306,6 +306,7 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
     s->deleter_ctx = deleter_ctx;
     s->has_stream = false;
     s->stream = NULL;
+    s->resizable = false;
     *out = s;
     return WB_OK;
 }
@@ -336,6 +337,8 @@ wb_status wb_storage_new(DLDevice device, size_t nbytes, wb_storage **out)
     st = wb_storage_wrap(data, nbytes, device, deleter, ctx, out);
     if (st != WB_OK)
         deleter(ctx, data);
+    else
+        (*out)->resizable = true;
     return st;
 }
 
@@ -980,7 +983,9 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
     /* Growth moves the data and frees the old buffer, which an export
        still points at, and which an import hands back to its producer,
        whose other tensors stay on it: neither grows, as a storage from
-       torch.from_dlpack is not resizable. */
+       torch.from_dlpack is not resizable.  Nor does memory the caller
+       wrapped, whose deleter would run before the last release, as a
+       storage from torch.from_blob is not resizable. */
     if (atomic_load_explicit(&t->storage->exports, memory_order_acquire))
         return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage that a "
                           "DLPack export (wb_tensor_to_dlpack) holds: its "
@@ -989,6 +994,10 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
         return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage imported "
                           "from DLPack (wb_tensor_from_dlpack): its data "
                           "is the producer's");
+    if (!t->storage->resizable)
+        return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage that "
+                          "wraps memory of the caller's (wb_storage_wrap): "
+                          "it is not resizable");
     if (t->storage->device.device_type != kDLCPU)
         return wb_rt_device_grow(t->storage, (size_t)need, g);
     if (!(g->data = calloc(1, (size_t)need)))
@@ -1018,7 +1027,7 @@ void wb_rt_apply_resize(wb_tensor *t, int ndim, const int64_t *sizes,
     if (g->husk) {
         wb_rt_device_regrow(s, g);
     } else if (g->data) {
-        /* A wrapped storage of zero bytes may have NULL data. */
+        /* memcpy takes no NULL, even for no bytes. */
         if (s->nbytes)
             memcpy(g->data, s->data, s->nbytes);
         if (s->deleter)
