@@ -10,7 +10,7 @@
 
 #include <wrapbake.h>
 
-#define ADD_ONE_SPEC "add_one_(Tensor(a!) x) -> Tensor(a!)"
+#define ADD_ONE_SPEC "add_one_(Tensor(a!) x) -> Tensor(a!) x"
 
 /* x + 1 as x's new value, then x itself as the output. */
 static int add_one(void *ctx, const wb_arg *a, int na, wb_value *v, int nv)

@@ -79,7 +79,7 @@ def main(path):
         return 2
 
     spec = C.c_void_p()
-    check(wb.wb_spec_parse(b"add_one_(Tensor(a!) x) -> Tensor(a!)",
+    check(wb.wb_spec_parse(b"add_one_(Tensor(a!) x) -> Tensor(a!) x",
                            C.byref(spec)), "wb_spec_parse")
     graph = GRAPH(add_one)
     w = C.c_void_p()

@@ -49,7 +49,7 @@ else
 fi
 
 # Every tier, aot included.
-echo 'add_one_(Tensor(a!) x) -> Tensor(a!)' >"$tmp/graphs.txt"
+echo 'add_one_(Tensor(a!) x) -> Tensor(a!) x' >"$tmp/graphs.txt"
 if "$wb" emit --aot -o "$tmp/aot" "$tmp/graphs.txt" >/dev/null &&
     $cc -std=c11 -Iinclude -I"$tmp/aot" -o "$tmp/tiers" tests/shared/tiers.c \
         "$tmp"/aot/*.c -L"$lib" -lwrapbake; then
