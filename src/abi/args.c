@@ -16,7 +16,7 @@
 /* ---- runs of argument checks ---- */
 
 /* Runs of argument checks, for libtcc: it keeps every value in memory, so
-   its own check of one argument is 12 instructions where gcc's is 5, as
+   its own check of one argument is 11 instructions where gcc's is 5, as
    inline in the cc tier's code and unrolled here.  Eight at a time, then a
    jump into the last eight.  A failure is marked unlikely, or gcc sets the
    return value before each check. */

@@ -699,7 +699,7 @@ static void wb_emit_word(const wb_spec *s, int i, unsigned long long *mask,
    and how many tensor inputs from it on are one run: consecutive
    arguments with equal words, as many as make one call of the runtime's
    loop cheaper under libtcc than checking each inline (1 otherwise).
-   Inline, libtcc spends 12 instructions on the check of a word and 5 on
+   Inline, libtcc spends 11 instructions on the check of a word and 5 on
    a NULL check; the loop spends 5 and 2, and the call about 20. */
 static int wb_emit_run(const wb_spec *s, int t, unsigned long long *mask,
                        unsigned long long *want)
