@@ -487,8 +487,8 @@ WB_API wb_status wb_spec_set_grad_mode_at_end(wb_spec *spec, int mode);
 WB_API wb_status wb_spec_set_before_call(wb_spec *spec, wb_hook_fn fn,
                                          void *ud);
 /* Runs once per wrapper, before the first call that gets past the argument
-   checks; calls on other threads wait for it, and a failure lets the next
-   call run it again. */
+   checks; calls on other threads wait for it, asleep, and a failure lets
+   the next call run it again. */
 WB_API wb_status wb_spec_set_first_call(wb_spec *spec, wb_hook_fn fn,
                                         void *ud);
 /* Guards are entered in order around the graph call and left in reverse;

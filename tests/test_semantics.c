@@ -1504,6 +1504,13 @@ static int sem_race_graph(void *ctx, const wb_arg *args, int nargs,
     return 0;
 }
 
+static int sem_race_graph_none(void *ctx, const wb_arg *args, int nargs,
+                               wb_value *values, int nvalues)
+{
+    (void)ctx; (void)args; (void)nargs; (void)values; (void)nvalues;
+    return 0;
+}
+
 static void *sem_race_thread(void *ud)
 {
     sem_race *r = ud;
@@ -1549,6 +1556,77 @@ Test(semantics, first_call_hook_finishes_before_any_graph_call)
         wb_wrapper_free(r.w);
         wb_spec_free(s);
     }
+}
+
+/* The calls that wait for another thread's first-call hook sleep: while
+   the hook takes 300 ms, the four waiting threads take little CPU time
+   between them, where waiting by spinning would take a core's worth. */
+typedef struct sem_sleepers {
+    wb_wrapper *w;
+    wb_tensor *x;
+    atomic_int in_hook;
+    atomic_llong waiters_ns;
+} sem_sleepers;
+
+static int sem_sleepers_hook(void *ud)
+{
+    sem_sleepers *r = ud;
+    atomic_store(&r->in_hook, 1);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+static void *sem_sleepers_call(void *ud)
+{
+    sem_sleepers *r = ud;
+    wb_arg a[1] = {{.t = r->x}};
+    return wb_call(r->w, a, 1, NULL, 0) == WB_OK ? NULL : (void *)1;
+}
+
+static void *sem_sleepers_wait(void *ud)
+{
+    sem_sleepers *r = ud;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    void *rc = sem_sleepers_call(r);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    atomic_fetch_add(&r->waiters_ns, (t1.tv_sec - t0.tv_sec) * 1000000000LL +
+                                         (t1.tv_nsec - t0.tv_nsec));
+    return rc;
+}
+
+Test(semantics, calls_waiting_for_a_first_call_hook_sleep)
+{
+    sem_sleepers r;
+    atomic_init(&r.in_hook, 0);
+    atomic_init(&r.waiters_ns, 0);
+    wb_spec *s = sem_spec("sleepers");
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_set_first_call(s, sem_sleepers_hook, &r));
+    r.x = wbt_f32(0, 1, 2);
+    r.w = wbt_wrap(s, sem_race_graph_none, NULL, WB_TIER_TCC);
+    pthread_t hook, th[4];
+    cr_assert_eq(pthread_create(&hook, NULL, sem_sleepers_call, &r), 0);
+    while (!atomic_load(&r.in_hook)) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, sem_sleepers_wait, &r), 0);
+    void *rc;
+    cr_assert_eq(pthread_join(hook, &rc), 0);
+    cr_assert_null(rc, "the call that ran the hook failed");
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(pthread_join(th[i], &rc), 0);
+        cr_assert_null(rc, "a waiting call in thread %d failed", i);
+    }
+    long long ms = atomic_load(&r.waiters_ns) / 1000000;
+    cr_assert_lt(ms, 100, "the waiting calls took %lld ms of CPU time "
+                 "while the hook slept 300 ms", ms);
+    wbt_release_last(r.x);
+    wb_wrapper_free(r.w);
+    wb_spec_free(s);
 }
 
 /* A first-call hook that calls its own wrapper does not wait for itself:

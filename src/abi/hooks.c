@@ -7,7 +7,6 @@
  * stays inlined into it.
  */
 #include <pthread.h>
-#include <sched.h>
 
 #include "abi.h"
 #include "../spec/spec.h"
@@ -113,19 +112,29 @@ enum { WB_RT_FIRST_NOT_RUN, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE,
 /* How many forks deep this process is. */
 static atomic_uint wb_rt_fork_gen;
 
+/* The calls waiting for another thread's hook sleep on this condition,
+   which each hook that ends broadcasts. */
+static pthread_mutex_t wb_rt_first_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wb_rt_first_ended = PTHREAD_COND_INITIALIZER;
+
 static int wb_rt_first_running_now(void)
 {
     return (int)(atomic_load_explicit(&wb_rt_fork_gen, memory_order_relaxed)
                  << 2 | WB_RT_FIRST_RUNNING);
 }
 
+static void wb_rt_fork_prepare(void) { pthread_mutex_lock(&wb_rt_first_lock); }
+static void wb_rt_fork_parent(void) { pthread_mutex_unlock(&wb_rt_first_lock); }
+
 /* In a child of fork, whose one thread is the one that forked: a hook
    marked running in an older generation ran on a thread the child does
    not have, and the next call runs it again, as after a hook that
    failed; the hooks the forking thread is inside are marked again as
    running here, so that they stay its own. */
-static void wb_rt_forked(void)
+static void wb_rt_fork_child(void)
 {
+    pthread_mutex_init(&wb_rt_first_lock, NULL);
+    pthread_cond_init(&wb_rt_first_ended, NULL);
     atomic_fetch_add_explicit(&wb_rt_fork_gen, 1, memory_order_relaxed);
     for (const wb_rt_first_frame *f = wb_rt_first_running; f; f = f->up)
         atomic_store((atomic_int *)&f->env->first_call_state,
@@ -138,7 +147,8 @@ static void wb_rt_fork_register(void)
 {
     /* It fails only out of memory, and then a child may wait for a hook
        as it would without it. */
-    (void)pthread_atfork(NULL, NULL, wb_rt_forked);
+    (void)pthread_atfork(wb_rt_fork_prepare, wb_rt_fork_parent,
+                         wb_rt_fork_child);
 }
 
 void wb_rt_first_call_init(void)
@@ -172,7 +182,11 @@ int wb_rt_first_call(const wb_env *e)
             if (wb_rt_first_is_mine(e))
                 return WB_OK;
             if (now == running) {
-                sched_yield();
+                pthread_mutex_lock(&wb_rt_first_lock);
+                while (atomic_load_explicit(state, memory_order_acquire) ==
+                       now)
+                    pthread_cond_wait(&wb_rt_first_ended, &wb_rt_first_lock);
+                pthread_mutex_unlock(&wb_rt_first_lock);
                 continue;
             }
         }
@@ -185,6 +199,9 @@ int wb_rt_first_call(const wb_env *e)
     wb_rt_first_running = frame.up;
     atomic_store_explicit(state, rc ? WB_RT_FIRST_NOT_RUN : WB_RT_FIRST_DONE,
                           memory_order_release);
+    pthread_mutex_lock(&wb_rt_first_lock);
+    pthread_cond_broadcast(&wb_rt_first_ended);
+    pthread_mutex_unlock(&wb_rt_first_lock);
     if (rc)
         return wb_rt_callf(e, WB_ERR_HOOK, "the first-call hook failed with "
                            "code %d", rc);
