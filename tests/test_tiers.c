@@ -77,6 +77,28 @@ static int tiers_check_calls(wb_wrapper *w, int calls, float first)
     return bad;
 }
 
+/* Waits up to 30 s for w's note, and returns it. */
+static const char *tiers_wait_note(wb_wrapper *w)
+{
+    for (int i = 0; i < 3000 && !wb_wrapper_note(w); i++) {
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    return wb_wrapper_note(w);
+}
+
+/* That w serves from tcc for good, as an auto wrapper whose system
+   compiler cannot run does, its note says why; returns the note. */
+static const char *tiers_assert_stays_on_tcc(wb_wrapper *w)
+{
+    const char *note = tiers_wait_note(w);
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_TCC);
+    cr_assert_not_null(note);
+    cr_assert_not_null(strstr(note, "stays on tcc: cannot run the system "
+                              "compiler"), "note: %s", note);
+    return note;
+}
+
 /* A fresh private directory for this test's disk cache. */
 static char *tiers_cache_dir(void)
 {
@@ -445,17 +467,8 @@ Test(tiers, cc_refuses_to_compile_while_sigchld_is_ignored, .timeout = 120)
                     .flags = WB_OPT_NO_DISK_CACHE};
     WBT_OK(wb_wrapper_new(t, tiers_graph, NULL, &a, &w));
     cr_assert_eq(tiers_check_calls(w, 3, 0), 0);
-    for (int i = 0; i < 3000 && !wb_wrapper_note(w); i++) {
-        struct timespec nap = {0, 10000000};
-        nanosleep(&nap, NULL);
-    }
-    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_TCC);
-    cr_assert_not_null(wb_wrapper_note(w));
-    cr_assert_not_null(strstr(wb_wrapper_note(w), "stays on tcc: cannot run "
-                              "the system compiler"), "note: %s",
-                       wb_wrapper_note(w));
-    cr_assert_not_null(strstr(wb_wrapper_note(w), "SIGCHLD is ignored"),
-                       "note: %s", wb_wrapper_note(w));
+    const char *note = tiers_assert_stays_on_tcc(w);
+    cr_assert_not_null(strstr(note, "SIGCHLD is ignored"), "note: %s", note);
     wb_wrapper_free(w);
     cr_assert_eq(sigaction(SIGCHLD, &old, NULL), 0);
     wb_spec_free(t);
@@ -577,15 +590,7 @@ Test(tiers, auto_stays_on_tcc_and_says_why_without_a_compiler)
     wb_wrapper *w = NULL;
     WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
     cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
-    for (int i = 0; i < 3000 && !wb_wrapper_note(w); i++) {
-        struct timespec nap = {0, 10000000};
-        nanosleep(&nap, NULL);
-    }
-    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_TCC);
-    cr_assert_not_null(wb_wrapper_note(w));
-    cr_assert_not_null(strstr(wb_wrapper_note(w), "stays on tcc: cannot run "
-                              "the system compiler"), "note: %s",
-                       wb_wrapper_note(w));
+    tiers_assert_stays_on_tcc(w);
     cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
     wb_wrapper_free(w);
     wb_spec_free(s);
@@ -603,11 +608,9 @@ Test(tiers, auto_failing_by_time_leaves_calls_on_tcc, .timeout = 60)
     WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
     cr_assert_neq(atomic_load(&w->entry), w->code->entry,
                   "an auto wrapper starts on its counting entry");
-    for (int i = 0; i < 3000 && !wb_wrapper_note(w); i++) {
-        struct timespec nap = {0, 10000000};
-        nanosleep(&nap, NULL);
-    }
-    cr_assert_not_null(strstr(wb_wrapper_note(w), "stays on tcc"));
+    const char *note = tiers_wait_note(w);
+    cr_assert_not_null(note);
+    cr_assert_not_null(strstr(note, "stays on tcc"), "note: %s", note);
     cr_assert_eq(atomic_load(&w->entry), w->code->entry,
                  "calls still go through the counting entry");
     cr_assert_eq(tiers_check_calls(w, 5, 0), 0);
