@@ -4,7 +4,8 @@
  *
  * tests/torch/gen.py runs real ATen ops eagerly and writes what each call
  * did as a case (docs/conformance.md has the format): the storages and
- * inputs before the call, a wrapbake spec of it, the values its
+ * inputs before the call (tensors, numbers, Nones), a wrapbake spec of
+ * it, the arguments its graph gets, the values its
  * functionalized graph returns, and what PyTorch left behind -- where each
  * input lies, its view, how far its version counter moved, its elements,
  * the bytes of each storage, and for each output its storage, view,
@@ -28,7 +29,9 @@
  * expectation; then it bumps each input's version counter to see which
  * outputs share it, releases everything and checks that every storage is
  * back to the references the driver holds.  The graph stand-in checks that
- * it gets the spec's graph arguments (duplicated inputs once) and returns
+ * it gets the spec's graph arguments, each the case's `arg` record says
+ * (the caller's tensor object, number or NULL, or a synthetic base of the
+ * members' storage), and returns
  * the case's values, made from the driver's own inputs, in one of three
  * modes:
  *
@@ -93,13 +96,34 @@ typedef struct tc_storage {
     tc_bytes bytes;
 } tc_storage;
 
+typedef enum tc_input_kind {
+    TC_IN_TENSOR, TC_IN_NUMBER, TC_IN_NONE
+} tc_input_kind;
+
+/* The longest text of an opaque number input. */
+#define TC_OPAQUE_LEN 64
+
 typedef struct tc_input {
+    tc_input_kind kind;
     int storage;
     long group;  /* the version-counter group */
     int same;    /* the input whose object this is, or -1 */
     bool requires_grad;  /* before the call */
     tc_view view;
+    /* A number: its type and value; an opaque one (WB_SCALAR_OPAQUE) is
+       passed as a pointer to its text, which the graph must get. */
+    wb_scalar_type type;
+    wb_value num;
+    char text[TC_OPAQUE_LEN];
 } tc_input;
+
+/* What graph argument A must be: input I as the caller passed it (the
+   tensor object, the number, NULL for None), or the synthetic base whose
+   first member is input I. */
+typedef struct tc_arg {
+    bool base;
+    int input;
+} tc_arg;
 
 typedef enum tc_value_kind {
     TC_NEW, TC_VIEW, TC_OF, TC_INPUT, TC_NUMBER
@@ -153,7 +177,8 @@ typedef struct tc_case {
     tc_input *inputs;
     tc_value *values;
     tc_expect *expects;
-    int nstorages, ninputs, nvalues, nexpects;
+    tc_arg *args;
+    int nstorages, ninputs, nvalues, nexpects, nargs;
     bool grad_off;  /* the call runs with grad mode off */
 } tc_case;
 
@@ -199,6 +224,7 @@ static void tc_case_free(tc_case *c)
     for (int i = 0; i < c->nexpects; i++)
         free(c->expects[i].bytes.p);
     free(c->storages), free(c->inputs), free(c->values), free(c->expects);
+    free(c->args);
     free(c->name), free(c->spec), free(c->refuse);
 }
 
@@ -267,6 +293,18 @@ static bool tc_index(const tc_reader *rd, const char *what, const char *s,
         return tc_bad(rd, "%s %lld is not defined (%d defined before this "
                       "line)", what, (long long)v, limit);
     *out = (int)v;
+    return true;
+}
+
+/* An index of a tensor input: not a number or None. */
+static bool tc_tensor_index(const tc_reader *rd, const char *s, int *out)
+{
+    if (!tc_index(rd, "input", s, rd->c->ninputs, out))
+        return false;
+    if (rd->c->inputs[*out].kind != TC_IN_TENSOR)
+        return tc_bad(rd, "input %d is a %s, not a tensor", *out,
+                      rd->c->inputs[*out].kind == TC_IN_NONE ? "None"
+                                                             : "number");
     return true;
 }
 
@@ -449,19 +487,48 @@ static bool tc_read_storage(tc_reader *rd, char **f, int n)
     return true;
 }
 
-/* input I S C VIEW, or input I same J */
+static bool tc_number_value(const tc_reader *rd, char **f, int n,
+                            wb_scalar_type *type, wb_value *v);
+
+/* input I number opaque TEXT: a number the caller passes as a pointer of
+   its own (Scalar, a list of numbers), to its text here. */
+static bool tc_read_opaque(const tc_reader *rd, const char *text,
+                           tc_input *in)
+{
+    if (strlen(text) >= sizeof in->text)
+        return tc_bad(rd, "an opaque number of more than %d characters",
+                      TC_OPAQUE_LEN - 1);
+    strcpy(in->text, text);
+    in->type = WB_SCALAR_OPAQUE;
+    return true;
+}
+
+/* input I S C VIEW, input I same J, input I number TYPE V, input I none */
 static bool tc_read_input(tc_reader *rd, char **f, int n)
 {
     tc_case *c = rd->c;
-    tc_input in = {.same = -1};
+    tc_input in = {.same = -1, .storage = -1, .group = -1};
     int64_t group;
     if (n < 3)
-        return tc_bad(rd, "'input' takes 8 fields, or 4 with same");
+        return tc_bad(rd, "'input' takes 8 fields, 4 with same, 5 with "
+                      "number or 3 with none");
     if (!tc_next(rd, "input", f[1], c->ninputs))
         return false;
-    if (strcmp(f[2], "same") == 0) {
+    if (strcmp(f[2], "none") == 0) {
+        if (!tc_fields(rd, "input I none", n, 3))
+            return false;
+        in.kind = TC_IN_NONE;
+    } else if (strcmp(f[2], "number") == 0) {
+        in.kind = TC_IN_NUMBER;
+        if (!tc_fields(rd, "input I number", n, 5))
+            return false;
+        if (strcmp(f[3], "opaque") == 0 ? !tc_read_opaque(rd, f[4], &in)
+                                        : !tc_number_value(rd, f + 3, 2,
+                                                           &in.type, &in.num))
+            return false;
+    } else if (strcmp(f[2], "same") == 0) {
         if (!tc_fields(rd, "input I same", n, 4) ||
-            !tc_index(rd, "input", f[3], c->ninputs, &in.same))
+            !tc_tensor_index(rd, f[3], &in.same))
             return false;
         in.same = tc_object(c, in.same);
         in.storage = c->inputs[in.same].storage;
@@ -475,7 +542,8 @@ static bool tc_read_input(tc_reader *rd, char **f, int n)
             return false;
         in.group = (long)group;
         for (int i = 0; i < c->ninputs; i++)
-            if (c->inputs[i].group == in.group &&
+            if (c->inputs[i].kind == TC_IN_TENSOR &&
+                c->inputs[i].group == in.group &&
                 c->inputs[i].storage != in.storage)
                 return tc_bad(rd, "input %d shares counter group %ld with "
                               "input %d, which lies on another storage",
@@ -548,7 +616,7 @@ static bool tc_read_value(tc_reader *rd, char **f, int n)
     } else if (strcmp(f[2], "view") == 0) {
         v.kind = TC_VIEW;
         if (!tc_fields(rd, "value K view", n, 8) ||
-            !tc_index(rd, "input", f[3], c->ninputs, &v.of) ||
+            !tc_tensor_index(rd, f[3], &v.of) ||
             !tc_view_read(rd, f + 4, &v.view))
             return false;
     } else if (strcmp(f[2], "of") == 0) {
@@ -562,7 +630,7 @@ static bool tc_read_value(tc_reader *rd, char **f, int n)
     } else if (strcmp(f[2], "input") == 0) {
         v.kind = TC_INPUT;
         if (!tc_fields(rd, "value K input", n, 4) ||
-            !tc_index(rd, "input", f[3], c->ninputs, &v.of))
+            !tc_tensor_index(rd, f[3], &v.of))
             return false;
     } else if (strcmp(f[2], "number") == 0 && n > 3) {
         v.kind = TC_NUMBER;
@@ -587,7 +655,7 @@ static bool tc_shares(const tc_reader *rd, const char *s, int *out)
     if (s[0] != 'i')
         return tc_bad(rd, "expected iN or - for the version counter, got "
                       "'%s'", s);
-    return tc_index(rd, "input", s + 1, rd->c->ninputs, out);
+    return tc_tensor_index(rd, s + 1, out);
 }
 
 /* An output's number; the spec, parsed later, says how many there are. */
@@ -618,7 +686,7 @@ static bool tc_read_requires_grad(tc_reader *rd, char **f, int n)
     if (!tc_fields(rd, "requires_grad", n, 3))
         return false;
     if (strcmp(f[1], "input") == 0) {
-        if (!tc_index(rd, "input", f[2], c->ninputs, &k))
+        if (!tc_tensor_index(rd, f[2], &k))
             return false;
         if (c->inputs[k].same >= 0)
             return tc_bad(rd, "input %d is input %d's object: mark that one",
@@ -658,14 +726,14 @@ static bool tc_read_expect(tc_reader *rd, char **f, int n)
     if (strcmp(f[1], "input") == 0) {
         e.kind = TC_EXPECT_INPUT;
         ok = tc_fields(rd, "expect input", n, 9) &&
-             tc_index(rd, "input", f[2], c->ninputs, &e.index) &&
+             tc_tensor_index(rd, f[2], &e.index) &&
              tc_where_read(rd, f[3], &e.where) &&
              tc_view_read(rd, f + 4, &e.view) &&
              tc_number(rd, "dversion", f[8], INT32_MAX, &e.dversion);
     } else if (strcmp(f[1], "elems") == 0) {
         e.kind = TC_EXPECT_ELEMS;
         ok = tc_fields(rd, "expect elems", n, 4) &&
-             tc_index(rd, "input", f[2], c->ninputs, &e.index) &&
+             tc_tensor_index(rd, f[2], &e.index) &&
              tc_hex(rd, "bytes", f[3], &e.bytes);
     } else if (strcmp(f[1], "storage") == 0) {
         e.kind = TC_EXPECT_STORAGE;
@@ -677,7 +745,7 @@ static bool tc_read_expect(tc_reader *rd, char **f, int n)
         e.kind = TC_EXPECT_IS_INPUT;
         ok = tc_fields(rd, "expect output O is_input", n, 5) &&
              tc_output_number(rd, f[2], &e.index) &&
-             tc_index(rd, "input", f[4], c->ninputs, &e.input);
+             tc_tensor_index(rd, f[4], &e.input);
     } else if (strcmp(f[1], "output") == 0 && n > 4 &&
                strcmp(f[3], "number") == 0) {
         e.kind = TC_EXPECT_NUMBER;
@@ -694,7 +762,7 @@ static bool tc_read_expect(tc_reader *rd, char **f, int n)
     } else if (strcmp(f[1], "requires_grad") == 0) {
         e.kind = TC_EXPECT_GRAD;
         ok = tc_fields(rd, "expect requires_grad", n, 4) &&
-             tc_index(rd, "input", f[2], c->ninputs, &e.index) &&
+             tc_tensor_index(rd, f[2], &e.index) &&
              tc_flag(rd, f[3], &e.requires_grad);
     } else {
         return tc_bad(rd, "'expect %s' is not input, elems, storage, "
@@ -704,6 +772,27 @@ static bool tc_read_expect(tc_reader *rd, char **f, int n)
         return false;
     c->expects = tc_append(c->expects, c->nexpects, sizeof *c->expects);
     c->expects[c->nexpects++] = e;
+    return true;
+}
+
+/* arg A input I, or arg A base I: what graph argument A must be. */
+static bool tc_read_arg(tc_reader *rd, char **f, int n)
+{
+    tc_case *c = rd->c;
+    tc_arg a = {0};
+    if (!tc_fields(rd, "arg", n, 4) || !tc_next(rd, "arg", f[1], c->nargs))
+        return false;
+    if (strcmp(f[2], "base") == 0) {
+        a.base = true;
+        if (!tc_tensor_index(rd, f[3], &a.input))
+            return false;
+    } else if (strcmp(f[2], "input") != 0) {
+        return tc_bad(rd, "'arg %s' is not input or base", f[2]);
+    } else if (!tc_index(rd, "input", f[3], c->ninputs, &a.input)) {
+        return false;
+    }
+    c->args = tc_append(c->args, c->nargs, sizeof *c->args);
+    c->args[c->nargs++] = a;
     return true;
 }
 
@@ -781,6 +870,8 @@ static bool tc_read_line(tc_reader *rd, char *line)
         return tc_read_grad_mode(rd, f, n);
     if (strcmp(f[0], "expect") == 0)
         return tc_read_expect(rd, f, n);
+    if (strcmp(f[0], "arg") == 0)
+        return tc_read_arg(rd, f, n);
     if (strcmp(f[0], "end") == 0)
         return tc_read_end(rd, n);
     return tc_bad(rd, "unknown record '%s'", f[0]);
@@ -975,23 +1066,82 @@ static bool tc_make_value(tc_run *r, wb_value *values, int k)
     return true;
 }
 
-/* Returns the case's values, intermediate bases (the values views are
-   made `of`) first. */
+/* Whether graph argument a is input i as the caller passed it: the
+   tensor object itself, NULL for None, the same number (the same pointer
+   for an opaque one). */
+static bool tc_arg_is_input(const tc_run *r, const wb_arg *a, int i)
+{
+    const tc_input *in = &r->c->inputs[i];
+    if (in->kind != TC_IN_NUMBER)
+        return a->t == r->inputs[i];
+    switch (in->type) {
+    case WB_SCALAR_INT:
+        return a->i == in->num.i;
+    case WB_SCALAR_FLOAT:
+        return memcmp(&a->f, &in->num.f, sizeof a->f) == 0;
+    case WB_SCALAR_BOOL:
+        return a->b == in->num.b;
+    default:
+        return a->p == (const void *)in->text;
+    }
+}
+
+/* Whether graph argument a is the synthetic base of input i, a member: a
+   1-D view of the member's whole storage with its dtype. */
+static bool tc_arg_is_base(const tc_run *r, const wb_arg *a, int i)
+{
+    const wb_tensor *m = r->inputs[i], *t = a->t;
+    size_t es = wb_dtype_size(wb_tensor_dtype(m));
+    DLDataType x, y;
+    if (!t || wb_tensor_storage(t) != wb_tensor_storage(m) ||
+        wb_tensor_ndim(t) != 1 || wb_tensor_offset(t) != 0 ||
+        wb_tensor_strides(t)[0] != 1)
+        return false;
+    x = wb_tensor_dtype(t), y = wb_tensor_dtype(m);
+    return x.code == y.code && x.bits == y.bits && x.lanes == y.lanes &&
+           (uint64_t)wb_tensor_sizes(t)[0] * es ==
+               wb_storage_nbytes(wb_tensor_storage(m));
+}
+
+/* The graph's arguments are the case's `arg` records; false, with the
+   first that is not in graph_error. */
+static bool tc_check_args(tc_run *r, const wb_arg *args)
+{
+    const tc_case *c = r->c;
+    for (int a = 0; a < c->nargs; a++) {
+        const tc_arg *want = &c->args[a];
+        if (want->base ? tc_arg_is_base(r, &args[a], want->input)
+                       : tc_arg_is_input(r, &args[a], want->input))
+            continue;
+        snprintf(r->graph_error, sizeof r->graph_error,
+                 want->base ? "graph argument %d is not the synthetic base "
+                              "of input %d"
+                            : "graph argument %d is not input %d as the "
+                              "caller passed it",
+                 a, want->input);
+        return false;
+    }
+    return true;
+}
+
+/* Checks the arguments, then returns the case's values, intermediate
+   bases (the values views are made `of`) first. */
 static int tc_graph(void *ctx, const wb_arg *args, int nargs,
                     wb_value *values, int nvalues)
 {
     tc_run *r = ctx;
     const tc_case *c = r->c;
-    (void)args;
     if (++r->calls > 1)
         return -1;
-    if (nargs != r->nargs || nvalues != c->nvalues) {
+    if (nargs != r->nargs || nargs != c->nargs || nvalues != c->nvalues) {
         snprintf(r->graph_error, sizeof r->graph_error,
                  "the graph got %d arguments and room for %d values "
-                 "(expected %d and %d)", nargs, nvalues, r->nargs,
-                 c->nvalues);
+                 "(expected %d, the case %d, and %d)", nargs, nvalues,
+                 r->nargs, c->nargs, c->nvalues);
         return -1;
     }
+    if (!tc_check_args(r, args))
+        return -1;
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < c->nvalues; k++)
             if ((c->values[k].kind == TC_OF) == (pass == 1) &&
@@ -1008,6 +1158,7 @@ static int tc_group_first(const tc_case *c, int i)
 {
     int j = 0;
     while (j < i && (c->inputs[j].same >= 0 ||
+                     c->inputs[j].kind != TC_IN_TENSOR ||
                      c->inputs[j].group != c->inputs[i].group))
         j++;
     return j;
@@ -1034,6 +1185,8 @@ static bool tc_setup(tc_run *r)
     for (int i = 0; i < c->ninputs; i++) {
         const tc_input *in = &c->inputs[i];
         wb_status st = WB_OK;
+        if (in->kind != TC_IN_TENSOR)
+            continue;  /* a number or None: no tensor */
         int first = tc_group_first(c, i);
         if (in->same >= 0)
             r->inputs[i] = wb_tensor_retain(r->inputs[in->same]);
@@ -1410,8 +1563,8 @@ static void tc_check_shares(const tc_run *r)
     for (int x = 0; x < c->nexpects; x++)
         wrong[x] = -1;
     for (int i = 0; i < c->ninputs; i++) {
-        if (tc_object(c, i) != i)
-            continue;  /* bumped as the input whose object it is */
+        if (tc_object(c, i) != i || c->inputs[i].kind != TC_IN_TENSOR)
+            continue;  /* bumped as the input whose object it is, or none */
         for (int x = 0; x < c->nexpects; x++)
             if (tc_shares_checked(r, &c->expects[x]))
                 was[x] = wb_tensor_version(r->outs[c->expects[x].index].t);
@@ -1455,6 +1608,8 @@ static void tc_check_unchanged(const tc_run *r)
     char what[64];
     for (int i = 0; i < c->ninputs; i++) {
         const tc_where where = {'s', c->inputs[i].storage};
+        if (c->inputs[i].kind != TC_IN_TENSOR)
+            continue;
         snprintf(what, sizeof what, "input %d", i);
         tc_check_where(r, what, r->inputs[i], &where);
         tc_check_view(r, what, r->inputs[i], &c->inputs[i].view);
@@ -1536,8 +1691,15 @@ static tc_outcome tc_invoke(tc_run *r, wb_wrapper *w, const wb_spec *spec,
 {
     const tc_case *c = r->c;
     wb_arg *args = tc_alloc(sizeof *args * (size_t)c->ninputs);
-    for (int i = 0; i < c->ninputs; i++)
-        args[i].t = r->inputs[i];
+    for (int i = 0; i < c->ninputs; i++) {
+        const tc_input *in = &c->inputs[i];
+        if (in->kind != TC_IN_NUMBER)
+            args[i].t = r->inputs[i];  /* NULL for None */
+        else if (in->type == WB_SCALAR_OPAQUE)
+            args[i].p = in->text;
+        else
+            args[i] = in->num;
+    }
     r->nouts = wb_spec_num_outputs(spec);
     r->nupdated = wb_spec_num_updated(spec);
     r->outs = tc_alloc(sizeof *r->outs * (size_t)r->nouts);

@@ -84,6 +84,15 @@ eager autograd in the call's grad mode, and by AOTAutograd's epilogue
 requires grad, ``as_strided_``, ``set_`` under ``no_grad``) replayed in
 torch from the flagged values.
 
+A case may pass numbers (int, SymInt, float, bool, Scalar, a list of ints)
+and None (for a Tensor?, or an element of a Tensor?[n]) beside its tensors:
+``f`` gets them as they are, the spec gives each its type, and the case
+lists every argument the graph gets (``arg`` records), in wrapbake's order:
+the synthetic bases, the kept inputs outside them, numbers and None
+included, then the members.  Training cases may have duplicates and
+synthetic bases of views of one tensor, whose base the epilogue replayed
+writes as a 1-D view of the members' whole storage.
+
 Calls the format cannot describe are left out rather than refused:
 outputs with several possible bases, and out= kernels that resize their
 out tensor to the strides of a non-contiguous input (wrapbake's resize
@@ -283,6 +292,33 @@ def Shared(numel, *views, dtype=F32):
 
 
 @dataclass(frozen=True)
+class Num:
+    """A number input: its value and the spec's type of the parameter
+    (int, SymInt, float, bool, Scalar, SymInt[2], ...), with the schema's
+    default text, if any."""
+    value: object
+    type: str
+    default: Optional[str] = None
+
+
+class NoneArg:
+    """None for an optional tensor (Tensor?, an element of Tensor?[n]): the
+    caller passes a NULL tensor."""
+
+
+NONE = NoneArg()
+
+# The member of wb_value a number input's spec type takes: int64_t,
+# double, bool, or the caller's own pointer (Scalar, lists, optionals).
+NUMBER_CLASS = {"int": "int", "SymInt": "int", "float": "float",
+                "bool": "bool"}
+
+
+def is_tensor(t):
+    return isinstance(t, torch.Tensor)
+
+
+@dataclass(frozen=True)
 class StorageDef:
     dtype: torch.dtype
     data: bytes
@@ -292,8 +328,28 @@ class StorageDef:
 class InputDef:
     storage: int
     group: int
-    view: View
+    view: Optional[View]
     same: Optional[int] = None
+    kind: str = "tensor"      # tensor, number (a Num), none (a NULL tensor)
+    number: Optional[Num] = None
+
+    def text(self, i):
+        """The case file's input record."""
+        if self.kind == "none":
+            return f"input {i} none"
+        if self.kind == "number":
+            n = self.number
+            cls = NUMBER_CLASS.get(n.type, "opaque")
+            if cls == "float":
+                value = float(n.value).hex()
+            elif cls == "opaque":
+                value = re.sub(r"[^A-Za-z0-9_.,+-]", "", str(n.value))
+            else:
+                value = str(int(n.value))
+            return f"input {i} number {cls} {value}"
+        if self.same is not None:
+            return f"input {i} same {self.same}"
+        return f"input {i} {self.storage} {self.group} {self.view.text()}"
 
 
 @dataclass
@@ -308,6 +364,7 @@ class Case:
     lists: tuple         # (first input, count, optional): a list parameter
     list_return: bool    # the outputs are one list return
     grad: Optional["Grad"] = None  # a training call, its autograd state
+    kwonly: Optional[int] = None  # the first keyword-only parameter
 
 
 @dataclass(frozen=True)
@@ -323,14 +380,22 @@ CASES = []
 
 
 def add(category, name, fn, *parts, refused=False, covers=(), lists=(),
-        list_return=False, grad=None):
-    """Registers a case: f and its inputs, described by T, Shared, Same.
+        list_return=False, grad=None, kwonly=None):
+    """Registers a case: f and its inputs, described by T, Shared, Same,
+    Num (a number) and NONE (None for a Tensor?); kwonly is the first
+    keyword-only parameter, after the spec's `*`.
     lists makes inputs one list parameter each, Tensor[n] (Tensor?[n] when
     optional), and list_return the outputs one list return, Tensor[n];
     grad (a Grad) makes it a training call that compares requires-grad."""
     seed = zlib.crc32(name.encode())
     storages, inputs, groups = [], [], 0
     for part in parts:
+        if isinstance(part, Num):
+            inputs.append(InputDef(-1, -1, None, kind="number", number=part))
+            continue
+        if isinstance(part, NoneArg):
+            inputs.append(InputDef(-1, -1, None, kind="none"))
+            continue
         if isinstance(part, Same):
             ref = inputs[part.index]
             root = part.index if ref.same is None else ref.same
@@ -342,7 +407,8 @@ def add(category, name, fn, *parts, refused=False, covers=(), lists=(),
         storages.append(StorageDef(part.dtype, data))
         groups += 1 + max(group for _, group in part.views)
     CASES.append(Case(f"{category}/{name}", category, fn, storages, inputs,
-                      refused, covers, tuple(lists), list_return, grad))
+                      refused, covers, tuple(lists), list_return, grad,
+                      kwonly))
 
 
 def case(category, name, *parts, **options):
@@ -360,7 +426,11 @@ def build(case):
     storages = [storage_from_bytes(s.dtype, s.data) for s in case.storages]
     inputs, firsts = [], {}
     for d in case.inputs:
-        if d.same is not None:
+        if d.kind == "number":
+            inputs.append(d.number.value)
+        elif d.kind == "none":
+            inputs.append(None)
+        elif d.same is not None:
             inputs.append(inputs[d.same])
         elif d.group in firsts:
             inputs.append(torch.as_strided(firsts[d.group], d.view.size,
@@ -411,7 +481,8 @@ class Tracer(TorchDispatchMode):
         self.written = set()
         self._origins = {}
         for i, t in enumerate(inputs):
-            self._derive(t, {i})
+            if is_tensor(t):
+                self._derive(t, {i})
 
     def origin(self, t):
         """The inputs t derives from through view ops (itself included)."""
@@ -483,9 +554,9 @@ def flatten(result):
 
 def run_eager(case, traced):
     storages, inputs = build(case)
-    before = [View.of(t) for t in inputs]
-    keys = [storage_key(t) for t in inputs]
-    nbytes = [t.storage().nbytes() for t in inputs]
+    before = [View.of(t) if is_tensor(t) else None for t in inputs]
+    keys = [storage_key(t) if is_tensor(t) else None for t in inputs]
+    nbytes = [t.storage().nbytes() if is_tensor(t) else None for t in inputs]
     tracer = Tracer(inputs) if traced else None
     with tracer or nullcontext():
         result = case.fn(*inputs)
@@ -628,6 +699,8 @@ def dedupe(run):
 
 def mutation_kind(run, i):
     t = run.inputs[i]
+    if not is_tensor(t):
+        return None  # a number or None, which nothing mutates
     if i in run.tracer.set_on:
         return STORAGE
     assert storage_key(t) == run.before_keys[i], "storage changed without set_"
@@ -643,13 +716,14 @@ def classify_outputs(run, kept):
     """Output per output, and the intermediate alias sets: (members, base
     output or None) in order of first appearance.  The input an output is
     or aliases is a kept one: a duplicate's are its kept input's."""
-    after = [storage_key(t) for t in run.inputs]
+    after = [storage_key(t) if is_tensor(t) else None for t in run.inputs]
     outputs, by_storage = [], {}
     for k, o in enumerate(run.outputs):
         if not isinstance(o, torch.Tensor):
             outputs.append(Output("number", number=number_type(o)))
             continue
-        same = [i for i, t in enumerate(run.inputs) if o is t]
+        same = [i for i, t in enumerate(run.inputs)
+                if o is t and is_tensor(t)]
         origin = run.tracer.origin(o)
         if same:
             outputs.append(Output("is_input", input=kept[same[0]]))
@@ -718,7 +792,7 @@ def synthetic_groups(run, kept):
     of them overlap, all of them merged into one."""
     by_storage = {}
     for i, k in enumerate(kept):
-        if k == i:
+        if k == i and is_tensor(run.inputs[i]):
             by_storage.setdefault(run.before_keys[i], []).append(i)
     groups = []
     for members in by_storage.values():
@@ -801,9 +875,11 @@ def set_names(count):
     return letters[:count]
 
 
-def spec_text(name, d, lists=(), list_return=False):
+def spec_text(name, d, lists=(), list_return=False, inputs=(), kwonly=None):
     """The spec: a parameter per input, but for the inputs a list of
-    `lists` groups, and a return per output, or one list of them all."""
+    `lists` groups, and a return per output, or one list of them all.  A
+    number input is a parameter of its type, None a Tensor? (an element
+    of a Tensor?[n]), and kwonly the first parameter after `*`."""
     nin = len(d.kinds)
     names = set_names(nin + 1 + max([o.aset for o in d.outputs], default=-1))
     aliased = {o.input for o in d.outputs if o.input >= 0}
@@ -811,7 +887,14 @@ def spec_text(name, d, lists=(), list_return=False):
     for i, kind in enumerate(d.kinds):
         group = d.group_of(i)
         tied = [f"aliases=x{group[0]}"] if group and group[0] != i else []
-        if d.is_duplicate(i):
+        given = inputs[i] if inputs else None
+        if given is not None and given.kind == "number":
+            n = given.number
+            default = f"={n.default}" if n.default is not None else ""
+            params.append((n.type, default))
+        elif given is not None and given.kind == "none":
+            params.append(("Tensor", ""))
+        elif d.is_duplicate(i):
             params.append(("Tensor", f" [duplicate=x{d.kept[i]}]"))
         elif kind:
             params.append((f"Tensor({names[i]}!)",
@@ -826,13 +909,21 @@ def spec_text(name, d, lists=(), list_return=False):
     while i < nin:
         count, optional = grouped.get(i, (1, None))
         members = range(i, i + count)
-        if optional is None:
+        star = ["*"] if kwonly == i else []
+        text += star
+        if optional is None and inputs and inputs[i].kind == "number":
             text.append(f"{params[i][0]} x{i}{params[i][1]}")
+        elif optional is None:
+            mark = "?" if inputs and inputs[i].kind == "none" else ""
+            text.append(f"{params[i][0]}{mark} x{i}{params[i][1]}")
         else:
             # One set, one kind: every element is as the first.
             assert all(not d.is_duplicate(j) and d.kept.count(j) == 1
                        and j not in aliased and d.kinds[j] == d.kinds[i]
+                       and inputs[j].kind in ("tensor", "none")
                        for j in members), "a list's elements differ"
+            assert optional or all(inputs[j].kind == "tensor"
+                                   for j in members), "None in a Tensor[n]"
             assert not (optional and d.kinds[i]), "a mutated optional"
             mark = "?" if optional else ""
             text.append(f"{params[i][0]}{mark}[{count}] x{i}{params[i][1]}")
@@ -948,6 +1039,8 @@ def counter_shares(inputs, outputs):
     onto its own view, an in-place op that changes nothing else."""
     shares = ["-"] * len(outputs)
     for n, t in enumerate(inputs):
+        if not is_tensor(t):
+            continue
         seen = [o._version for o in outputs]
         t.as_strided_(t.size(), t.stride(), t.storage_offset())
         for k, o in enumerate(outputs):
@@ -971,6 +1064,8 @@ def observe(case, storages, inputs, outputs, labels, dversion, private=(),
     shares = iter(counter_shares(inputs, tensors))
     lines = []
     for i, t in enumerate(inputs):
+        if not is_tensor(t):
+            continue  # a number or None: the graph's argument, checked there
         lines.append(f"expect input {i} {where(t)} {View.of(t).text()} "
                      f"{dversion[i]}")
         lines.append(f"expect elems {i} {hexbytes(elem_bytes(t))}")
@@ -985,11 +1080,12 @@ def observe(case, storages, inputs, outputs, labels, dversion, private=(),
         share = next(shares)
         if k in private:
             share = "-"
-        same = [i for i, t in enumerate(inputs) if o is t and k not in views]
+        same = [i for i, t in enumerate(inputs)
+                if o is t and is_tensor(t) and k not in views]
         lines.append(f"expect output {k} is_input {same[0]}" if same else
                      f"expect output {k} {where(o)} {View.of(o).text()} "
                      f"{share} {hexbytes(elem_bytes(o))}")
-    extra = ([t.dtype for t in inputs + tensors],
+    extra = ([t.dtype for t in inputs + tensors if is_tensor(t)],
              [st.nbytes() for st in storages])
     return lines, extra
 
@@ -1111,7 +1207,7 @@ def replay(case, d, dversion):
     the epilogue mutates once, and which every value naming either one
     views."""
     storages, inputs = build(case)
-    start = [t._version for t in inputs]
+    start = [t._version if is_tensor(t) else 0 for t in inputs]
     kept = [i for i in range(len(inputs)) if d.kept[i] == i]
     args = [inputs[i] for i in kept]
     assert {id(t) for t in inputs} == {id(t) for t in args}, \
@@ -1161,7 +1257,8 @@ def replay(case, d, dversion):
         inputs[i].as_strided_(v.size(), v.stride(), v.storage_offset())
     # The versions the cases expect are the bumps of the epilogue's own
     # ops, as torch counts them: copy_, as_strided_, set_, resize_.
-    bumped = [t._version - n for t, n in zip(inputs, start)]
+    bumped = [t._version - n if is_tensor(t) else 0
+              for t, n in zip(inputs, start)]
     assert bumped == list(dversion), \
         f"torch bumps the inputs by {bumped} in the epilogue's ops, " \
         f"where the case expects {list(dversion)}"
@@ -1193,7 +1290,7 @@ def make_requiring(case, inputs):
         for i in case.grad.requires:
             t = inputs[i]
             t.copy_(t.detach().clone().requires_grad_())
-    return [t.requires_grad for t in inputs]
+    return [is_tensor(t) and t.requires_grad for t in inputs]
 
 
 def grad_eager(case, enabled):
@@ -1203,7 +1300,7 @@ def grad_eager(case, enabled):
     before = make_requiring(case, inputs)
     with torch.set_grad_enabled(enabled):
         result = flatten(case.fn(*inputs))
-    return (before, [t.requires_grad for t in inputs],
+    return (before, [is_tensor(t) and t.requires_grad for t in inputs],
             [isinstance(o, torch.Tensor) and o.requires_grad for o in result])
 
 
@@ -1213,7 +1310,8 @@ def value_grads(d, grad_on):
     output that is an input is that input, which the driver does not
     flag."""
     _, inputs, outputs = grad_on
-    flags = [inputs[i] for i in d.updated]
+    flags = [any(inputs[i] for i in g) for g in d.groups]
+    flags += [inputs[i] for i in d.updated]
     flags += [o and v.kind != "input"
               for o, v in zip(outputs, d.values[d.first_output:])]
     return flags
@@ -1232,6 +1330,13 @@ def replay_grads(case, d, before, values):
             made[k].requires_grad == values[k], \
             f"value {k}, a view, cannot require grad as recorded"
     with torch.set_grad_enabled(case.grad.enabled):
+        # Each synthetic base: a view of its members' whole storage, as
+        # wrapbake makes it of members that are views of one tensor (it
+        # requires them to be, in training), its value copied in.
+        for b, g in enumerate(d.groups):
+            t = inputs[g[0]]
+            numel = t.storage().nbytes() // t.element_size()
+            torch.as_strided(t, (numel,), (1,), 0).copy_(made[b])
         for i in d.updated:
             t, kind, v = inputs[i], d.kinds[i], made[d.update_value(i)]
             if kind == STORAGE:
@@ -1245,27 +1350,31 @@ def replay_grads(case, d, before, values):
             if kind != METADATA:
                 dst = t.detach() if t.is_leaf and t.requires_grad else t
                 dst.copy_(v)
-    return [t.requires_grad for t in inputs]
+    return [is_tensor(t) and t.requires_grad for t in inputs]
 
 
 def grad_lines(case, d):
     """The records of a training case: the inputs and values that require
     grad before the call, its grad mode, and whether each input requires
     grad after it, as eager autograd and the epilogue replayed agree."""
-    assert not d.groups and d.kept == list(range(len(d.kinds))) and \
-        len(d.values) == d.first_output + len(d.outputs), \
-        "a training case has no duplicates, synthetic or intermediate bases"
+    assert len(d.values) == d.first_output + len(d.outputs), \
+        "a training case has no intermediate bases or members' new views"
+    assert all(len({case.inputs[i].group for i in g}) == 1
+               for g in d.groups), \
+        "a training case's synthetic bases are views of one tensor"
     grad_on = grad_eager(case, True)
     before, after, _ = grad_eager(case, case.grad.enabled)
     values = value_grads(d, grad_on)
     replayed = replay_grads(case, d, before, values)
     assert replayed == after, \
         f"the epilogue leaves requires-grad {replayed}, eager {after}"
-    lines = [f"requires_grad input {i}" for i, on in enumerate(before) if on]
+    lines = [f"requires_grad input {i}" for i, on in enumerate(before)
+             if on and case.inputs[i].same is None]
     lines += [f"requires_grad value {k}" for k, on in enumerate(values) if on]
     lines += [] if case.grad.enabled else ["grad_mode off"]
     expects = [f"expect requires_grad {i} {int(on)}"
-               for i, on in enumerate(after)]
+               for i, on in enumerate(after)
+               if case.inputs[i].kind == "tensor"]
     return lines, expects
 
 
@@ -1297,7 +1406,7 @@ def generate(index, case):
             "wrapbake's epilogue would not reproduce eager PyTorch: " + \
             first_difference(replayed, (lines, extra))
     spec = spec_text(spec_name(index, case), d, case.lists,
-                     case.list_return)
+                     case.list_return, case.inputs, case.kwonly)
     check_case(case, spec, d, lines)
     grads, grad_expects = grad_lines(case, d) if case.grad else ([], [])
     spec += " with training" if case.grad else ""
@@ -1305,14 +1414,25 @@ def generate(index, case):
     for s, st in enumerate(case.storages):
         out.append(f"storage {s} {WB_DTYPE[st.dtype]} {len(st.data)} "
                    f"{hexbytes(st.data)}")
-    for i, x in enumerate(case.inputs):
-        out.append(f"input {i} same {x.same}" if x.same is not None else
-                   f"input {i} {x.storage} {x.group} {x.view.text()}")
+    out += [x.text(i) for i, x in enumerate(case.inputs)]
     out += [f"value {k} {v.text()}" for k, v in enumerate(d.values)]
+    out += [f"arg {a} {what}" for a, what in enumerate(graph_args(d))]
     out += grads
     out += [f"refuse {why}"] if why else lines + grad_expects
     out.append("end")
     return out, run.tracer.ops
+
+
+def graph_args(d):
+    """What the graph gets, in wrapbake's order (graph-contract.md): the
+    synthetic bases (each named by its first member), the kept inputs
+    outside them, numbers and None included, in input order, then the
+    members, for their views."""
+    members = d.members
+    args = [f"base {g[0]}" for g in d.groups]
+    args += [f"input {i}" for i, k in enumerate(d.kept)
+             if k == i and i not in members]
+    return args + [f"input {i}" for i in sorted(members)]
 
 
 def first_difference(replayed, eager):
@@ -2191,7 +2311,89 @@ add("numbers", "shape_as_list", lambda x: list(x.t().shape), T(2, 3),
     list_return=True)
 
 
-# ---- 13. requires-grad in training -----------------------------------------
+# ---- 13. numbers and None as arguments --------------------------------------
+# Number parameters (int, SymInt, float, bool, Scalar, a list of ints) and
+# None for a Tensor? or an element of a Tensor?[n], passed through to the
+# graph in their place among its arguments (`arg` records): after the
+# synthetic bases, between kept inputs, where a duplicate or a member
+# leaves a gap in the caller's order.
+
+def _dup_number_member(x, n, x2, u, v, s):
+    x.add_(n)
+    x2.mul_(2)
+    u.add_(s)
+    return v[0], n * 2
+
+
+def _dup_none_member(x, lo, x2, hi, u, v):
+    x2.clamp_(lo, hi)
+    u.add_(1)
+    return v[1]
+
+
+ARGUMENTS = [
+    ("add_/Scalar_alpha", lambda x, y, a: x.add_(y, alpha=a),
+     (T(2, 3), T(2, 3), Num(2, "Scalar", "1")), {"kwonly": 2}),
+    ("add_/float_alpha/t", lambda x, y, a: x.add_(y, alpha=a),
+     (T(2, 3, how="t"), T(2, 3), Num(-0.5, "float")), {"kwonly": 2}),
+    ("narrow/ints", lambda x, d, s, n: x.narrow(d, s, n),
+     (T(3, 4, how="slice"), Num(1, "int"), Num(1, "SymInt"),
+      Num(2, "SymInt")), {}),
+    ("narrow/then_mul_", lambda x, s, n: x.narrow(0, s, n).mul_(3),
+     (T(4, 2, how="t"), Num(2, "SymInt"), Num(2, "SymInt")), {}),
+    ("select/negative", lambda x, d, i: x.select(d, i),
+     (T(2, 3), Num(1, "int"), Num(-1, "SymInt")), {}),
+    ("lerp_/float", lambda x, y, w: x.lerp_(y, w),
+     (T(2, 2, how="step"), T(2, 2), Num(0.25, "float")), {}),
+    ("clamp_/two_floats", lambda x, lo, hi: x.clamp_(lo, hi),
+     (T(6, how="offset"), Num(-0.5, "float"), Num(0.75, "float")), {}),
+    ("mul_/third", lambda x, w: x.mul_(w), (T(3), Num(1 / 3, "float")), {}),
+    ("sum/bool_keepdim", lambda x, keep: x.sum(1, keepdim=keep),
+     (T(2, 3), Num(True, "bool")), {}),
+    ("index_put_/bool_accumulate",
+     lambda x, i, v, acc: torch.ops.aten.index_put_(x, [i], v, acc),
+     (T(10, 2), T(3, dtype=I64), T(3, 2), Num(True, "bool")),
+     {"lists": ((1, 1, True),)}),
+    ("view/int_list", lambda x, shape: x.view(shape),
+     (T(2, 3), Num([3, 2], "SymInt[2]")), {}),
+    ("number_first", lambda n, x: x.mul_(n), (Num(3, "int"), T(2, 2)), {}),
+    ("numbers_returned", lambda x, n: (x.mul_(n), n, x.size(0) * n),
+     (T(2, 3, how="offset"), Num(3, "SymInt")), {}),
+    ("foreach_add_/Scalar", returns_nothing(
+        lambda a, b, s: torch._foreach_add_([a, b], s)),
+     (T(2), T(3, how="step"), Num(1.5, "Scalar")),
+     {"lists": ((0, 2, False),)}),
+    ("int64/int", lambda x, n: x.add_(n), (T(3, dtype=I64), Num(-7, "int")),
+     {}),
+    ("after_synthetic_base", lambda s, x, y: (x.mul_(s), y[0])[1],
+     (Num(2.0, "float"), Shared(12, ROWS, LAST_ROWS)), {}),
+    ("between_duplicate_and_member", _dup_number_member,
+     (T(2, 4), Num(3, "int"), Same(0), Shared(12, ROWS, LAST_ROWS_OWN),
+      Num(0.5, "float")), {}),
+    ("none/index_put_", lambda x, i, j, v, acc:
+     torch.ops.aten.index_put_(x, [i, j], v, acc),
+     (T(10, 4), T(2, dtype=I64), NONE, T(2, 4), Num(True, "bool")),
+     {"lists": ((1, 2, True),)}),
+    ("none/index_put_/first", lambda x, i, j, v, acc:
+     torch.ops.aten.index_put_(x, [i, j], v, acc),
+     (T(3, 10, how="t"), NONE, T(2, dtype=I64), T(3, 2),
+      Num(False, "bool")),
+     {"lists": ((1, 2, True),)}),
+    ("none/index", lambda x, i, j: torch.ops.aten.index(x, [i, j]),
+     (T(3, 10), NONE, T(3, dtype=I64)), {"lists": ((1, 2, True),)}),
+    ("none/clamp_min", lambda x, lo, hi: x.clamp_(lo, hi),
+     (T(2, 3), NONE, T(2, 3)), {}),
+    ("none/clamp_max/out", lambda x, lo, hi, o: torch.clamp(x, lo, hi, out=o),
+     (T(2, 3), T(2, 3, how="t"), NONE, T(2)), {}),
+    ("none/between_duplicate_and_member", _dup_none_member,
+     (T(2, 4), NONE, Same(0), T(2, 4), Shared(12, ROWS, LAST_ROWS)), {}),
+]
+
+for name, fn, parts, options in ARGUMENTS:
+    add("arguments", name, fn, *parts, **options)
+
+
+# ---- 14. requires-grad in training -----------------------------------------
 # Training calls (`with training`) whose inputs or updated values require
 # grad: whether each input requires grad after the write-back, with grad
 # on or off at the call.
@@ -2221,11 +2423,47 @@ GRAD = [
      (T(2), T(4)), Grad(requires=(1,))),
 ]
 
+def _dup_both(x, x2, p):
+    x.mul_(p)
+    x2.add_(1)
+
+
+def _dup_t_read(x, x2, p):
+    x.t_()
+    return x2 * p
+
+
+GRAD += [
+    ("duplicate/written_from_grad", returns_nothing(_dup_both),
+     (T(2, 3), Same(0), T(2, 3)), Grad(requires=(2,))),
+    ("duplicate/requires_grad", returns_nothing(_dup_both),
+     (T(3, how="t"), Same(0), T(3)), Grad(requires=(0,))),
+    ("duplicate/requires_grad/grad_off", returns_nothing(_dup_both),
+     (T(3), Same(0), T(3)), Grad(requires=(0,), enabled=False)),
+    ("duplicate/metadata", _dup_t_read, (T(2, 3), Same(0), T(3, 2)),
+     Grad(requires=(0, 2))),
+    ("synthetic/member_from_grad",
+     returns_nothing(lambda x, y, p: y.mul_(p)),
+     (Shared(12, ROWS, LAST_ROWS), T(2, 4)), Grad(requires=(2,))),
+    ("synthetic/member_requires_grad",
+     returns_nothing(lambda x, y: y.add_(1)),
+     (Shared(12, ROWS, LAST_ROWS),), Grad(requires=(1,))),
+    ("synthetic/both_written/grad_off",
+     returns_nothing(lambda x, y, p: (x.add_(1), y.mul_(p))),
+     (Shared(12, ROWS, LAST_ROWS), T(2, 4)),
+     Grad(requires=(2,), enabled=False)),
+    ("number/float_alpha",
+     returns_nothing(lambda x, p, a: x.add_(p, alpha=a)),
+     (T(3), T(3), Num(-2.0, "float")), Grad(requires=(1,))),
+    ("synthetic/sum_out", lambda x, y, p: (y.mul_(p), x.sum())[1],
+     (Shared(12, ROWS, LAST_ROWS), T(2, 4)), Grad(requires=(2,))),
+]
+
 for name, fn, parts, grad in GRAD:
     add("grad", name, fn, *parts, grad=grad)
 
 
-# ---- 14. calls wrapbake refuses ---------------------------------------------
+# ---- 15. calls wrapbake refuses ---------------------------------------------
 
 def _resize_and_add(x, y):
     x.resize_(16).fill_(1)
