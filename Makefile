@@ -239,7 +239,7 @@ $(SO): $(PIC_OBJ) $(TCC_DIR)/.sealed src/libwrapbake.map
 # build: the files that define them are built a second time with the
 # hooks into libwrapbake-test.a, which the test suite links in place of
 # libwrapbake.a.  tests/exports.sh checks libwrapbake.a holds none.
-HOOK_SRC := src/abi/symbols.c src/tiers/jit.c src/tiers/jitheap.c
+HOOK_SRC := src/abi/symbols.c src/tiers/jit.c src/tiers/jitheap.c src/tiers/tiers.c
 HOOK_OBJ := $(HOOK_SRC:%.c=$(BUILD)/obj/%.hooks.o)
 TEST_LIB := $(BUILD)/lib/libwrapbake-test.a
 $(BUILD)/obj/%.hooks.o: %.c | $(DEPS)

@@ -210,10 +210,9 @@ WB_API wb_status wb_tensor_copy_(wb_tensor *dst, const wb_tensor *src);
 /* Resizes t in place to contiguous sizes, keeping its offset and growing its
    storage when it is too small (torch.Tensor.resize_).  A storage that a
    DLPack export holds (wb_tensor_to_dlpack) does not grow: WB_ERR_INVALID,
-   as the export hands out its data where it lies; nor does one imported
-   from DLPack (wb_tensor_from_dlpack), whose data is the producer's, nor
-   one over the caller's memory (wb_storage_wrap).  Only storages the
-   library allocated grow. */
+   as the export hands out its data where it lies.  Only storages the
+   library allocated (wb_storage_new) grow: not one imported from DLPack,
+   whose data is the producer's, nor one over the caller's memory. */
 WB_API wb_status wb_tensor_resize_(wb_tensor *t, int ndim,
                                    const int64_t *sizes);
 /* Makes t a view of src's storage with src's metadata (torch.Tensor.set_);
@@ -623,10 +622,8 @@ typedef struct wb_wrapper wb_wrapper;
    A process running with privileges its user lacks (setuid, file
    capabilities) runs no system compiler: WB_TIER_CC fails with
    WB_ERR_UNSUPPORTED, and WB_TIER_AUTO stays on tcc.  Nor does a process
-   whose SIGCHLD is ignored (SIG_IGN or SA_NOCLDWAIT), where the
-   compiler's exit status would be lost: a compile fails with
-   WB_ERR_COMPILE (an object in the disk cache still loads).  The library
-   never changes SIGCHLD's disposition. */
+   whose SIGCHLD is ignored (SIG_IGN or SA_NOCLDWAIT): a compile fails
+   with WB_ERR_COMPILE (docs/api.md). */
 WB_API wb_status wb_wrapper_new(const wb_spec *spec, wb_graph_fn graph,
                                 void *graph_ctx, const wb_options *options,
                                 wb_wrapper **out);

@@ -8,12 +8,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
+#include "../src/tiers/tiers.h"
 
 /* x (data mutation) gets x + 1. */
 static int fork_graph(void *ctx, const wb_arg *a, int na, wb_value *v,
@@ -338,5 +340,74 @@ Test(fork, a_child_runs_a_first_call_hook_another_thread_was_running,
     cr_assert(fork_call_ok(h.w));
     cr_assert_eq(atomic_load(&h.runs), 1);
     wb_wrapper_free(h.w);
+    wb_spec_free(s);
+}
+
+/* ---- fork while another thread triggers a promotion ---- */
+
+/* The call that triggers the promotion stops between switching its
+   wrapper's entry and marking the promotion triggered, and the forking
+   thread forks meanwhile: the fork waits for the trigger to finish, so
+   the child sees it whole and promotes the wrapper once called. */
+static atomic_bool fork_trigger_paused;
+
+static void fork_trigger_pause(void)
+{
+    atomic_store(&fork_trigger_paused, true);
+    struct timespec nap = {0, 300000000};
+    nanosleep(&nap, NULL);
+}
+
+static int fork_child_promotes_triggered(void *arg)
+{
+    wb_wrapper *w = arg;
+    wb_test_trigger_pause = NULL;
+    for (int i = 0; i < 3; i++)
+        if (!fork_call_ok(w))
+            return 1;
+    if (!fork_wait_tier(w, WB_TIER_CC))
+        return 2;
+    return fork_call_ok(w) ? 0 : 3;
+}
+
+static void *fork_during_trigger(void *arg)
+{
+    while (!atomic_load(&fork_trigger_paused)) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    /* fork_run's checks are the test thread's to make. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL);
+        alarm(60);
+        _exit(fork_child_promotes_triggered(arg));
+    }
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return (void *)(intptr_t)-1;
+    return (void *)(intptr_t)(WIFEXITED(status) ? WEXITSTATUS(status)
+                                                : 128 + WTERMSIG(status));
+}
+
+Test(fork, a_child_sees_a_trigger_whole, .timeout = 120)
+{
+    wb_spec *s = fork_spec("fork_trigger");
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 1,
+                    .flags = WB_OPT_NO_DISK_CACHE};
+    wb_wrapper *w;
+    WBT_OK(wb_wrapper_new(s, fork_graph, NULL, &o, &w));
+    wb_test_trigger_pause = fork_trigger_pause;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, fork_during_trigger, w), 0);
+    cr_assert(fork_call_ok(w));
+    wb_test_trigger_pause = NULL;
+    void *rc;
+    cr_assert_eq(pthread_join(t, &rc), 0);
+    cr_assert_neq((intptr_t)rc, 128 + SIGALRM, "the child hung");
+    cr_assert_eq((intptr_t)rc, 0, "the child failed at step %d",
+                 (int)(intptr_t)rc);
+    cr_assert(fork_wait_tier(w, WB_TIER_CC));
+    wb_wrapper_free(w);
     wb_spec_free(s);
 }

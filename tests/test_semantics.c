@@ -1629,6 +1629,48 @@ Test(semantics, calls_waiting_for_a_first_call_hook_sleep)
     wb_spec_free(s);
 }
 
+/* A thread cancelled while it waits for another thread's first-call hook
+   is cancelled once its call is over: the hook's call, and later calls,
+   go on. */
+static void *sem_cancelled_wait(void *ud)
+{
+    sem_sleepers *r = ud;
+    void *rc = sem_sleepers_call(r);
+    pthread_testcancel();
+    return rc;
+}
+
+Test(semantics, a_thread_cancelled_waiting_for_a_first_call_hook, .timeout = 30)
+{
+    sem_sleepers r;
+    atomic_init(&r.in_hook, 0);
+    atomic_init(&r.waiters_ns, 0);
+    wb_spec *s = sem_spec("cancelled");
+    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
+    WBT_OK(wb_spec_set_first_call(s, sem_sleepers_hook, &r));
+    r.x = wbt_f32(0, 1, 2);
+    r.w = wbt_wrap(s, sem_race_graph_none, NULL, WB_TIER_TCC);
+    pthread_t hook, waiter;
+    cr_assert_eq(pthread_create(&hook, NULL, sem_sleepers_call, &r), 0);
+    while (!atomic_load(&r.in_hook)) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(pthread_create(&waiter, NULL, sem_cancelled_wait, &r), 0);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(pthread_cancel(waiter), 0);
+    void *rc;
+    cr_assert_eq(pthread_join(waiter, &rc), 0);
+    cr_assert_eq(rc, PTHREAD_CANCELED);
+    cr_assert_eq(pthread_join(hook, &rc), 0);
+    cr_assert_null(rc, "the call that ran the hook failed");
+    cr_assert_null(sem_sleepers_call(&r));
+    wbt_release_last(r.x);
+    wb_wrapper_free(r.w);
+    wb_spec_free(s);
+}
+
 /* A first-call hook that calls its own wrapper does not wait for itself:
    the inner call goes through without running the hook again. */
 typedef struct sem_reenter {

@@ -109,7 +109,8 @@ static _Thread_local const wb_rt_first_frame *wb_rt_first_running;
 enum { WB_RT_FIRST_NOT_RUN, WB_RT_FIRST_RUNNING, WB_RT_FIRST_DONE,
        WB_RT_FIRST_PHASE = 3 };
 
-/* How many forks deep this process is. */
+/* How many forks deep this process is, counted from the first wrapper
+   with a hook (wb_rt_first_call_init). */
 static atomic_uint wb_rt_fork_gen;
 
 /* The calls waiting for another thread's hook sleep on this condition,
@@ -182,11 +183,16 @@ int wb_rt_first_call(const wb_env *e)
             if (wb_rt_first_is_mine(e))
                 return WB_OK;
             if (now == running) {
+                /* Not a cancellation point: a thread cancelled in the
+                   wait would leave holding the lock. */
+                int cancel;
+                pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
                 pthread_mutex_lock(&wb_rt_first_lock);
                 while (atomic_load_explicit(state, memory_order_acquire) ==
                        now)
                     pthread_cond_wait(&wb_rt_first_ended, &wb_rt_first_lock);
                 pthread_mutex_unlock(&wb_rt_first_lock);
+                pthread_setcancelstate(cancel, NULL);
                 continue;
             }
         }

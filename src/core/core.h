@@ -52,9 +52,8 @@ struct wb_storage {
     void *deleter_ctx;
     bool has_stream;      /* CUDA: writes must run on stream */
     void *stream;
-    /* The runtime allocated the data (wb_storage_new), so growth may
-       move it; memory of the caller's (wb_storage_wrap) stays where it
-       is, as a storage from torch.from_blob is not resizable. */
+    /* The library allocated the data (wb_storage_new), so growth may
+       move it (wb_storage_wrap's memory stays where it is). */
     bool resizable;
 };
 

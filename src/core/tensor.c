@@ -311,7 +311,7 @@ wb_status wb_storage_wrap(void *data, size_t nbytes, DLDevice device,
     return WB_OK;
 }
 
-/* Runtime-owned buffers use this deleter, so growth can tell them apart. */
+/* The deleter of a CPU storage the library allocated. */
 static void wb_rt_free_data(void *ctx, void *data)
 {
     (void)ctx;
@@ -981,23 +981,19 @@ wb_status wb_rt_plan_grow(const wb_tensor *t, int ndim,
     if ((size_t)need <= t->storage->nbytes)
         return WB_OK;
     /* Growth moves the data and frees the old buffer, which an export
-       still points at, and which an import hands back to its producer,
-       whose other tensors stay on it: neither grows, as a storage from
-       torch.from_dlpack is not resizable.  Nor does memory the caller
-       wrapped, whose deleter would run before the last release, as a
-       storage from torch.from_blob is not resizable. */
+       still points at; memory the library did not allocate (an import's,
+       which goes back to its producer, or the caller's) does not move. */
     if (atomic_load_explicit(&t->storage->exports, memory_order_acquire))
         return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage that a "
                           "DLPack export (wb_tensor_to_dlpack) holds: its "
                           "data would move");
-    if (t->storage->deleter == wb_rt_dlpack_release)
-        return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage imported "
-                          "from DLPack (wb_tensor_from_dlpack): its data "
-                          "is the producer's");
     if (!t->storage->resizable)
-        return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage that "
-                          "wraps memory of the caller's (wb_storage_wrap): "
-                          "it is not resizable");
+        return wb_rt_fail(WB_ERR_INVALID, "cannot grow a storage %s",
+                          t->storage->deleter == wb_rt_dlpack_release
+                              ? "imported from DLPack (wb_tensor_from_dlpack): "
+                                "its data is the producer's"
+                              : "that wraps memory of the caller's "
+                                "(wb_storage_wrap): it is not resizable");
     if (t->storage->device.device_type != kDLCPU)
         return wb_rt_device_grow(t->storage, (size_t)need, g);
     if (!(g->data = calloc(1, (size_t)need)))

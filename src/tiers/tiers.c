@@ -47,6 +47,10 @@ static bool wb_promo_worker;
 static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
                          wb_value *outs, int nouts);
 
+#ifdef WB_TEST_HOOKS
+void (*wb_test_trigger_pause)(void);
+#endif
+
 /* Sends w's calls straight to its tcc code, unless they already left the
    counting entry (for cc). */
 static void wb_auto_to_tcc(wb_wrapper *w, const struct wb_promotion *p)
@@ -181,6 +185,10 @@ static int wb_auto_entry(const wb_env *e, const wb_arg *args, int nargs,
            switched only with the promotion triggered, which it re-arms. */
         pthread_mutex_lock(&wb_promo_lock);
         wb_auto_to_tcc(w, p);
+#ifdef WB_TEST_HOOKS
+        if (wb_test_trigger_pause)
+            wb_test_trigger_pause();
+#endif
         p->triggered = true;
         wb_promo_wake();  /* a child of fork has no promoter yet */
         pthread_mutex_unlock(&wb_promo_lock);

@@ -151,4 +151,12 @@ typedef enum wb_stat {
 } wb_stat;
 void wb_cache_count(wb_stat stat, double ms_saved);
 
+#ifdef WB_TEST_HOOKS
+/* Test hook (the test build's library alone): called, when set, by the
+   call that triggers an auto wrapper's promotion, between switching the
+   wrapper's entry and marking the promotion triggered, under the
+   promotion lock. */
+extern void (*wb_test_trigger_pause)(void);
+#endif
+
 #endif /* WB_TIERS_H */

@@ -553,7 +553,7 @@ has usage_emit_two.err 'emit: one FILE only, 2 given'
 run help 0 "$wb" --help
 has help.out 'Usage: wrapbake' 'check [--json] [--allowlist LIST] FILE...' \
     'emit [--name NAME] [--libtcc] FILE' 'emit --aot -o DIR [--prefix PREFIX] [--allowlist LIST] FILE...' \
-    'after `->`, a comma or `with`' 'Exit status: 0' \
+    'if it ends in `->`, a comma or `with`' 'Exit status: 0' \
     'created when missing; its parent must'
 run help_check 0 "$wb" check --help
 same help.out help_check.out
