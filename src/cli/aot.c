@@ -18,11 +18,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aot.h"
@@ -713,43 +716,120 @@ typedef struct wb_aot_out {
     char *path, *tmp;
 } wb_aot_out;
 
+/* Whether the file open on fd holds exactly text[0..len): read through
+   the descriptor, at most len + 1 bytes; false on a read error too (the
+   file is then rewritten). */
+static bool wb_aot_holds(int fd, const char *text, size_t len)
+{
+    char *buf = malloc(len + 1);
+    size_t n = 0;
+    if (!buf)
+        return false;
+    while (n < len + 1) {
+        ssize_t got = read(fd, buf + n, len + 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got < 0)
+                n = len + 1;
+            break;
+        }
+        n += (size_t)got;
+    }
+    bool same = n == len && memcmp(buf, text, len) == 0;
+    free(buf);
+    return same;
+}
+
+/* Opens a new staging file for o->path beside it, .NAME.XXXXXX with a
+   suffix of its own, created exclusively (never an existing file, never
+   through a link) with the mode fopen would give it; the descriptor, or
+   -1 with errno set. */
+static int wb_aot_stage_open(const char *dir, const char *name, char *tmp,
+                             size_t nt)
+{
+    static const char digits[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static unsigned long long seq;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long x = (unsigned long long)ts.tv_nsec
+                         ^ ((unsigned long long)ts.tv_sec << 30)
+                         ^ ((unsigned long long)getpid() << 12)
+                         ^ (unsigned long long)(uintptr_t)tmp;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        x += ++seq * 0x9e3779b97f4a7c15ULL;
+        unsigned long long r = x ^ (x >> 31);
+        r *= 0xbf58476d1ce4e5b9ULL;
+        r ^= r >> 27;
+        char suffix[7];
+        for (int i = 0; i < 6; i++, r /= 62)
+            suffix[i] = digits[r % 62];
+        suffix[6] = '\0';
+        snprintf(tmp, nt, "%s/.%s.%s", dir, name, suffix);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+                               | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
 /* Stages text for dir/name in o: -1 with a message on failure, when no
-   temporary file is left. */
+   temporary file is left.  The output is looked at without following a
+   link: one that is a symbolic link, or anything but a regular file, is
+   refused rather than read or replaced. */
 static int wb_aot_stage(const char *dir, const char *name, const char *text,
                         wb_aot_out *o)
 {
-    size_t len = strlen(text), old_len = 0;
+    size_t len = strlen(text);
     size_t np = strlen(dir) + strlen(name) + 2, nt = np + 32;
     if (!(o->path = malloc(np)) || !(o->tmp = malloc(nt))) {
         wb_cli_error("wrapbake: out of memory\n");
         return -1;
     }
     snprintf(o->path, np, "%s/%s", dir, name);
+    bool same = false;
     struct stat st;
-    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        wb_cli_error("wrapbake: cannot write %s: it is not a file\n",
-                     o->path);
-        free(o->tmp);
-        o->tmp = NULL;
-        return -1;
+    if (lstat(o->path, &st) == 0) {
+        const char *why = S_ISLNK(st.st_mode) ? "it is a symbolic link"
+                        : !S_ISREG(st.st_mode) ? "it is not a file" : NULL;
+        /* O_NONBLOCK: a FIFO put in its place after the lstat is opened
+           without waiting for a writer, and then refused. */
+        int fd = why ? -1 : open(o->path, O_RDONLY | O_NOFOLLOW
+                                          | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && !why && errno == ELOOP)
+            why = "it is a symbolic link";
+        else if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))
+            why = "it is not a file";
+        else if (fd >= 0)
+            same = wb_aot_holds(fd, text, len);
+        if (fd >= 0)
+            close(fd);
+        if (why) {
+            wb_cli_error("wrapbake: cannot write %s: %s\n", o->path, why);
+            free(o->tmp);
+            o->tmp = NULL;
+            return -1;
+        }
     }
-    char *old = wb_cli_slurp(o->path, &old_len);
-    bool same = old && old_len == len && memcmp(old, text, len) == 0;
-    free(old);
     if (same) {
         free(o->tmp);
         o->tmp = NULL;
         return 0;
     }
-    snprintf(o->tmp, nt, "%s/.%s.tmp", dir, name);
-    FILE *f = fopen(o->tmp, "wb");
+    int fd = wb_aot_stage_open(dir, name, o->tmp, nt);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     bool written = f && fwrite(text, 1, len, f) == len;
     if (f && fclose(f) != 0)
         written = false;
     if (!written) {
         wb_cli_error("wrapbake: cannot write %s: %s\n", o->tmp,
                      strerror(errno));
-        if (f)
+        if (fd >= 0)
             remove(o->tmp);
         free(o->tmp);
         o->tmp = NULL;

@@ -257,10 +257,56 @@ check unwritable 1 "$wb" emit --aot -o "$tmp/one" "$tmp/two.txt"
 has unwritable.err "cannot write $tmp/one/wb_aot_add_two__1.c: it is not a file"
 if [ -s "$tmp/unwritable.out" ]; then fail "a failed run printed paths"; else pass; fi
 if cmp -s "$tmp/one/wb_aot.c" "$tmp/one_unit.c" &&
-    [ -z "$(find "$tmp/one" -name '.*.tmp')" ]; then
+    [ -z "$(find "$tmp/one" -name '.*')" ]; then
     pass
 else
     fail "a failed run changed the unit or left a temporary file"
+fi
+# Files are staged under names of their own, created afresh: a link or a
+# FIFO planted at a name a run could be expected to stage at (.NAME.tmp,
+# say) is neither followed nor opened, and is left as it was.
+printf 'victim\n' >"$tmp/victim"
+mkdir "$tmp/plant"
+for f in wb_aot.h wb_aot.c wb_aot_add_one__0.c; do
+    ln -s "$tmp/victim" "$tmp/plant/.$f.tmp"
+done
+check planted_link 0 "$wb" emit --aot -o "$tmp/plant" "$tmp/one.txt"
+if [ "$(cat "$tmp/victim")" = victim ] && [ -L "$tmp/plant/.wb_aot.h.tmp" ] &&
+    [ -f "$tmp/plant/wb_aot.h" ] && [ ! -L "$tmp/plant/wb_aot.h" ] &&
+    cmp -s "$tmp/plant/wb_aot.c" "$tmp/one_unit.c"; then
+    pass
+else
+    fail "a link at a staging name was followed"
+fi
+mkdir "$tmp/fifo"
+mkfifo "$tmp/fifo/.wb_aot.h.tmp"
+check planted_fifo 0 timeout 30 "$wb" emit --aot -o "$tmp/fifo" "$tmp/one.txt"
+if [ -p "$tmp/fifo/.wb_aot.h.tmp" ] && [ -f "$tmp/fifo/wb_aot.h" ]; then pass; else fail "a FIFO at a staging name was opened"; fi
+# An output that is a symbolic link, even to a file, or that is not a
+# regular file is refused, and the run changes nothing: the link and its
+# target stay, and no output is read through it.
+mkdir "$tmp/link"
+cp "$tmp/one_unit.c" "$tmp/link/wb_aot.c"
+ln -s "$tmp/victim" "$tmp/link/wb_aot.h"
+check output_link 1 "$wb" emit --aot -o "$tmp/link" "$tmp/two.txt"
+has output_link.err "cannot write $tmp/link/wb_aot.h: it is a symbolic link"
+if [ -s "$tmp/output_link.out" ]; then fail "a refused link printed paths"; else pass; fi
+if [ "$(cat "$tmp/victim")" = victim ] && [ -L "$tmp/link/wb_aot.h" ] &&
+    cmp -s "$tmp/link/wb_aot.c" "$tmp/one_unit.c" &&
+    [ -z "$(find "$tmp/link" -name '.*')" ]; then
+    pass
+else
+    fail "a run with a link for an output changed a file"
+fi
+mkdir "$tmp/fifo_out"
+mkfifo "$tmp/fifo_out/wb_aot.h"
+check output_fifo 1 timeout 30 "$wb" emit --aot -o "$tmp/fifo_out" "$tmp/one.txt"
+has output_fifo.err "cannot write $tmp/fifo_out/wb_aot.h: it is not a file"
+if [ -p "$tmp/fifo_out/wb_aot.h" ] && [ ! -e "$tmp/fifo_out/wb_aot.c" ] &&
+    [ -z "$(find "$tmp/fifo_out" -name '.*')" ]; then
+    pass
+else
+    fail "a run with a FIFO for an output changed a file"
 fi
 check aot_name 2 "$wb" emit --aot -o "$tmp/x" --name mul $specs
 check output_alone 2 "$wb" emit -o "$tmp/x" $specs
