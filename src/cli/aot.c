@@ -19,13 +19,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "aot.h"
@@ -741,39 +739,27 @@ static bool wb_aot_holds(int fd, const char *text, size_t len)
     return same;
 }
 
-/* Opens a new staging file for o->path beside it, .NAME.XXXXXX with a
-   suffix of its own, created exclusively (never an existing file, never
-   through a link) with the mode fopen would give it; the descriptor, or
-   -1 with errno set. */
+/* Opens a new staging file for o->path beside it, .NAME.XXXXXX, created
+   exclusively (never an existing file, never through a link) with the
+   mode fopen would give it; the descriptor, or -1 with errno set. */
 static int wb_aot_stage_open(const char *dir, const char *name, char *tmp,
                              size_t nt)
 {
-    static const char digits[] =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    static unsigned long long seq;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    unsigned long long x = (unsigned long long)ts.tv_nsec
-                         ^ ((unsigned long long)ts.tv_sec << 30)
-                         ^ ((unsigned long long)getpid() << 12)
-                         ^ (unsigned long long)(uintptr_t)tmp;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        x += ++seq * 0x9e3779b97f4a7c15ULL;
-        unsigned long long r = x ^ (x >> 31);
-        r *= 0xbf58476d1ce4e5b9ULL;
-        r ^= r >> 27;
-        char suffix[7];
-        for (int i = 0; i < 6; i++, r /= 62)
-            suffix[i] = digits[r % 62];
-        suffix[6] = '\0';
-        snprintf(tmp, nt, "%s/.%s.%s", dir, name, suffix);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
-                               | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
+    snprintf(tmp, nt, "%s/.%s.XXXXXX", dir, name);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return -1;
+    /* mkstemp makes it 0600. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        errno = e;
+        return -1;
     }
-    errno = EEXIST;
-    return -1;
+    return fd;
 }
 
 /* Stages text for dir/name in o: -1 with a message on failure, when no
