@@ -906,6 +906,36 @@ Test(cuda, a_runtime_the_checks_allow_is_loaded)
     tc_rt_free(&r);
 }
 
+Test(cuda, a_runtime_through_the_users_own_link_is_loaded)
+{
+    /* libcudart.so is a link to its versioned name, and
+       WRAPBAKE_CUDART=.../libcudart.so names the link itself. */
+    tc_rt r;
+    char link[160];
+    int n = -1;
+    tc_rt_make(&r);
+    snprintf(link, sizeof link, "%s/librt.so", r.dir);
+    cr_assert_eq(symlink("rt.so", link), 0);
+    setenv("WRAPBAKE_CUDART", link, 1);
+    WBT_FAILS(wb_cuda_devices(&n), WB_ERR_DEVICE, "has no cuda");
+    cr_assert_eq(access(r.marker, F_OK), 0, "the runtime was not loaded");
+    tc_rt_free(&r);
+}
+
+Test(cuda, a_runtime_through_a_final_link_of_another_user_is_not_loaded)
+{
+    tc_rt r;
+    char link[160];
+    if (geteuid() != 0)
+        cr_skip_test("needs root to make a link of another user's "
+                     "(uid 65534)");
+    tc_rt_make(&r);
+    snprintf(link, sizeof link, "%s/librt.so", r.dir);
+    cr_assert_eq(symlink("rt.so", link), 0);
+    cr_assert_eq(lchown(link, 65534, 65534), 0);
+    tc_rt_refused(&r, link, "librt.so belongs to uid 65534");
+}
+
 Test(cuda, a_runtime_others_can_write_is_not_loaded)
 {
     tc_rt r;

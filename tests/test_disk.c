@@ -839,6 +839,50 @@ Test(disk, a_file_has_nothing_after_it_on_a_way)
     disk_rm(dir);
 }
 
+/* A link that ends the path names its target, a file as much as a
+   directory: the file is taken when the link is the user's or root's (a
+   library's .so link to its versioned name), and refused when the link
+   is another user's, who could point it anywhere.  A slash after such a
+   link asks for a directory, as the kernel takes it. */
+Test(disk, a_file_reached_through_a_final_link_is_checked_through_it)
+{
+    char dir[64], file[128], link[128], path[160], real[PATH_MAX], why[600];
+    disk_tmpdir(dir, "final-link");
+    snprintf(file, sizeof file, "%s/lib.so.13", dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(link, sizeof link, "%s/lib.so", dir);
+    cr_assert_eq(symlink("lib.so.13", link), 0);
+    cr_assert_null(wb_rt_unsafe_file(link, real, why, sizeof why), "%s",
+                   why);
+    cr_assert_str_eq(real, file);
+    /* A chain of links, the last one absolute. */
+    snprintf(path, sizeof path, "%s/lib-abs.so", dir);
+    cr_assert_eq(symlink(file, path), 0);
+    snprintf(path, sizeof path, "%s/chain.so", dir);
+    cr_assert_eq(symlink("lib-abs.so", path), 0);
+    cr_assert_null(wb_rt_unsafe_file(path, real, why, sizeof why), "%s",
+                   why);
+    cr_assert_str_eq(real, file);
+    snprintf(path, sizeof path, "%s/", link);
+    cr_assert_not_null(wb_rt_unsafe_path(path, false, real, why,
+                                         sizeof why));
+    cr_assert_eq(errno, ENOTDIR, "%s", why);
+    if (geteuid() == 0) {
+        cr_assert_eq(lchown(link, 65534, 65534), 0);
+        cr_assert_not_null(wb_rt_unsafe_file(link, real, why, sizeof why));
+        cr_assert_eq(errno, 0, "a refusal, not a failure: %s", why);
+        cr_assert(strstr(why, "lib.so belongs to uid 65534"), "%s", why);
+        /* The file itself is still taken by its own name. */
+        cr_assert_null(wb_rt_unsafe_file(file, real, why, sizeof why), "%s",
+                       why);
+    }
+    disk_rm(dir);
+    if (geteuid() != 0)
+        cr_skip_test("the link of another user's needs root (uid 65534)");
+}
+
 Test(disk, a_link_of_another_user_inside_a_link_target_is_refused,
      .timeout = 60)
 {

@@ -70,7 +70,12 @@ static bool wb_rt_follow(char *done, size_t len, const char *rest,
         return false;
     }
     target[k] = '\0';
-    if (snprintf(way, PATH_MAX, "%s/%s", target, rest) >= PATH_MAX) {
+    /* A link that ends the path is its target alone: a slash after it
+       would ask for a directory, and a link to a file is a file.  A slash
+       that the path itself has after the link stays, as the kernel asks
+       for a directory there. */
+    if (snprintf(way, PATH_MAX, *rest ? "%s/%s" : "%s", target, rest) >=
+        PATH_MAX) {
         errno = ENAMETOOLONG;
         return false;
     }
