@@ -1145,8 +1145,8 @@ static void tiers_key_names(const char *name, const char *path,
     wb_spec_free(s);
 }
 
-/* The disk key names the compiler posix_spawnp runs: an empty entry of
-   PATH is the current directory. */
+/* The disk key names the compiler the library finds on PATH and runs: an
+   empty entry of PATH is the current directory, as for execvp. */
 Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
 {
     char *dir = tiers_cache_dir(), bin[64], cwd[512], script[128];
@@ -1171,7 +1171,7 @@ Test(tiers, the_disk_key_names_the_compiler_the_spawn_runs)
 }
 
 /* A directory of the compiler's name earlier on PATH is passed over, as
-   posix_spawnp passes over it: the key names the file that runs. */
+   execvp passes over it: the key names the file that runs. */
 Test(tiers, the_disk_key_passes_over_a_directory_of_the_compilers_name)
 {
     char *dir = tiers_cache_dir(), first[64], second[64], path[512];
@@ -1193,6 +1193,184 @@ Test(tiers, the_disk_key_passes_over_a_directory_of_the_compilers_name)
     tiers_rm(first);
     tiers_rm(second);
     tiers_rm(dir);
+}
+
+/* A compiler stand-in in dir, named name: it marks that it ran (dir's
+   "ran-NAME", or mark when given) and runs cc.  Into path (n bytes). */
+static void tiers_marking_cc(const char *dir, const char *name,
+                             const char *mark, char *path, size_t n)
+{
+    char text[512], ran[256];
+    if (!mark) {
+        snprintf(ran, sizeof ran, "%s/ran-%s", dir, name);
+        mark = ran;
+    }
+    snprintf(path, n, "%s/%s", dir, name);
+    snprintf(text, sizeof text, "#!/bin/sh\n: >'%s'\nexec cc \"$@\"\n", mark);
+    tiers_write(path, text);
+    cr_assert_eq(chmod(path, 0755), 0);
+}
+
+/* A cc wrapper with compiler cc is refused for why, naming the file:
+   nothing ran (no mark), nothing is in the cache directory cache; an
+   auto wrapper stays on tcc and says the same. */
+static void tiers_compiler_refused(wb_spec *s, const char *cc,
+                                   const char *file, const char *why,
+                                   const char *mark, const char *cache)
+{
+    char want[600];
+    wb_options o = {.tier = WB_TIER_CC, .cc = cc};
+    wb_wrapper *w = NULL;
+    snprintf(want, sizeof want, "cannot run the system compiler '%s': %s "
+             "is not trusted: %s", cc, file, why);
+    WBT_FAILS(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_ERR_COMPILE,
+              want);
+    cr_assert_null(w);
+    o.tier = WB_TIER_AUTO;
+    o.promote_calls = 1;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert_eq(tiers_check_calls(w, 3, 0), 0);
+    const char *note = tiers_assert_stays_on_tcc(w);
+    cr_assert_not_null(strstr(note, want), "note: %s", note);
+    wb_wrapper_free(w);
+    cr_assert_neq(access(mark, F_OK), 0, "the compiler ran");
+    cr_assert_eq(tiers_count(cache, ".meta") + tiers_count(cache, ".so"), 0,
+                 "something was stored");
+}
+
+/* The system compiler is held to the rules of a file the library loads
+   code from: another user who could replace it, its directory or a link
+   on the way would run code as this user (root too, whose environment
+   may come from a user's shell) and fill this user's disk cache.  It is
+   refused, saying which and why, and runs once the way is the user's. */
+Test(tiers, a_compiler_another_user_could_replace_is_refused, .timeout = 90)
+{
+    char *cache = tiers_cache_dir(), dir[64], cc[128], mark[128];
+    char link[128], ldir[64];
+    wb_spec *s = tiers_spec("theirs_cc");
+    wb_options o = {.tier = WB_TIER_CC};
+    wb_wrapper *w = NULL;
+    snprintf(dir, sizeof dir, "/tmp/wbt-ccdir-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    tiers_marking_cc(dir, "wbt-cc", NULL, cc, sizeof cc);
+    snprintf(mark, sizeof mark, "%s/ran-wbt-cc", dir);
+    /* A directory others can write. */
+    cr_assert_eq(chmod(dir, 0777), 0);
+    char why[200];
+    snprintf(why, sizeof why, "%s is writable by others and not sticky",
+             dir);
+    tiers_compiler_refused(s, cc, cc, why, mark, cache);
+    /* The file itself. */
+    cr_assert_eq(chmod(dir, 0700), 0);
+    cr_assert_eq(chmod(cc, 0775), 0);
+    tiers_compiler_refused(s, cc, cc, "it is writable by its group (mode "
+                           "775)", mark, cache);
+    cr_assert_eq(chmod(cc, 0755), 0);
+    if (geteuid() == 0) {
+        /* A directory of another user's, the file another user's, and a
+           link of another user's, the last one on the way. */
+        cr_assert_eq(chown(dir, 65534, 65534), 0);
+        snprintf(why, sizeof why, "%s belongs to uid 65534", dir);
+        tiers_compiler_refused(s, cc, cc, why, mark, cache);
+        cr_assert_eq(chown(dir, 0, 0), 0);
+        cr_assert_eq(chown(cc, 65534, 65534), 0);
+        tiers_compiler_refused(s, cc, cc, "it belongs to uid 65534, neither "
+                               "this user (uid 0) nor root", mark, cache);
+        cr_assert_eq(chown(cc, 0, 0), 0);
+        snprintf(ldir, sizeof ldir, "/tmp/wbt-cclink-XXXXXX");
+        cr_assert_not_null(mkdtemp(ldir));
+        snprintf(link, sizeof link, "%s/cc", ldir);
+        cr_assert_eq(symlink(cc, link), 0);
+        cr_assert_eq(lchown(link, 65534, 65534), 0);
+        snprintf(why, sizeof why, "%s belongs to uid 65534", link);
+        tiers_compiler_refused(s, link, link, why, mark, cache);
+        /* The same link the user's: it is followed, and the disk key
+           names the file it leads to, which is the file that ran. */
+        cr_assert_eq(lchown(link, 0, 0), 0);
+        o.cc = link;
+        WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+        wb_wrapper_free(w);
+        cr_assert_eq(access(mark, F_OK), 0, "the compiler did not run");
+        cr_assert_eq(unlink(mark), 0);
+        char meta[512], text[4096], want[256];
+        tiers_find(cache, ".meta", meta, sizeof meta);
+        tiers_read(meta, text, sizeof text);
+        snprintf(want, sizeof want, "\ncompiler-path %s\n", cc);
+        cr_assert_not_null(strstr(text, want), "wanted%s in:\n%s", want,
+                           text);
+        WBT_OK(wb_cache_clear());
+        tiers_rm(ldir);
+    }
+    /* Kept as the rules ask, the same compiler runs and is stored. */
+    o.cc = cc;
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    cr_assert_eq(tiers_check_calls(w, 2, 0), 0);
+    wb_wrapper_free(w);
+    cr_assert_eq(access(mark, F_OK), 0, "the compiler did not run");
+    cr_assert_eq(tiers_count(cache, ".meta"), 1);
+    wb_spec_free(s);
+    tiers_rm(dir);
+    tiers_rm(cache);
+    if (geteuid() != 0)
+        cr_skip_test("the cases of another user's files need root "
+                     "(uid 65534)");
+}
+
+/* The compiler is looked for on PATH once, by the library, and the file
+   found is the one checked, keyed and run: a compiler found first in a
+   directory others can write is refused (not passed over for a later
+   one, which execvp would not run either), and an auto wrapper runs the
+   compiler found when it was made, whatever PATH says when it
+   promotes. */
+Test(tiers, the_compiler_found_on_path_is_the_one_checked_and_run,
+     .timeout = 90)
+{
+    char *cache = tiers_cache_dir(), open_dir[64], first[64], later[64];
+    char cc[128], other[128], path[1024], why[200], mark[128];
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "/usr/bin:/bin");
+    wb_spec *s = tiers_spec("path_cc");
+    wb_wrapper *w = NULL;
+    snprintf(open_dir, sizeof open_dir, "/tmp/wbt-ccopen-XXXXXX");
+    snprintf(first, sizeof first, "/tmp/wbt-ccfirst-XXXXXX");
+    snprintf(later, sizeof later, "/tmp/wbt-cclater-XXXXXX");
+    cr_assert_not_null(mkdtemp(open_dir));
+    cr_assert_not_null(mkdtemp(first));
+    cr_assert_not_null(mkdtemp(later));
+    tiers_marking_cc(open_dir, "wbt-cc", NULL, cc, sizeof cc);
+    snprintf(mark, sizeof mark, "%s/ran-wbt-cc", open_dir);
+    cr_assert_eq(chmod(open_dir, 0777), 0);
+    tiers_marking_cc(first, "wbt-cc", NULL, other, sizeof other);
+    snprintf(path, sizeof path, "%s:%s:%s", open_dir, first, saved);
+    setenv("PATH", path, 1);
+    snprintf(why, sizeof why, "%s is writable by others and not sticky",
+             open_dir);
+    tiers_compiler_refused(s, "wbt-cc", cc, why, mark, cache);
+    snprintf(mark, sizeof mark, "%s/ran-wbt-cc", first);
+    cr_assert_neq(access(mark, F_OK), 0, "a later compiler on PATH ran");
+    /* Found in first when the wrapper is made; PATH then names later. */
+    snprintf(path, sizeof path, "%s:%s", first, saved);
+    setenv("PATH", path, 1);
+    wb_options o = {.tier = WB_TIER_AUTO, .promote_calls = 1,
+                    .cc = "wbt-cc"};
+    WBT_OK(wb_wrapper_new(s, tiers_graph, NULL, &o, &w));
+    tiers_marking_cc(later, "wbt-cc", NULL, other, sizeof other);
+    snprintf(path, sizeof path, "%s:%s", later, saved);
+    setenv("PATH", path, 1);
+    cr_assert_eq(tiers_check_calls(w, 1, 0), 0);
+    const char *note = tiers_wait_note(w);
+    setenv("PATH", saved, 1);
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_CC, "note: %s", note);
+    wb_wrapper_free(w);
+    cr_assert_eq(access(mark, F_OK), 0, "the compiler found did not run");
+    snprintf(mark, sizeof mark, "%s/ran-wbt-cc", later);
+    cr_assert_neq(access(mark, F_OK), 0, "PATH was searched again");
+    free(saved);
+    wb_spec_free(s);
+    tiers_rm(open_dir);
+    tiers_rm(first);
+    tiers_rm(later);
+    tiers_rm(cache);
 }
 
 Test(tiers, disk_cache_stays_under_its_size_bound)

@@ -12,8 +12,11 @@
  * one object serves every process through the disk cache.
  *
  * The compiler runs without a shell: argv is the compiler command split at
- * blanks plus fixed flags and paths of our own making.  It runs under a
- * time limit, and its diagnostics land in the error message.
+ * blanks plus fixed flags and paths of our own making.  The program its
+ * first word names is found once (on $PATH for a bare word) and checked
+ * as a file code is loaded from (wb_cc_resolve); that resolved path is
+ * spawned, and named by the disk key.  It runs under a time limit, and
+ * its diagnostics land in the error message.
  *
  * A wrapper's cc code comes from the in-process cache (cache.c) when it is
  * shared and there, else from the disk cache (disk.c) when an entry loads,
@@ -43,6 +46,101 @@
 #include "../gen/gen.h"
 
 extern char **environ;
+
+/* Whether execve would run the file at path: a regular file this user
+   may execute.  execvp passes over a directory of the name (execve
+   refuses it), and so does the search below. */
+static bool wb_cc_runnable(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+           faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+}
+
+/* name, joined to dir when dir is not "", as an absolute path into out
+   (PATH_MAX bytes): a relative one is taken from the working directory,
+   as the kernel takes it.  False when it does not fit or there is no
+   working directory. */
+static bool wb_cc_absolute(const char *dir, size_t dirlen, const char *name,
+                           char *out)
+{
+    char cwd[PATH_MAX + 1] = "";
+    if ((dirlen ? dir[0] : name[0]) != '/') {
+        if (!getcwd(cwd, PATH_MAX))
+            return false;
+        strcat(cwd, "/");
+    }
+    int n = dirlen ? snprintf(out, PATH_MAX, "%s%.*s/%s", cwd, (int)dirlen,
+                              dir, name)
+                   : snprintf(out, PATH_MAX, "%s%s", cwd, name);
+    if (n < 0 || n >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return false;
+    }
+    return true;
+}
+
+/* Finds the program the command's first word names, once, as execvp
+   finds it (a word with a slash names a file, from the working directory
+   when relative; a bare word is looked for on $PATH, "/bin:/usr/bin"
+   without one, an empty entry being the working directory, in the first
+   entry that holds a file this user may execute), and checks it as the
+   library checks a file it loads code from (wb_rt_unsafe_file): the file
+   and every directory and link on the way to it must be the user's or
+   root's and writable by nobody else.  The compiler runs as the user
+   does, on the user's data, and its output is loaded into the process
+   and stored in the user's disk cache: a program another user could
+   replace would run as this user, root too.  That path, resolved, is
+   the one spawned and the one the disk key names, so the file checked
+   is the file that runs.  Sets c->path, or c->why. */
+static void wb_cc_resolve(wb_cc_opts *c)
+{
+    const char *cmd = c->argv[0];
+    char found[PATH_MAX] = "", unsafe[PATH_MAX + 64], shown[PATH_MAX];
+    int err = ENOENT;
+    if (strchr(cmd, '/')) {
+        /* What execve says of it: what stat says, else EACCES for what
+           is not a regular file this user may execute. */
+        struct stat sb;
+        if (!wb_cc_absolute("", 0, cmd, found) || stat(found, &sb) != 0)
+            err = errno;
+        else
+            err = wb_cc_runnable(found) ? 0 : EACCES;
+    } else {
+        const char *path = wb_rt_getenv("PATH");
+        if (!path)
+            path = "/bin:/usr/bin";
+        for (;;) {
+            size_t len = strcspn(path, ":");
+            /* execvp goes past what it cannot run, and says EACCES when
+               something of the name was there. */
+            if (wb_cc_absolute(path, len, cmd, found)) {
+                if (wb_cc_runnable(found)) {
+                    err = 0;
+                    break;
+                }
+                if (access(found, F_OK) == 0)
+                    err = EACCES;
+            }
+            if (!path[len])
+                break;
+            path += len + 1;
+        }
+    }
+    if (err) {
+        snprintf(c->why, sizeof c->why, "%s", strerror(err));
+        return;
+    }
+    if (!wb_rt_unsafe_file(found, c->path, unsafe, sizeof unsafe))
+        return;
+    c->path[0] = '\0';
+    /* errno is 0 after a refusal, else the walk could not look. */
+    if (errno)
+        snprintf(c->why, sizeof c->why, "%s", unsafe);
+    else
+        snprintf(c->why, sizeof c->why, "%s is not trusted: %s",
+                 wb_rt_printable(found, shown, sizeof shown), unsafe);
+}
 
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
 {
@@ -75,7 +173,16 @@ wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
         return wb_rt_fail(WB_ERR_INVALID, "the compiler command is blank");
     }
     wb_rt_printable(out->argv[0], out->shown, sizeof out->shown);
+    wb_cc_resolve(out);
     return WB_OK;
+}
+
+wb_status wb_cc_runnable_or_fail(const wb_cc_opts *cc)
+{
+    if (cc->path[0])
+        return WB_OK;
+    return wb_rt_fail(WB_ERR_COMPILE, "cannot run the system compiler '%s': "
+                      "%s", cc->shown, cc->why);
 }
 
 void wb_cc_opts_free(wb_cc_opts *c)
@@ -250,14 +357,17 @@ static bool wb_cc_children_reaped(void)
            (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT));
 }
 
-/* Runs argv (cmd: argv[0] printable) with stdout and stderr in diag,
+/* Runs the program at path (the one wb_cc_resolve found and checked:
+   no search again) with argv (cmd: argv[0] printable, which the program
+   gets as the word given), with stdout and stderr in diag,
    within timeout_s seconds, until cancel turns true.  Returns the exit
    status, -1 with a message set when it could not run, was killed or
    timed out, or its status was lost: a compiler that failed, or was
    killed halfway through writing the object, is not told apart from one
    that succeeded by what it left. */
-static int wb_cc_run(char **argv, const char *cmd, const char *diag,
-                     uint32_t timeout_s, const atomic_bool *cancel)
+static int wb_cc_run(const char *path, char **argv, const char *cmd,
+                     const char *diag, uint32_t timeout_s,
+                     const atomic_bool *cancel)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -287,7 +397,7 @@ static int wb_cc_run(char **argv, const char *cmd, const char *diag,
        (cc1, as, ld) too. */
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
-    rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+    rc = posix_spawn(&pid, path, &fa, &attr, argv, environ);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
@@ -340,6 +450,8 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
     snprintf(bind, sizeof bind, "%s/bind.h", dir);
     snprintf(obj, sizeof obj, "%s/wrapper.so", dir);
     snprintf(diag, sizeof diag, "%s/diagnostics.txt", dir);
+    if ((st = wb_cc_runnable_or_fail(cc)) != WB_OK)
+        return st;
     char *header = wb_cc_bind_header();
     if (!header)
         return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the cc tier");
@@ -365,7 +477,8 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
         argv[k++] = f;
     for (int i = 0; i < ntail; i++)
         argv[k++] = (char *)tail[i];
-    int rc = wb_cc_run(argv, cc->shown, diag, cc->timeout_s, cancel);
+    int rc = wb_cc_run(cc->path, argv, cc->shown, diag, cc->timeout_s,
+                       cancel);
     free(argv);
     if (rc < 0)
         return WB_ERR_COMPILE;
@@ -606,7 +719,10 @@ wb_status wb_cc_code_get(const char *source, bool share, const wb_cc_opts *cc,
 {
     wb_disk_key k;
     wb_status st;
-    if ((st = wb_cc_allowed()) != WB_OK)
+    /* Nothing is looked up, compiled or stored for a compiler that is
+       missing or that another user could replace. */
+    if ((st = wb_cc_allowed()) != WB_OK ||
+        (st = wb_cc_runnable_or_fail(cc)) != WB_OK)
         return st;
     wb_disk_key_make(source, cc, &k);
     if (share && (*out = wb_cache_find(WB_TIER_CC, k.key, NULL)))

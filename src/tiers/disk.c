@@ -360,48 +360,17 @@ void wb_disk_close(wb_disk *d)
 
 /* ---- keys and records ---- */
 
-/* Whether the spawn would run the file at path: a regular file it may
-   execute.  posix_spawnp, as execvp, goes past a directory of the name
-   (execve refuses it), so the key must too. */
-static bool wb_disk_runnable(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-           access(path, X_OK) == 0;
-}
-
 /* The compiler's identity: the command's words, and the binary it runs
-   (resolved path, size, modification time), which changes whenever the
+   (the path wb_cc_opts_init resolved and checked, which is the one
+   spawned; its size and modification time), which changes whenever the
    compiler is replaced or upgraded. */
 static void wb_disk_compiler(const wb_cc_opts *cc, wb_disk_key *k)
 {
-    char found[PATH_MAX] = "", text[PATH_MAX + 256];
-    const char *cmd = cc->argv[0];
+    char text[PATH_MAX + 256];
+    const char *found = cc->path[0] ? cc->path : cc->argv[0];
     struct stat sb = {0};
-    if (strchr(cmd, '/')) {
-        if (!realpath(cmd, found))
-            snprintf(found, sizeof found, "%s", cmd);
-    } else {
-        /* Searched as posix_spawnp searches it: an empty entry is the
-           current directory, and no PATH is the C library's default. */
-        const char *path = wb_rt_getenv("PATH");
-        char cand[PATH_MAX];
-        if (!path)
-            path = "/bin:/usr/bin";
-        for (;;) {
-            int len = (int)strcspn(path, ":");
-            int n = snprintf(cand, sizeof cand, "%.*s/%s", len ? len : 1,
-                             len ? path : ".", cmd);
-            if (n > 0 && (size_t)n < sizeof cand && wb_disk_runnable(cand) &&
-                !realpath(cand, found))
-                snprintf(found, sizeof found, "%s", cand);
-            if (found[0] || !path[len])
-                break;
-            path += len + 1;
-        }
-    }
-    stat(found[0] ? found : cmd, &sb);
-    snprintf(k->path, sizeof k->path, "%s", found[0] ? found : cmd);
+    stat(found, &sb);
+    snprintf(k->path, sizeof k->path, "%s", found);
     wb_sha256 h;
     wb_sha256_init(&h);
     for (int i = 0; i < cc->argc; i++)

@@ -72,6 +72,11 @@ typedef struct wb_cc_opts {
     char *words;        /* the storage argv points into */
     char shown[256];    /* argv[0] printable, for messages: it comes from
                            $CC or the caller */
+    char path[PATH_MAX]; /* the program argv[0] names, found as execvp finds
+                            it and resolved (no link in it), whose way and
+                            file wb_rt_unsafe_file allows: what runs, and
+                            what the disk key names; "" when none may run */
+    char why[PATH_MAX + 200]; /* when path is "": why, printable */
     uint32_t timeout_s;
     bool disk_cache;
 } wb_cc_opts;
@@ -80,8 +85,14 @@ typedef struct wb_cc_opts {
    command line; part of the disk cache's key. */
 #define WB_CC_FLAGS "-O2 -fPIC -shared -w"
 
+/* The compiler command of o (NULL: $CC, then "cc"), split, and the
+   program its first word names, found and checked once (path, or why
+   none may run). */
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out);
 void wb_cc_opts_free(wb_cc_opts *c);
+/* WB_OK when cc has a program that may run; else fails with
+   WB_ERR_COMPILE, saying why (missing, not executable, not trusted). */
+wb_status wb_cc_runnable_or_fail(const wb_cc_opts *cc);
 
 /* A new directory of the user's alone under $TMPDIR (or /tmp), into dir,
    for the compiler's files and the objects loaded.  Refused when others

@@ -6,7 +6,8 @@
 # library that leaves a mark when loaded (mark.c), and PATH leading to a
 # "cc" that leaves one when run: plainly, where it must follow all three,
 # and as a setuid-root copy, where it must follow none, and refuses the
-# cc tier.
+# cc tier.  BIN also runs as root with a PATH leading to a cc in a
+# directory of nobody's, which it must refuse to run.
 set -u
 if [ $# -ne 1 ]; then
     echo "usage: $0 ENV_TRUST" >&2
@@ -58,6 +59,22 @@ if [ -e "$tmp/marks/plain" ]; then ok
 elif grep -q "not supported by this build" "$tmp/out"; then cuda=no
 else shown "a plain run loads WRAPBAKE_CUDART"; fi
 [ -e "$tmp/marks/plain-cc" ] && ok || shown "a plain run's cc tier runs PATH's cc"
+
+# Root with nobody's PATH, as sudo -E or a service started from a user's
+# shell has it: the cc found there, in a directory of nobody's, is
+# refused with the reason and not run, and nothing is stored.
+mkdir "$tmp/theirs"
+cp "$tmp/bin/cc" "$tmp/theirs/cc"
+chown -R nobody "$tmp/theirs"
+env WRAPBAKE_CACHE_DIR="$tmp/root-cache" WRAPBAKE_CUDART="$tmp/mark.so" \
+    PATH="$tmp/theirs:$PATH" CC= WB_TRUST_MARK="$tmp/marks/root" \
+    "$tmp/env-trust" >"$tmp/out" 2>&1 || shown "the root run failed"
+[ ! -e "$tmp/marks/root-cc" ] && ok || shown "root runs no cc of nobody's"
+grep "^cc WB_ERR_COMPILE: cannot run the system compiler 'cc': $tmp/theirs/cc is not trusted: " "$tmp/out" |
+    grep -q "theirs belongs to uid $(id -u nobody)\$" && ok ||
+    shown "root refuses nobody's cc, saying why"
+[ -z "$(ls -A "$tmp/root-cache" 2>/dev/null)" ] && ok ||
+    shown "root stores nothing for nobody's cc"
 
 # Setuid root: nobody's environment is ignored.
 chmod u+s "$tmp/env-trust"
