@@ -1373,6 +1373,38 @@ Test(tiers, the_compiler_found_on_path_is_the_one_checked_and_run,
     tiers_rm(cache);
 }
 
+/* A compiler script reached through a link of another name is run by
+   that name: the way found is spawned, its links kept, so a script that
+   takes its part from $0, as wrappers do, sees the link's name. */
+Test(tiers, a_compiler_script_reached_through_a_link_sees_the_links_name,
+     .timeout = 60)
+{
+    char *cache = tiers_cache_dir(), dir[64], script[128], link[128];
+    snprintf(dir, sizeof dir, "/tmp/wbt-cclink-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(script, sizeof script, "%s/ccwrap.sh", dir);
+    snprintf(link, sizeof link, "%s/mycc", dir);
+    FILE *f = fopen(script, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#!/bin/sh\ncase \"$(basename \"$0\")\" in\n"
+               "mycc) exec cc \"$@\" ;;\n"
+               "*) echo \"called as $0\" >&2; exit 1 ;;\nesac\n");
+    fclose(f);
+    cr_assert_eq(chmod(script, 0700), 0);
+    cr_assert_eq(symlink("ccwrap.sh", link), 0);
+    wb_spec *s = tiers_spec("link_cc");
+    wb_options o = {.tier = WB_TIER_CC, .cc = link};
+    wb_wrapper *w = NULL;
+    cr_assert_eq(wb_wrapper_new(s, tiers_graph, NULL, &o, &w), WB_OK, "%s",
+                 wb_last_error());
+    cr_assert_eq(wb_wrapper_tier(w), WB_TIER_CC);
+    cr_assert_eq(tiers_check_calls(w, 2, 0), 0);
+    wb_wrapper_free(w);
+    wb_spec_free(s);
+    tiers_rm(dir);
+    tiers_rm(cache);
+}
+
 Test(tiers, disk_cache_stays_under_its_size_bound)
 {
     char *dir = tiers_cache_dir();

@@ -90,9 +90,11 @@ static bool wb_cc_absolute(const char *dir, size_t dirlen, const char *name,
    root's and writable by nobody else.  The compiler runs as the user
    does, on the user's data, and its output is loaded into the process
    and stored in the user's disk cache: a program another user could
-   replace would run as this user, root too.  That path, resolved, is
-   the one spawned and the one the disk key names, so the file checked
-   is the file that runs.  Sets c->path, or c->why. */
+   replace would run as this user, root too.  That path is the one
+   spawned, its links kept (each checked, so only the user or root can
+   change what they name), and, resolved, the one the disk key names: the
+   file checked is the file that runs.  Sets c->spawn and c->path, or
+   c->why. */
 static void wb_cc_resolve(wb_cc_opts *c)
 {
     const char *cmd = c->argv[0];
@@ -119,7 +121,7 @@ static void wb_cc_resolve(wb_cc_opts *c)
                     err = 0;
                     break;
                 }
-                if (access(found, F_OK) == 0)
+                if (errno == EACCES || access(found, F_OK) == 0)
                     err = EACCES;
             }
             if (!path[len])
@@ -131,8 +133,10 @@ static void wb_cc_resolve(wb_cc_opts *c)
         snprintf(c->why, sizeof c->why, "%s", strerror(err));
         return;
     }
-    if (!wb_rt_unsafe_file(found, c->path, unsafe, sizeof unsafe))
+    if (!wb_rt_unsafe_file(found, c->path, unsafe, sizeof unsafe)) {
+        snprintf(c->spawn, sizeof c->spawn, "%s", found);
         return;
+    }
     c->path[0] = '\0';
     /* errno is 0 after a refusal, else the walk could not look. */
     if (errno)
@@ -477,7 +481,7 @@ wb_status wb_cc_build(const wb_cc_opts *cc, const char *source,
         argv[k++] = f;
     for (int i = 0; i < ntail; i++)
         argv[k++] = (char *)tail[i];
-    int rc = wb_cc_run(cc->path, argv, cc->shown, diag, cc->timeout_s,
+    int rc = wb_cc_run(cc->spawn, argv, cc->shown, diag, cc->timeout_s,
                        cancel);
     free(argv);
     if (rc < 0)
