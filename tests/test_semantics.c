@@ -1596,22 +1596,31 @@ static void *sem_sleepers_wait(void *ud)
     return rc;
 }
 
-Test(semantics, calls_waiting_for_a_first_call_hook_sleep)
+/* Makes r's wrapper (on spec name, which it returns) and starts a call
+   of it on *hook, which returns once that call is inside the hook. */
+static wb_spec *sem_sleepers_start(sem_sleepers *r, const char *name,
+                                   pthread_t *hook)
 {
-    sem_sleepers r;
-    atomic_init(&r.in_hook, 0);
-    atomic_init(&r.waiters_ns, 0);
-    wb_spec *s = sem_spec("sleepers");
+    atomic_init(&r->in_hook, 0);
+    atomic_init(&r->waiters_ns, 0);
+    wb_spec *s = sem_spec(name);
     WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
-    WBT_OK(wb_spec_set_first_call(s, sem_sleepers_hook, &r));
-    r.x = wbt_f32(0, 1, 2);
-    r.w = wbt_wrap(s, sem_race_graph_none, NULL, WB_TIER_TCC);
-    pthread_t hook, th[4];
-    cr_assert_eq(pthread_create(&hook, NULL, sem_sleepers_call, &r), 0);
-    while (!atomic_load(&r.in_hook)) {
+    WBT_OK(wb_spec_set_first_call(s, sem_sleepers_hook, r));
+    r->x = wbt_f32(0, 1, 2);
+    r->w = wbt_wrap(s, sem_race_graph_none, NULL, WB_TIER_TCC);
+    cr_assert_eq(pthread_create(hook, NULL, sem_sleepers_call, r), 0);
+    while (!atomic_load(&r->in_hook)) {
         struct timespec ts = {0, 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    return s;
+}
+
+Test(semantics, calls_waiting_for_a_first_call_hook_sleep)
+{
+    sem_sleepers r;
+    pthread_t hook, th[4];
+    wb_spec *s = sem_sleepers_start(&r, "sleepers", &hook);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(pthread_create(&th[i], NULL, sem_sleepers_wait, &r), 0);
     void *rc;
@@ -1643,19 +1652,8 @@ static void *sem_cancelled_wait(void *ud)
 Test(semantics, a_thread_cancelled_waiting_for_a_first_call_hook, .timeout = 30)
 {
     sem_sleepers r;
-    atomic_init(&r.in_hook, 0);
-    atomic_init(&r.waiters_ns, 0);
-    wb_spec *s = sem_spec("cancelled");
-    WBT_OK(wb_spec_add_tensor(s, "x", WB_MUT_NONE, 0, NULL));
-    WBT_OK(wb_spec_set_first_call(s, sem_sleepers_hook, &r));
-    r.x = wbt_f32(0, 1, 2);
-    r.w = wbt_wrap(s, sem_race_graph_none, NULL, WB_TIER_TCC);
     pthread_t hook, waiter;
-    cr_assert_eq(pthread_create(&hook, NULL, sem_sleepers_call, &r), 0);
-    while (!atomic_load(&r.in_hook)) {
-        struct timespec ts = {0, 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    wb_spec *s = sem_sleepers_start(&r, "cancelled", &hook);
     cr_assert_eq(pthread_create(&waiter, NULL, sem_cancelled_wait, &r), 0);
     struct timespec ts = {0, 100 * 1000 * 1000};
     nanosleep(&ts, NULL);
