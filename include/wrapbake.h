@@ -762,8 +762,9 @@ WB_API wb_status wb_cache_clear(void);
 WB_API const char *wb_cache_dir(void);
 /* Why a cc wrapper for spec with options would hit or miss the disk cache:
    the entry it would load, or the nearest entry and which part of the key
-   differs, or why the cache is off ("off: ...").  *out is malloc'ed and
-   the caller's to free(). */
+   differs, or why the cache is off ("off: ..."), or why the compiler may
+   not run ("refused: ...").  *out is malloc'ed and the caller's to
+   free(). */
 WB_API wb_status wb_cache_explain(const wb_spec *spec,
                                   const wb_options *options, char **out);
 

@@ -1233,6 +1233,12 @@ static void tiers_compiler_refused(wb_spec *s, const char *cc,
     const char *note = tiers_assert_stays_on_tcc(w);
     cr_assert_not_null(strstr(note, want), "note: %s", note);
     wb_wrapper_free(w);
+    char *explained;
+    o.tier = WB_TIER_CC;
+    WBT_OK(wb_cache_explain(s, &o, &explained));
+    cr_assert_eq(strncmp(explained, "refused: ", 9), 0, "%s", explained);
+    cr_assert_not_null(strstr(explained, want), "%s", explained);
+    free(explained);
     cr_assert_neq(access(mark, F_OK), 0, "the compiler ran");
     cr_assert_eq(tiers_count(cache, ".meta") + tiers_count(cache, ".so"), 0,
                  "something was stored");

@@ -764,10 +764,22 @@ wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
         free(source);
         return st;
     }
+    wb_spec_free(copy);
+    /* A refused compiler looks nothing up (wb_cc_code_get). */
+    if (!cc.path[0]) {
+        size_t n = strlen(cc.shown) + strlen(cc.why) + 80;
+        if ((*out = malloc(n)))
+            snprintf(*out, n, "refused: cannot run the system compiler "
+                     "'%s': %s; nothing is looked up", cc.shown, cc.why);
+        wb_cc_opts_free(&cc);
+        free(source);
+        return *out ? WB_OK
+                    : wb_rt_fail(WB_ERR_NOMEM, "out of memory for an "
+                                 "explanation");
+    }
     wb_disk_key_make(source, &cc, &k);
     wb_cc_opts_free(&cc);
     free(source);
-    wb_spec_free(copy);
     wb_spec_print_name(spec->name, name, sizeof name);
     return wb_disk_explain(&k, name, out);
 }
