@@ -94,11 +94,12 @@ static bool wb_cc_absolute(const char *dir, size_t dirlen, const char *name,
    spawned, its links kept (each checked, so only the user or root can
    change what they name), and, resolved, the one the disk key names: the
    file checked is the file that runs.  Sets c->spawn and c->path, or
-   c->why. */
-static void wb_cc_resolve(wb_cc_opts *c)
+   c->why; false out of memory. */
+static bool wb_cc_resolve(wb_cc_opts *c)
 {
     const char *cmd = c->argv[0];
-    char found[PATH_MAX] = "", unsafe[PATH_MAX + 64], shown[PATH_MAX];
+    char found[PATH_MAX] = "", real[PATH_MAX], unsafe[PATH_MAX + 64];
+    char shown[PATH_MAX], why[sizeof unsafe + PATH_MAX + 32];
     int err = ENOENT;
     if (strchr(cmd, '/')) {
         /* What execve says of it: what stat says, else EACCES for what
@@ -130,20 +131,22 @@ static void wb_cc_resolve(wb_cc_opts *c)
         }
     }
     if (err) {
-        snprintf(c->why, sizeof c->why, "%s", strerror(err));
-        return;
+        c->why = strdup(strerror(err));
+        return c->why;
     }
-    if (!wb_rt_unsafe_file(found, c->path, unsafe, sizeof unsafe)) {
-        snprintf(c->spawn, sizeof c->spawn, "%s", found);
-        return;
+    if (!wb_rt_unsafe_file(found, real, unsafe, sizeof unsafe)) {
+        c->path = strdup(real);
+        c->spawn = strdup(found);
+        return c->path && c->spawn;
     }
-    c->path[0] = '\0';
     /* errno is 0 after a refusal, else the walk could not look. */
     if (errno)
-        snprintf(c->why, sizeof c->why, "%s", unsafe);
+        snprintf(why, sizeof why, "%s", unsafe);
     else
-        snprintf(c->why, sizeof c->why, "%s is not trusted: %s",
+        snprintf(why, sizeof why, "%s is not trusted: %s",
                  wb_rt_printable(found, shown, sizeof shown), unsafe);
+    c->why = strdup(why);
+    return c->why;
 }
 
 wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
@@ -177,13 +180,17 @@ wb_status wb_cc_opts_init(const wb_options *o, wb_cc_opts *out)
         return wb_rt_fail(WB_ERR_INVALID, "the compiler command is blank");
     }
     wb_rt_printable(out->argv[0], out->shown, sizeof out->shown);
-    wb_cc_resolve(out);
+    if (!wb_cc_resolve(out)) {
+        wb_cc_opts_free(out);
+        return wb_rt_fail(WB_ERR_NOMEM, "out of memory for the compiler "
+                          "command");
+    }
     return WB_OK;
 }
 
 wb_status wb_cc_runnable_or_fail(const wb_cc_opts *cc)
 {
-    if (cc->path[0])
+    if (cc->path)
         return WB_OK;
     return wb_rt_fail(WB_ERR_COMPILE, "cannot run the system compiler '%s': "
                       "%s", cc->shown, cc->why);
@@ -194,8 +201,12 @@ void wb_cc_opts_free(wb_cc_opts *c)
     if (c) {
         free(c->words);
         free(c->argv);
+        free(c->path);
+        free(c->spawn);
+        free(c->why);
         c->words = NULL;
         c->argv = NULL;
+        c->path = c->spawn = c->why = NULL;
     }
 }
 
@@ -766,7 +777,7 @@ wb_status wb_cache_explain(const wb_spec *spec, const wb_options *options,
     }
     wb_spec_free(copy);
     /* A refused compiler looks nothing up (wb_cc_code_get). */
-    if (!cc.path[0]) {
+    if (!cc.path) {
         size_t n = strlen(cc.shown) + strlen(cc.why) + 80;
         if ((*out = malloc(n)))
             snprintf(*out, n, "refused: cannot run the system compiler "

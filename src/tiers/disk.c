@@ -367,7 +367,7 @@ void wb_disk_close(wb_disk *d)
 static void wb_disk_compiler(const wb_cc_opts *cc, wb_disk_key *k)
 {
     char text[PATH_MAX + 256];
-    const char *found = cc->path[0] ? cc->path : cc->argv[0];
+    const char *found = cc->path ? cc->path : cc->argv[0];
     struct stat sb = {0};
     stat(found, &sb);
     snprintf(k->path, sizeof k->path, "%s", found);

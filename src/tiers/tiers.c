@@ -284,7 +284,8 @@ static void wb_fork_parent(void)
 /* The child has the forking thread alone: new locks and conditions, no
    promoter (wb_promo_wake starts one when a promotion is next queued or
    triggered), and the promotion the parent's promoter ran back in the
-   queue, unless it was cancelled or had got its code; the queue's
+   queue, unless it was cancelled (one running at the fork has published
+   nothing: it publishes under the lock the fork held); the queue's
    triggered promotions wait for their wrappers' next calls. */
 static void wb_fork_child(void)
 {
@@ -295,7 +296,7 @@ static void wb_fork_child(void)
     wb_promo_worker = false;
     struct wb_promotion *p = wb_promo_running;
     wb_promo_running = NULL;
-    if (p && !atomic_load(&p->cancel) && !atomic_load(&p->w->promoted)) {
+    if (p && !atomic_load(&p->cancel)) {
         p->next = wb_promo_queue;
         wb_promo_queue = p;
     }

@@ -72,14 +72,14 @@ typedef struct wb_cc_opts {
     char *words;        /* the storage argv points into */
     char shown[256];    /* argv[0] printable, for messages: it comes from
                            $CC or the caller */
-    char path[PATH_MAX]; /* the program argv[0] names, found as execvp finds
-                            it and resolved (no link in it), whose way and
-                            file wb_rt_unsafe_file allows: what the disk
-                            key names; "" when none may run */
-    char spawn[PATH_MAX]; /* the same as found, its links (checked) kept:
-                             what runs, so that a script reached through a
-                             link of its name sees that name */
-    char why[PATH_MAX + 200]; /* when path is "": why, printable */
+    char *path;         /* the program argv[0] names, found as execvp finds
+                           it and resolved (no link in it), whose way and
+                           file wb_rt_unsafe_file allows: what the disk key
+                           names; NULL when none may run */
+    char *spawn;        /* the same as found, its links (checked) kept: what
+                           runs, so that a script reached through a link of
+                           its name sees that name */
+    char *why;          /* when path is NULL: why, printable */
     uint32_t timeout_s;
     bool disk_cache;
 } wb_cc_opts;
